@@ -1,0 +1,31 @@
+"""pytest-trtcompare: accuracy regression testing of deployed ML models inside pytest."""
+
+from __future__ import annotations
+
+from .compare import (
+    ComparisonResult,
+    ElementError,
+    OutputComparison,
+    OutputMismatchError,
+    assert_outputs_close,
+    compare_outputs,
+)
+from .errors import InvalidOutputError, ToleranceError, ToleranceWarning, TrtCompareError
+from .tolerance import Tolerance
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ComparisonResult",
+    "ElementError",
+    "InvalidOutputError",
+    "OutputComparison",
+    "OutputMismatchError",
+    "Tolerance",
+    "ToleranceError",
+    "ToleranceWarning",
+    "TrtCompareError",
+    "__version__",
+    "assert_outputs_close",
+    "compare_outputs",
+]

@@ -1,0 +1,200 @@
+"""Per-chunk error arithmetic: |actual - expected|, relative error and tolerance ratio in float64.
+
+Everything here works on one chunk of the flattened outputs at a time, so a comparison of
+any size needs only a few chunk-sized float64 buffers. Integers are differenced exactly (no
+wrap-around: uint64 0 vs 1 is 1) before they become float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrays import Kind
+from .tolerance import Tolerance
+
+#: Polygraphy replaces expected == 0 by float64 eps in the relative error; so do we.
+EPS = 2.220446049250313e-16
+CHUNK_ELEMENTS = 1 << 16
+_UINT64_MAX = np.uint64(np.iinfo(np.uint64).max)
+
+
+def pair_kind(actual: Kind, expected: Kind) -> str:
+    """How a pair is differenced: 'bool' (xor), 'int' (exact) or 'float' (float64)."""
+    if actual == expected == "bool":
+        return "bool"
+    if actual != "float" and expected != "float":
+        return "int"
+    return "float"
+
+
+def _to_int64_or_uint64(values: np.ndarray, kind: Kind) -> np.ndarray:
+    return np.asarray(values.astype(np.uint64 if kind == "uint" else np.int64))
+
+
+def exact_int_absdiff(a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind) -> np.ndarray:
+    """|a - e| of two integer arrays as float64, exact wherever the result is below 2**53."""
+    if a.dtype.itemsize <= 4 and e.dtype.itemsize <= 4:
+        return np.asarray(np.abs(a.astype(np.int64) - e.astype(np.int64)), dtype=np.float64)
+    a64 = _to_int64_or_uint64(a, a_kind)
+    e64 = _to_int64_or_uint64(e, e_kind)
+    if a64.dtype == e64.dtype:
+        hi = np.maximum(a64, e64).view(np.uint64)
+        lo = np.minimum(a64, e64).view(np.uint64)
+        return np.asarray(hi - lo, dtype=np.float64)  # modular uint64 difference: exact, hi >= lo
+    unsigned, signed = (a64, e64) if a64.dtype == np.uint64 else (e64, a64)
+    signed_bits = signed.view(np.uint64)
+    negative = signed < 0
+    magnitude = np.where(negative, np.uint64(0) - signed_bits, signed_bits)
+    both_nonneg = np.where(unsigned >= magnitude, unsigned - magnitude, magnitude - unsigned)
+    across_zero = unsigned + magnitude  # wraps when the true difference is >= 2**64
+    result = np.where(negative, across_zero, both_nonneg).astype(np.float64)
+    wrapped = negative & (unsigned > _UINT64_MAX - magnitude)
+    if wrapped.any():
+        result[wrapped] = unsigned[wrapped].astype(np.float64) + magnitude[wrapped].astype(
+            np.float64
+        )
+    return result
+
+
+@dataclass
+class Chunk:
+    """Errors of one chunk, restricted to comparable elements (error not NaN).
+
+    The arrays are views into the computer's buffers: valid until its next `compute` call.
+    """
+
+    abs_err: np.ndarray  # |a - e|, float64, no NaN
+    rel_err: np.ndarray  # abs_err / |e| (e == 0 -> EPS); NaN (Inf/Inf) mapped to +Inf
+    ratio: np.ndarray  # abs_err / allowed error: > 1 means out of tolerance; NaN = 0/0
+    expected_abs: np.ndarray  # |e| as given (no epsilon)
+    positions: np.ndarray | None  # flat indices of the kept elements; None = start + arange
+    start: int
+    dot_ae: float
+    dot_aa: float
+    dot_ee: float
+    nan_errors: int = 0
+    nan_actual: int = 0
+    nan_expected: int = 0
+    inf_actual: int = 0
+    inf_expected: int = 0
+    nan_positions_differ: bool = False
+
+    def flat_index(self, i: int) -> int:
+        return int(self.positions[i]) if self.positions is not None else self.start + i
+
+
+class ChunkComputer:
+    """Computes Chunk records for consecutive slices, reusing its float64 buffers."""
+
+    def __init__(self, a_kind: Kind, e_kind: Kind, tolerance: Tolerance) -> None:
+        self.a_kind = a_kind
+        self.e_kind = e_kind
+        self.pair = pair_kind(a_kind, e_kind)
+        self.tol = tolerance
+        self._buffers = np.empty((6, CHUNK_ELEMENTS))
+
+    def compute(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk:
+        with np.errstate(all="ignore"):
+            return self._compute(a, e, start)
+
+    def _compute(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk:
+        n = a.shape[0]
+        av, ev, d, eabs, r, ratio = (buf[:n] for buf in self._buffers)
+        np.copyto(av, a, casting="unsafe")
+        np.copyto(ev, e, casting="unsafe")
+        if self.pair == "float":
+            np.subtract(av, ev, out=d)
+            np.abs(d, out=d)
+        elif self.pair == "bool":
+            np.not_equal(av, ev, out=d)
+        else:
+            d[:] = exact_int_absdiff(a, e, self.a_kind, self.e_kind)
+
+        counts: dict[str, int | bool] = {}
+        positions = None
+        cos_a, cos_e = av, ev
+        if self.pair == "float" and n and not np.isfinite(d[d.argmax()]):
+            av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
+            eabs, r, ratio = eabs[: d.shape[0]], r[: d.shape[0]], ratio[: d.shape[0]]
+
+        np.abs(ev, out=eabs)
+        np.divide(d, eabs, out=r)
+        eabs_eps = eabs
+        if r.shape[0] and not np.isfinite(r[r.argmax()]):
+            # expected == 0 (or Inf) somewhere: Polygraphy's epsilon, and Inf/Inf as Inf.
+            eabs_eps = np.where(eabs == 0, EPS, eabs)
+            np.divide(d, eabs_eps, out=r)
+            r[np.isnan(r)] = np.inf
+        self._fill_ratio(d, eabs, eabs_eps, ratio, special=positions is not None or bool(counts))
+        return Chunk(
+            abs_err=d,
+            rel_err=r,
+            ratio=ratio,
+            expected_abs=eabs,
+            positions=positions,
+            start=start,
+            dot_ae=float(np.dot(cos_a, cos_e)),
+            dot_aa=float(np.dot(cos_a, cos_a)),
+            dot_ee=float(np.dot(cos_e, cos_e)),
+            **counts,  # type: ignore[arg-type]
+        )
+
+    def _special_values(
+        self,
+        av: np.ndarray,
+        ev: np.ndarray,
+        d: np.ndarray,
+        start: int,
+        counts: dict[str, int | bool],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+        """Slow path for a chunk holding NaN or Inf: counts them and applies the options."""
+        nan_a, nan_e = np.isnan(av), np.isnan(ev)
+        inf_a, inf_e = np.isinf(av), np.isinf(ev)
+        if self.tol.inf_equal:
+            d[inf_a & (av == ev)] = 0.0
+        if self.tol.nan_equal:
+            d[nan_a & nan_e] = 0.0
+        nan_err = np.isnan(d)
+        counts.update(
+            nan_errors=int(nan_err.sum()),
+            nan_actual=int(nan_a.sum()),
+            nan_expected=int(nan_e.sum()),
+            inf_actual=int(inf_a.sum()),
+            inf_expected=int(inf_e.sum()),
+            nan_positions_differ=bool((nan_a != nan_e).any()),
+        )
+        finite = ~(nan_a | nan_e | inf_a | inf_e)
+        cos_a, cos_e = av[finite], ev[finite]
+        if not counts["nan_errors"]:
+            return av, ev, d, None, cos_a, cos_e
+        keep = np.flatnonzero(~nan_err)
+        return av[keep], ev[keep], d[keep], keep + start, cos_a, cos_e
+
+    def _fill_ratio(
+        self,
+        d: np.ndarray,
+        eabs: np.ndarray,
+        eabs_eps: np.ndarray,
+        ratio: np.ndarray,
+        special: bool,
+    ) -> None:
+        tol = self.tol
+        if tol.rule == "polygraphy":
+            np.multiply(eabs_eps, tol.rtol, out=ratio)
+            np.maximum(ratio, tol.atol, out=ratio)
+        else:
+            np.multiply(eabs, tol.rtol, out=ratio)
+            np.add(ratio, tol.atol, out=ratio)
+        np.divide(d, ratio, out=ratio)  # 0/0 -> NaN (within tolerance), x/0 -> Inf
+        if special:
+            ratio[np.isinf(d)] = np.inf  # Inf against a finite value always fails
+
+    def mismatch_mask(self, chunk: Chunk) -> np.ndarray:
+        """Exact per-element verdict (the ratio only lets callers skip this when far below 1)."""
+        tol = self.tol
+        if tol.rule == "polygraphy":
+            return np.asarray((chunk.abs_err > tol.atol) & (chunk.rel_err > tol.rtol))
+        allowed = tol.atol + tol.rtol * chunk.expected_abs
+        return np.asarray(~(chunk.abs_err <= allowed) | np.isinf(chunk.abs_err))

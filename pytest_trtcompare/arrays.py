@@ -1,0 +1,122 @@
+"""Turning what users hand us (numpy, torch, ml_dtypes, lists) into numeric numpy arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import InvalidOutputError
+
+Kind = Literal["bool", "int", "uint", "float"]
+
+#: Name used for a bare array passed where a mapping of outputs was expected.
+SINGLE_OUTPUT_NAME = "output"
+
+
+@dataclass(frozen=True)
+class NamedArray:
+    """One output: its numeric array and the dtype name users will recognise."""
+
+    array: np.ndarray
+    dtype_name: str
+    kind: Kind
+
+
+def _ml_dtypes_kind(dtype: np.dtype) -> Kind | None:
+    """bfloat16 / float8_* / int4 ... from ml_dtypes register as numpy kind 'V'."""
+    if not getattr(dtype.type, "__module__", "").startswith("ml_dtypes"):
+        return None
+    import ml_dtypes
+
+    try:
+        ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
+        return "float"
+    except (ValueError, TypeError):
+        pass
+    try:
+        info = ml_dtypes.iinfo(dtype)  # type: ignore[no-untyped-call]
+        return "int" if info.min < 0 else "uint"
+    except (ValueError, TypeError):
+        return None
+
+
+def dtype_kind(dtype: np.dtype) -> Kind | None:
+    """Numeric kind of a dtype, or None when it cannot be compared numerically."""
+    if dtype.kind == "b":
+        return "bool"
+    if dtype.kind == "i":
+        return "int"
+    if dtype.kind == "u":
+        return "uint"
+    if dtype.kind == "f":
+        return "float"
+    if dtype.kind == "V":
+        return _ml_dtypes_kind(dtype)
+    return None
+
+
+def _from_torch(value: Any) -> tuple[np.ndarray, str]:
+    tensor = value.detach().cpu()
+    dtype_name = str(tensor.dtype).removeprefix("torch.")
+    if dtype_name == "bfloat16":
+        try:
+            import ml_dtypes
+            import torch
+
+            return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16), dtype_name
+        except ImportError:
+            return tensor.float().numpy(), dtype_name
+    if dtype_name.startswith("float8"):
+        # numpy has no float8; float32 holds every float8 value exactly.
+        return tensor.float().numpy(), dtype_name
+    return tensor.numpy(), dtype_name
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach")
+
+
+def as_named_array(value: Any, output: str, side: str) -> NamedArray:
+    """Convert one output to a numeric array, or raise a one-line error naming it."""
+    where = f"output {output!r} ({side})"
+    if isinstance(value, (str, bytes)):
+        raise InvalidOutputError(f"{where} is a {type(value).__name__}, not an array")
+    if _is_torch_tensor(value):
+        array, dtype_name = _from_torch(value)
+    else:
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError) as exc:
+            raise InvalidOutputError(
+                f"{where} cannot be read as an array ({type(value).__name__}): {exc}"
+            ) from None
+        dtype_name = str(array.dtype)
+    kind = dtype_kind(array.dtype)
+    if kind is None:
+        what = {
+            "U": "a string tensor",
+            "S": "a bytes tensor",
+            "O": f"an object array (from {type(value).__name__})",
+            "c": "a complex tensor",
+            "M": "a datetime tensor",
+            "m": "a timedelta tensor",
+        }.get(array.dtype.kind, f"of unsupported dtype {array.dtype}")
+        raise InvalidOutputError(f"{where} is {what}; only bool, integer and float outputs compare")
+    return NamedArray(array=array, dtype_name=dtype_name, kind=kind)
+
+
+def as_output_mapping(outputs: Any, side: str) -> dict[str, NamedArray]:
+    """A mapping of name to array-like (or one bare array) as {name: NamedArray}."""
+    if isinstance(outputs, Mapping):
+        return {
+            str(name): as_named_array(value, str(name), side) for name, value in outputs.items()
+        }
+    if isinstance(outputs, (str, bytes)) or outputs is None:
+        raise InvalidOutputError(
+            f"{side} must be a mapping of output name to array (or one array), "
+            f"got {type(outputs).__name__}"
+        )
+    return {SINGLE_OUTPUT_NAME: as_named_array(outputs, SINGLE_OUTPUT_NAME, side)}

@@ -1,0 +1,362 @@
+"""Comparison of named outputs under explicit tolerances: verdicts and statistics.
+
+Pure numpy. `compare_outputs` never raises for a numeric mismatch (it returns a result that
+says so); `assert_outputs_close` raises `OutputMismatchError` with the full report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import stats as _stats
+from .arrays import NamedArray, as_output_mapping
+from .errors import InvalidOutputError
+from .indices import IndexStats, compare_indices, top_k_indices
+from .tolerance import Tolerance, ToleranceSpec, ToleranceTable, parse_top_k
+
+__all__ = [
+    "ComparisonResult",
+    "ElementError",
+    "OutputComparison",
+    "OutputMismatchError",
+    "Tolerance",
+    "assert_outputs_close",
+    "compare_outputs",
+]
+
+#: Worst elements kept for the report (the report shows 10, or more with -v).
+WORST_ELEMENTS = 25
+
+
+@dataclass(frozen=True)
+class ElementError:
+    """One element of an output: where it is, both values and its errors."""
+
+    index: tuple[int, ...]
+    actual: float | int | bool
+    expected: float | int | bool
+    abs_error: float
+    rel_error: float
+    ratio: float = math.nan  # abs error / allowed error (> 1: out of tolerance)
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """Verdict and statistics of one output. Error statistics are over non-NaN errors."""
+
+    name: str
+    passed: bool
+    tolerance: Tolerance
+    actual_dtype: str
+    expected_dtype: str
+    shape: tuple[int, ...]
+    expected_shape: tuple[int, ...]
+    problem: str | None = None  # set when the values could not be compared (shape mismatch)
+    count: int = 0
+    mismatches: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    greatest_abs: ElementError | None = None
+    greatest_rel: ElementError | None = None
+    mean_abs_error: float = 0.0
+    mean_rel_error: float = 0.0
+    median_abs_error: float | None = None  # computed when the check or a report needs it
+    median_rel_error: float | None = None
+    quantile_abs_error: float | None = None
+    quantile_rel_error: float | None = None
+    nan_errors: int = 0
+    nan_actual: int = 0
+    nan_expected: int = 0
+    inf_actual: int = 0
+    inf_expected: int = 0
+    nan_positions_match: bool = True
+    cosine_similarity: float = 1.0
+    required_atol: float = 0.0  # "would pass with atol >= X" (the checked statistic)
+    required_rtol: float = 0.0
+    required_atol_at_rtol: float | None = None  # sharper: atol needed with rtol unchanged
+    required_rtol_at_atol: float | None = None
+    margin: float = 0.0  # worst error / allowed error: > 1 fails
+    worst: tuple[ElementError, ...] = ()
+    histogram: tuple[tuple[int | None, int], ...] = ()
+    indices: IndexStats | None = None
+    postprocessed: str | None = None
+
+    @property
+    def mismatch_share(self) -> float:
+        return self.mismatches / self.count if self.count else 0.0
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Per-output results plus the names that only one side had."""
+
+    outputs: Mapping[str, OutputComparison]
+    missing_in_actual: tuple[str, ...] = ()
+    missing_in_expected: tuple[str, ...] = ()
+    actual_names: tuple[str, ...] = ()
+    expected_names: tuple[str, ...] = ()
+    restricted_to: tuple[str, ...] | None = field(default=None)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.missing_in_actual or self.missing_in_expected) and all(
+            out.passed for out in self.outputs.values()
+        )
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def failed_outputs(self) -> list[OutputComparison]:
+        return [out for out in self.outputs.values() if not out.passed]
+
+    @property
+    def margin(self) -> float:
+        """The largest margin over outputs (inf when names are missing)."""
+        if self.missing_in_actual or self.missing_in_expected:
+            return math.inf
+        return max((out.margin for out in self.outputs.values()), default=0.0)
+
+    def report(self, verbosity: int | None = None) -> str:
+        from .report import format_result
+
+        return format_result(self, verbosity)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+class OutputMismatchError(AssertionError):
+    """Raised by `assert_outputs_close`; `.result` holds the full ComparisonResult."""
+
+    def __init__(self, message: str, result: ComparisonResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def compare_outputs(
+    actual: Any,
+    expected: Any,
+    tolerance: ToleranceSpec = None,
+    *,
+    names: Iterable[str] | None = None,
+    **tolerance_fields: Any,
+) -> ComparisonResult:
+    """Compare outputs name by name; `expected` is the reference (denominator of rel error).
+
+    `names` restricts the comparison to a subset (missing names outside it are not failures).
+    Keyword tolerance fields (atol=..., check=...) override every entry of `tolerance`.
+    """
+    table = ToleranceTable(tolerance, **tolerance_fields)
+    actual_map = as_output_mapping(actual, "actual")
+    expected_map = as_output_mapping(expected, "expected")
+    restricted = None if names is None else tuple(dict.fromkeys(str(n) for n in names))
+    if restricted is None:
+        selected = list(actual_map) + [n for n in expected_map if n not in actual_map]
+    else:
+        selected = list(restricted)
+    table.warn_unknown(selected)
+    missing_actual = tuple(n for n in selected if n not in actual_map)
+    missing_expected = tuple(n for n in selected if n not in expected_map)
+    outputs = {
+        name: compare_one(name, actual_map[name], expected_map[name], table[name])
+        for name in selected
+        if name in actual_map and name in expected_map
+    }
+    return ComparisonResult(
+        outputs=outputs,
+        missing_in_actual=missing_actual,
+        missing_in_expected=missing_expected,
+        actual_names=tuple(actual_map),
+        expected_names=tuple(expected_map),
+        restricted_to=restricted,
+    )
+
+
+def assert_outputs_close(
+    actual: Any,
+    expected: Any,
+    tolerance: ToleranceSpec = None,
+    *,
+    names: Iterable[str] | None = None,
+    **tolerance_fields: Any,
+) -> ComparisonResult:
+    """Compare and raise OutputMismatchError (an AssertionError) with the report on failure."""
+    __tracebackhide__ = True
+    result = compare_outputs(actual, expected, tolerance, names=names, **tolerance_fields)
+    if not result.passed:
+        raise OutputMismatchError(result.report(), result)
+    return result
+
+
+def compare_one(
+    name: str, actual: NamedArray, expected: NamedArray, tol: Tolerance
+) -> OutputComparison:
+    """Compare one pair of arrays under one tolerance."""
+    header: dict[str, Any] = dict(
+        name=name,
+        tolerance=tol,
+        actual_dtype=actual.dtype_name,
+        expected_dtype=expected.dtype_name,
+        shape=tuple(actual.array.shape),
+        expected_shape=tuple(expected.array.shape),
+    )
+    if actual.array.shape != expected.array.shape:
+        problem = f"shape {actual.array.shape} differs from expected shape {expected.array.shape}"
+        return OutputComparison(passed=False, problem=problem, margin=math.inf, **header)
+    a, e = actual.array, expected.array
+    a_kind, e_kind = actual.kind, expected.kind
+    if tol.postprocess is not None:
+        k, axis = parse_top_k(tol.postprocess)
+        try:
+            a, e = top_k_indices(a, k, axis), top_k_indices(e, k, axis)
+        except np.exceptions.AxisError:
+            raise InvalidOutputError(
+                f"output {name!r}: postprocess={tol.postprocess!r} needs axis {axis}, "
+                f"but the output has shape {actual.array.shape}"
+            ) from None
+        a_kind = e_kind = "int"
+        header["postprocessed"] = tol.postprocess
+    if tol.check == "indices":
+        return _indices_result(a, e, tol, header)
+    return _values_result(a, e, a_kind, e_kind, tol, header)
+
+
+def _element(
+    a: np.ndarray, e: np.ndarray, flat: int, abs_error: float, rel_error: float, ratio: float
+) -> ElementError:
+    index = tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.ndim else ()
+    return ElementError(
+        index=index,
+        actual=a.reshape(-1)[flat].item() if a.dtype.kind != "V" else float(a.reshape(-1)[flat]),
+        expected=e.reshape(-1)[flat].item() if e.dtype.kind != "V" else float(e.reshape(-1)[flat]),
+        abs_error=abs_error,
+        rel_error=rel_error,
+        ratio=ratio,
+    )
+
+
+def _element_at(a: np.ndarray, e: np.ndarray, flat: int, tol: Tolerance) -> ElementError:
+    """Recompute one element's errors (cheap, and exactly as the chunked pass does)."""
+    from ._errors_chunked import ChunkComputer
+    from .arrays import dtype_kind
+
+    a_kind, e_kind = dtype_kind(a.dtype), dtype_kind(e.dtype)
+    assert a_kind is not None and e_kind is not None
+    computer = ChunkComputer(a_kind, e_kind, tol)
+    chunk = computer.compute(a.reshape(-1)[flat : flat + 1], e.reshape(-1)[flat : flat + 1], flat)
+    if chunk.abs_err.shape[0]:
+        abs_error, rel_error, ratio = (
+            float(chunk.abs_err[0]),
+            float(chunk.rel_err[0]),
+            float(chunk.ratio[0]),
+        )
+    else:
+        abs_error = rel_error = ratio = math.nan
+    return _element(a, e, flat, abs_error, rel_error, ratio)
+
+
+def _values_result(
+    a: np.ndarray,
+    e: np.ndarray,
+    a_kind: Any,
+    e_kind: Any,
+    tol: Tolerance,
+    header: dict[str, Any],
+) -> OutputComparison:
+    s = _stats.scan(a, e, a_kind, e_kind, tol)
+    extra: dict[str, Any] = {}
+    if tol.check in ("median", "quantile"):
+        extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
+    stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
+    if tol.check == "elemwise":
+        passed = s.mismatches == 0
+        margin = s.margin
+    else:
+        passed = s.nan_errors == 0 and not (stat_abs > tol.atol and stat_rel > tol.rtol)
+        margin = (
+            math.inf
+            if s.nan_errors
+            else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
+        )
+    if not passed:
+        if "median_abs_error" not in extra:
+            extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
+        details = _stats.failure_details(a, e, a_kind, e_kind, tol, WORST_ELEMENTS)
+        extra["worst"] = tuple(_element_at(a, e, flat, tol) for flat, _ in details.worst)
+        extra["histogram"] = details.histogram
+        if tol.check == "elemwise":
+            extra["required_atol_at_rtol"] = details.required_atol
+            extra["required_rtol_at_atol"] = details.required_rtol
+    return OutputComparison(
+        passed=passed,
+        count=s.count,
+        mismatches=s.mismatches,
+        max_abs_error=s.max_abs,
+        max_rel_error=s.max_rel,
+        greatest_abs=_element_at(a, e, s.max_abs_at, tol) if s.max_abs_at >= 0 else None,
+        greatest_rel=_element_at(a, e, s.max_rel_at, tol) if s.max_rel_at >= 0 else None,
+        mean_abs_error=s.mean_abs,
+        mean_rel_error=s.mean_rel,
+        nan_errors=s.nan_errors,
+        nan_actual=s.nan_actual,
+        nan_expected=s.nan_expected,
+        inf_actual=s.inf_actual,
+        inf_expected=s.inf_expected,
+        nan_positions_match=not s.nan_positions_differ,
+        cosine_similarity=s.cosine_similarity,
+        required_atol=stat_abs,
+        required_rtol=stat_rel,
+        margin=margin,
+        **extra,
+        **header,
+    )
+
+
+def _order_stats(
+    a: np.ndarray, e: np.ndarray, a_kind: Any, e_kind: Any, tol: Tolerance, compared: int
+) -> dict[str, float]:
+    med_abs, med_rel, q_abs, q_rel = _stats.order_statistics(a, e, a_kind, e_kind, tol, compared)
+    return dict(
+        median_abs_error=med_abs,
+        median_rel_error=med_rel,
+        quantile_abs_error=q_abs,
+        quantile_rel_error=q_rel,
+    )
+
+
+def _checked_statistic(
+    check: str, s: _stats.ErrorStats, extra: Mapping[str, Any]
+) -> tuple[float, float]:
+    """The (abs, rel) statistic a check compares with (atol, rtol)."""
+    if check in ("elemwise", "max"):
+        return s.max_abs, s.max_rel
+    if check == "mean":
+        return s.mean_abs, s.mean_rel
+    prefix = "median" if check == "median" else "quantile"
+    return extra[f"{prefix}_abs_error"], extra[f"{prefix}_rel_error"]
+
+
+def _ratio(value: float, allowed: float) -> float:
+    if allowed > 0:
+        return value / allowed
+    return 0.0 if value == 0 else math.inf
+
+
+def _indices_result(
+    a: np.ndarray, e: np.ndarray, tol: Tolerance, header: dict[str, Any]
+) -> OutputComparison:
+    stats = compare_indices(a, e, tol.index_tolerance)
+    return OutputComparison(
+        passed=stats.failing_rows == 0,
+        count=stats.rows,
+        mismatches=stats.failing_rows,
+        margin=_ratio(stats.required_index_tolerance, tol.index_tolerance),
+        indices=stats,
+        **header,
+    )

@@ -1,0 +1,276 @@
+"""pytest glue: options, ini keys, markers, the `compare` fixture, the report header.
+
+Thin on purpose: numerics live in compare.py, policy in settings.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from . import report
+from .compare import ComparisonResult, assert_outputs_close
+from .errors import ToleranceError
+from .settings import ToleranceSettings, parse_precisions, parse_tolerance_table
+from .tolerance import CHECKS, PRECISIONS, ToleranceSpec
+
+UPDATE_GOLDENS = "--update-goldens"
+UPDATE_GOLDENS_FALLBACK = "--trt-update-goldens"
+#: Installed plugins known to register --update-goldens themselves.
+_UPDATE_GOLDENS_OWNERS = frozenset({"pytest-golden"})
+
+MARKERS = {
+    "compare_frameworks": (
+        "compare_frameworks(model=..., frameworks=[...], reference=None, golden=False, "
+        "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1): run the model in "
+        "each framework and compare the outputs (pytest-trtcompare)"
+    ),
+    "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
+    "shapes": "shapes(*shape_sets): input shape sets, e.g. {'input': (1, 3, 224, 224)}",
+}
+
+#: Options registered now whose features land in later releases: (dest, text for users).
+_NOT_YET = (
+    ("trtcompare_update_goldens", "golden stores"),
+    ("trtcompare_prune_goldens", "golden stores"),
+    ("trtcompare_goldens_dir", "golden stores"),
+    ("trtcompare_frameworks", "compare_frameworks tests"),
+    ("trtcompare_report", "the accuracy summary report"),
+    ("trtcompare_artifacts", "failure artifacts"),
+    ("trt_engine_cache", "the TensorRT runner"),
+)
+
+
+def _precision_list(text: str) -> tuple[str, ...]:
+    try:
+        return parse_precisions(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _registered_option_names(parser: pytest.Parser) -> set[str]:
+    groups = [*getattr(parser, "_groups", []), getattr(parser, "_anonymous", None)]
+    return {name for g in groups if g is not None for opt in g.options for name in opt.names()}
+
+
+def _update_goldens_owned_elsewhere(parser: pytest.Parser) -> bool:
+    if UPDATE_GOLDENS in _registered_option_names(parser):
+        return True
+    for entry_point in importlib.metadata.entry_points(group="pytest11"):
+        dist = getattr(entry_point, "dist", None)
+        if dist is not None and dist.name in _UPDATE_GOLDENS_OWNERS:
+            return True
+    return False
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trtcompare", "accuracy comparison (pytest-trtcompare)")
+    group.addoption(
+        "--trt-precision",
+        dest="trt_precision",
+        type=_precision_list,
+        default=None,
+        metavar="P[,P...]",
+        help=f"precisions to run compare tests at, from {', '.join(PRECISIONS)} "
+        "(ini: trtcompare_precisions; default fp32)",
+    )
+    update_flag = UPDATE_GOLDENS
+    if _update_goldens_owned_elsewhere(parser):
+        update_flag = UPDATE_GOLDENS_FALLBACK  # another plugin owns --update-goldens
+    group.addoption(
+        update_flag,
+        dest="trtcompare_update_goldens",
+        action="store_true",
+        help="write or refresh the golden outputs of the tests that run",
+    )
+    group.addoption(
+        "--prune-goldens",
+        dest="trtcompare_prune_goldens",
+        action="store_true",
+        help="delete goldens of tests that ran in full but no longer use them",
+    )
+    group.addoption(
+        "--goldens-dir",
+        dest="trtcompare_goldens_dir",
+        metavar="DIR",
+        help="where goldens live (ini: trtcompare_goldens_dir; default: beside each test module)",
+    )
+    group.addoption(
+        "--frameworks",
+        dest="trtcompare_frameworks",
+        metavar="NAME[,NAME...]",
+        help="only run compare tests of these frameworks",
+    )
+    group.addoption(
+        "--trt-atol",
+        dest="trt_atol",
+        type=float,
+        metavar="ATOL",
+        help="absolute tolerance for every comparison (overrides markers and ini)",
+    )
+    group.addoption(
+        "--trt-rtol",
+        dest="trt_rtol",
+        type=float,
+        metavar="RTOL",
+        help="relative tolerance for every comparison (overrides markers and ini)",
+    )
+    group.addoption(
+        "--trt-check-error-stat",
+        dest="trt_check_error_stat",
+        choices=[c for c in CHECKS if c != "indices"],
+        help="error statistic checked by every comparison",
+    )
+    group.addoption(
+        "--trtcompare-report",
+        dest="trtcompare_report",
+        metavar="PATH.json",
+        help="write the accuracy summary as JSON",
+    )
+    group.addoption(
+        "--trtcompare-artifacts",
+        dest="trtcompare_artifacts",
+        metavar="DIR",
+        help="write arrays and plots of failing outputs here",
+    )
+    group.addoption(
+        "--trt-engine-cache",
+        dest="trt_engine_cache",
+        metavar="DIR",
+        help="where built TensorRT engines are cached",
+    )
+    parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
+    parser.addini(
+        "trtcompare_tolerances",
+        "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
+    parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
+
+
+def _tolerance_settings(config: pytest.Config) -> ToleranceSettings:
+    try:
+        table = parse_tolerance_table(config.getini("trtcompare_tolerances"))
+        command_line = {
+            name: value
+            for name, value in (
+                ("atol", config.getoption("trt_atol")),
+                ("rtol", config.getoption("trt_rtol")),
+                ("check", config.getoption("trt_check_error_stat")),
+            )
+            if value is not None
+        }
+        settings = ToleranceSettings(ini_table=table, command_line=command_line)
+        settings.resolve("fp32")  # validates the command-line values (negative atol ...)
+    except ToleranceError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return settings
+
+
+def _precisions(config: pytest.Config) -> tuple[str, ...]:
+    given = config.getoption("trt_precision")
+    if given is not None:
+        return tuple(given)
+    try:
+        return parse_precisions(str(config.getini("trtcompare_precisions")))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini trtcompare_precisions: {exc}") from None
+
+
+def _refuse_features_not_yet_available(config: pytest.Config) -> None:
+    version = importlib.metadata.version("pytest-trtcompare")
+    for dest, feature in _NOT_YET:
+        if config.getoption(dest):
+            flag = next((o for o in _option_flags(config, dest)), "--" + dest.replace("_", "-"))
+            raise pytest.UsageError(
+                f"{flag}: {feature} are not yet available in pytest-trtcompare {version} "
+                f"(see CHANGELOG.md); remove the option"
+            )
+    precisions = config.stash[_PRECISIONS_KEY]
+    if precisions != ("fp32",):
+        raise pytest.UsageError(
+            f"--trt-precision {','.join(precisions)}: precision "
+            f"parametrization is not yet available in pytest-trtcompare {version} (see "
+            f"CHANGELOG.md); use compare(..., precision=...) for precision tolerances"
+        )
+
+
+def _option_flags(config: pytest.Config, dest: str) -> Iterable[str]:
+    parser = config._parser
+    groups = [*parser._groups, parser._anonymous]
+    for group in groups:
+        for option in group.options:
+            if option.dest == dest:
+                yield option.names()[0]
+
+
+_SETTINGS_KEY = pytest.StashKey[ToleranceSettings]()
+_PRECISIONS_KEY = pytest.StashKey[tuple[str, ...]]()
+_VERBOSITY_KEY = pytest.StashKey[int]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for text in MARKERS.values():
+        config.addinivalue_line("markers", text)
+    config.stash[_SETTINGS_KEY] = _tolerance_settings(config)
+    config.stash[_PRECISIONS_KEY] = _precisions(config)
+    config.stash[_VERBOSITY_KEY] = report.default_verbosity
+    report.set_default_verbosity(config.option.verbose)
+    _refuse_features_not_yet_available(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _VERBOSITY_KEY in config.stash:
+        report.set_default_verbosity(config.stash[_VERBOSITY_KEY])
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from .frameworks import header_line
+
+    return [header_line()]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for name in MARKERS:
+        if item.get_closest_marker(name) is not None:
+            pytest.fail(
+                f"@pytest.mark.{name} is registered but not yet available in this version of "
+                f"pytest-trtcompare; use the `compare` fixture or assert_outputs_close",
+                pytrace=False,
+            )
+
+
+CompareFixture = Callable[..., ComparisonResult]
+
+
+@pytest.fixture
+def compare(request: pytest.FixtureRequest) -> CompareFixture:
+    """Assertion helper: `compare(actual, expected, tolerance=None, precision="fp32", **fields)`.
+
+    Tolerance precedence: --trt-atol/--trt-rtol/--trt-check-error-stat > this call's
+    tolerance and fields > ini trtcompare_tolerances for `precision` > built-in default.
+    """
+    settings = request.config.stash[_SETTINGS_KEY]
+
+    def _compare(
+        actual: Any,
+        expected: Any,
+        tolerance: ToleranceSpec = None,
+        *,
+        precision: str = "fp32",
+        names: Iterable[str] | None = None,
+        **fields: Any,
+    ) -> ComparisonResult:
+        __tracebackhide__ = True
+        table = settings.resolve(precision, tolerance, **fields)
+        return assert_outputs_close(
+            actual, expected, {"": table.default, **table.per_output}, names=names
+        )
+
+    return _compare

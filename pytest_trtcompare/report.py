@@ -1,0 +1,234 @@
+"""ComparisonResult -> text: failing outputs first, most telling lines first, 100 columns."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .compare import ComparisonResult, ElementError, OutputComparison
+
+#: Set by the pytest plugin from -v so reports inside tests follow pytest's verbosity.
+default_verbosity = 0
+
+_BAR_WIDTH = 32
+
+
+def set_default_verbosity(verbosity: int) -> None:
+    global default_verbosity
+    default_verbosity = max(0, int(verbosity))
+
+
+def num(value: float | int | bool | None, digits: int = 4) -> str:
+    """Compact number: 0.0412, 2.1e-05, 37, nan, inf."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value)) if digits < 16 else repr(value)
+    return f"{value:.{digits}g}"
+
+
+def _dtypes(out: OutputComparison) -> str:
+    return f"{out.actual_dtype} vs {out.expected_dtype}, shape {out.shape}"
+
+
+def _summary_line(result: ComparisonResult) -> str:
+    failed = result.failed_outputs
+    parts = []
+    if failed:
+        names = ", ".join(out.name for out in failed[:6]) + (" ..." if len(failed) > 6 else "")
+        parts.append(f"{len(failed)} of {len(result.outputs)} outputs out of tolerance: {names}")
+    if result.missing_in_actual:
+        parts.append(f"missing in actual: {', '.join(result.missing_in_actual)}")
+    if result.missing_in_expected:
+        parts.append(f"missing in expected: {', '.join(result.missing_in_expected)}")
+    return "; ".join(parts) if parts else f"all {len(result.outputs)} outputs within tolerance"
+
+
+def format_result(result: ComparisonResult, verbosity: int | None = None) -> str:
+    """The whole report: summary line, failing outputs in detail, passing ones in one line."""
+    verbosity = default_verbosity if verbosity is None else verbosity
+    lines = [_summary_line(result)]
+    if result.missing_in_actual or result.missing_in_expected:
+        lines.append(f"  actual outputs:   {list(result.actual_names)}")
+        lines.append(f"  expected outputs: {list(result.expected_names)}")
+    for out in result.failed_outputs:
+        lines.append("")
+        lines.extend(format_failure(out, verbosity))
+    passed = [out for out in result.outputs.values() if out.passed]
+    if passed:
+        lines.append("")
+        lines.extend(format_pass(out) for out in passed)
+    return "\n".join(lines)
+
+
+def format_pass(out: OutputComparison) -> str:
+    if out.indices is not None:
+        figures = f"{out.count} rows in place"
+    else:
+        figures = f"max abs {num(out.max_abs_error)}, max rel {num(out.max_rel_error)}"
+    return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
+
+
+def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
+    if out.problem is not None:
+        return [f"{out.name} ({out.actual_dtype} vs {out.expected_dtype}): {out.problem}"]
+    if out.indices is not None:
+        return _format_indices(out, verbosity)
+    tol = out.tolerance
+    share = f"{100 * out.mismatch_share:.2g}%" if out.mismatches else "0%"
+    lines = [
+        f"{out.name} ({_dtypes(out)}): {out.mismatches} / {out.count} elements ({share}) exceed",
+        f"  {tol.describe()}",
+    ]
+    if out.postprocessed:
+        lines[-1] += f" after {out.postprocessed}"
+    if tol.check != "elemwise":
+        lines.insert(1, f"  {_statistic_verdict(out)}")
+    if out.greatest_abs is not None:
+        ga = out.greatest_abs
+        lines.append(
+            f"  greatest abs error {num(ga.abs_error)} at {ga.index}: actual {num(ga.actual, 6)} "
+            f"expected {num(ga.expected, 6)} (rel {num(ga.rel_error)})"
+        )
+    if out.greatest_rel is not None:
+        gr = out.greatest_rel
+        lines.append(
+            f"  greatest rel error {num(gr.rel_error)} at {gr.index}: actual {num(gr.actual, 6)} "
+            f"expected {num(gr.expected, 6)} (abs {num(gr.abs_error)})"
+        )
+    q = f"p{100 * tol.quantile:g}"
+    lines.append(
+        f"  abs error: mean {num(out.mean_abs_error, 2)}  median {num(out.median_abs_error, 2)}  "
+        f"{q} {num(out.quantile_abs_error, 2)}   cosine {_cosine(out.cosine_similarity)}"
+    )
+    if verbosity >= 1 or tol.check != "elemwise":
+        lines.append(
+            f"  rel error: mean {num(out.mean_rel_error, 2)}  "
+            f"median {num(out.median_rel_error, 2)}  {q} {num(out.quantile_rel_error, 2)}"
+        )
+    special = _special_values(out)
+    if special:
+        lines.append(f"  {special}")
+    lines.extend(_would_pass(out))
+    lines.extend(_worst_table(out.worst, 10 if verbosity < 1 else 25))
+    lines.extend(_histogram(out))
+    return lines
+
+
+def _statistic_verdict(out: OutputComparison) -> str:
+    tol = out.tolerance
+    stat = tol.check if tol.check != "quantile" else f"p{100 * tol.quantile:g}"
+    if out.nan_errors:
+        return f"{out.nan_errors} errors are NaN, so the {stat} statistic fails"
+    return (
+        f"{stat} abs error {num(out.required_atol)} > atol {num(tol.atol)} and "
+        f"{stat} rel error {num(out.required_rtol)} > rtol {num(tol.rtol)}"
+    )
+
+
+def _cosine(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    return f"{value:.6f}" if value < 0.999999 else f"{value:.9f}"
+
+
+def _special_values(out: OutputComparison) -> str:
+    parts = []
+    if out.nan_actual or out.nan_expected:
+        where = "same positions" if out.nan_positions_match else "positions differ"
+        excused = " (nan_equal)" if out.tolerance.nan_equal else ""
+        parts.append(
+            f"NaN: actual {out.nan_actual}, expected {out.nan_expected} ({where}){excused}"
+        )
+    if out.inf_actual or out.inf_expected:
+        parts.append(f"Inf: actual {out.inf_actual}, expected {out.inf_expected}")
+    if out.nan_errors:
+        parts.append(f"{out.nan_errors} elements compare as NaN and fail")
+    return "; ".join(parts)
+
+
+def _would_pass(out: OutputComparison) -> list[str]:
+    tol = out.tolerance
+    if out.nan_errors:
+        return ["  no tolerance passes: NaN errors fail at any atol/rtol (see nan_equal)"]
+    line = f"  would pass with atol ≥ {num(out.required_atol)} or rtol ≥ {num(out.required_rtol)}"
+    sharper = []
+    at_rtol, at_atol = out.required_atol_at_rtol, out.required_rtol_at_atol
+    if at_rtol is not None and tol.rtol > 0 and num(at_rtol) != num(out.required_atol):
+        sharper.append(f"atol ≥ {num(at_rtol)} at rtol {num(tol.rtol)}")
+    if at_atol is not None and tol.atol > 0 and num(at_atol) != num(out.required_rtol):
+        sharper.append(f"rtol ≥ {num(at_atol)} at atol {num(tol.atol)}")
+    if sharper and len(line) + 4 + len(", ".join(sharper)) <= 100:
+        return [f"{line} ({', '.join(sharper)})"]
+    return [line] + ([f"    or {' or '.join(sharper)}"] if sharper else [])
+
+
+def _worst_table(worst: tuple[ElementError, ...], rows: int) -> list[str]:
+    if not worst:
+        return []
+    shown = worst[:rows]
+    cells = [
+        (
+            str(el.index),
+            num(el.actual, 6),
+            num(el.expected, 6),
+            num(el.abs_error),
+            num(el.rel_error),
+        )
+        for el in shown
+    ]
+    heads = ("index", "actual", "expected", "abs err", "rel err")
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    fmt = "  ".join(f"{{:>{w}}}" if i else f"{{:<{w}}}" for i, w in enumerate(widths))
+    lines = [f"  worst elements:  {fmt.format(*heads)}"]
+    lines += [f"                   {fmt.format(*c)}" for c in cells]
+    if len(worst) > rows:
+        lines.append("                   (more with -v)")
+    return lines
+
+
+def _histogram(out: OutputComparison) -> list[str]:
+    if not out.histogram:
+        return []
+    total = sum(count for _, count in out.histogram)
+    peak = max(count for _, count in out.histogram)
+    atol_decade = math.floor(math.log10(out.tolerance.atol)) if out.tolerance.atol > 0 else None
+    lines = ["  error histogram (log10 |abs err|):"]
+    for decade, count in out.histogram:
+        label = "0" if decade is None else f"[1e{decade}, 1e{decade + 1})"
+        bar = "█" * max(1, round(_BAR_WIDTH * count / peak))
+        mark = "  ← atol" if decade is not None and decade == atol_decade else ""
+        lines.append(f"    {label:>16} {count:>10} {100 * count / total:5.1f}% {bar}{mark}")
+    return lines
+
+
+def _format_indices(out: OutputComparison, verbosity: int) -> list[str]:
+    assert out.indices is not None
+    stats = out.indices
+    tol = out.tolerance
+    lines = [
+        f"{out.name} ({_dtypes(out)}): {stats.failing_rows} / {stats.rows} rows have indices "
+        f"out of place",
+        f"  {tol.describe()}" + (f" after {out.postprocessed}" if out.postprocessed else ""),
+    ]
+    for example in stats.examples[: 5 if verbosity < 1 else len(stats.examples)]:
+        lines.append(
+            f"  row {example.row}: actual {_short(example.actual)} expected "
+            f"{_short(example.expected)} (needs index tolerance {example.needed})"
+        )
+    lines.append(f"  would pass with index_tolerance ≥ {stats.required_index_tolerance}")
+    return lines
+
+
+def _short(values: tuple[object, ...], limit: int = 10) -> str:
+    text = ", ".join(str(v) for v in values[:limit])
+    return f"[{text}{', ...' if len(values) > limit else ''}]"

@@ -1,0 +1,240 @@
+"""Chunked error statistics of one output pair, in one pass and bounded memory.
+
+`scan` gives everything a passing comparison needs (counts, max/mean errors with their
+positions, NaN/Inf counts, cosine similarity, margin to tolerance). `order_statistics` and
+`failure_details` do the costlier work (median, quantile, worst elements, histogram) only
+when a check statistic or a failure report needs it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer
+from .arrays import Kind
+from .tolerance import Tolerance
+
+#: A chunk whose largest error ratio stays below this cannot hold a mismatch, so its exact
+#: per-element verdict is skipped. The ratio is a few ulps from exact; 1e-12 is far wider.
+_SURELY_WITHIN = 1.0 - 1e-12
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """What one chunked pass learns about an output pair."""
+
+    count: int
+    compared: int  # elements whose error is a number (not NaN)
+    mismatches: int  # elements out of tolerance by the elementwise rule, NaN errors included
+    nan_errors: int
+    max_abs: float
+    max_abs_at: int  # flat index, -1 when nothing was compared
+    max_rel: float
+    max_rel_at: int
+    mean_abs: float
+    mean_rel: float
+    margin: float  # largest |a-e| / allowed over the elements
+    nan_actual: int
+    nan_expected: int
+    inf_actual: int
+    inf_expected: int
+    nan_positions_differ: bool
+    cosine_similarity: float
+
+
+@dataclass(frozen=True)
+class FailureDetails:
+    """The report's extra figures: where the worst elements are and how errors spread."""
+
+    worst: tuple[tuple[int, float], ...]  # (flat index, ratio), worst first
+    histogram: tuple[tuple[int | None, int], ...]  # (floor(log10 |err|) or None for 0, count)
+    required_atol: float  # smallest atol that passes with rtol unchanged
+    required_rtol: float  # smallest rtol that passes with atol unchanged
+
+
+def _chunks(
+    actual: np.ndarray, expected: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance
+) -> Iterator[tuple[ChunkComputer, Chunk]]:
+    a, e = actual.reshape(-1), expected.reshape(-1)
+    computer = ChunkComputer(a_kind, e_kind, tol)
+    for start in range(0, a.shape[0], CHUNK_ELEMENTS):
+        stop = start + CHUNK_ELEMENTS
+        yield computer, computer.compute(a[start:stop], e[start:stop], start)
+
+
+def _max_ignoring_nan(values: np.ndarray) -> float:
+    top = float(values.max())
+    if math.isnan(top):  # 0/0 ratios (zero allowed error, zero error) count as 0
+        finite = values[~np.isnan(values)]
+        top = float(finite.max()) if finite.size else 0.0
+    return top
+
+
+def _cosine(dot_ae: float, dot_aa: float, dot_ee: float) -> float:
+    if dot_aa == 0.0 and dot_ee == 0.0:
+        return 1.0
+    if dot_aa == 0.0 or dot_ee == 0.0:
+        return 0.0
+    value = dot_ae / (math.sqrt(dot_aa) * math.sqrt(dot_ee))
+    return float(min(1.0, max(-1.0, value))) if math.isfinite(value) else math.nan
+
+
+def scan(
+    actual: np.ndarray, expected: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance
+) -> ErrorStats:
+    """One chunked pass over a pair of equal-shape arrays."""
+    compared = mismatches = nan_errors = 0
+    nan_actual = nan_expected = inf_actual = inf_expected = 0
+    nan_positions_differ = False
+    max_abs = max_rel = margin = 0.0
+    max_abs_at = max_rel_at = -1
+    sum_abs = sum_rel = dot_ae = dot_aa = dot_ee = 0.0
+    for computer, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
+        nan_errors += chunk.nan_errors
+        nan_actual += chunk.nan_actual
+        nan_expected += chunk.nan_expected
+        inf_actual += chunk.inf_actual
+        inf_expected += chunk.inf_expected
+        nan_positions_differ |= chunk.nan_positions_differ
+        dot_ae += chunk.dot_ae
+        dot_aa += chunk.dot_aa
+        dot_ee += chunk.dot_ee
+        n = chunk.abs_err.shape[0]
+        if not n:
+            continue
+        compared += n
+        i = int(chunk.abs_err.argmax())
+        if max_abs_at < 0 or chunk.abs_err[i] > max_abs:
+            max_abs, max_abs_at = float(chunk.abs_err[i]), chunk.flat_index(i)
+        j = int(chunk.rel_err.argmax())
+        if max_rel_at < 0 or chunk.rel_err[j] > max_rel:
+            max_rel, max_rel_at = float(chunk.rel_err[j]), chunk.flat_index(j)
+        sum_abs += float(chunk.abs_err.sum())
+        sum_rel += float(chunk.rel_err.sum())
+        chunk_margin = _max_ignoring_nan(chunk.ratio)
+        if chunk_margin > _SURELY_WITHIN:
+            mismatches += int(np.count_nonzero(computer.mismatch_mask(chunk)))
+        margin = max(margin, chunk_margin)
+    if nan_errors:
+        margin = math.inf
+    return ErrorStats(
+        count=int(actual.size),
+        compared=compared,
+        mismatches=mismatches + nan_errors,
+        nan_errors=nan_errors,
+        max_abs=max_abs,
+        max_abs_at=max_abs_at,
+        max_rel=max_rel,
+        max_rel_at=max_rel_at,
+        mean_abs=sum_abs / compared if compared else 0.0,
+        mean_rel=sum_rel / compared if compared else 0.0,
+        margin=margin,
+        nan_actual=nan_actual,
+        nan_expected=nan_expected,
+        inf_actual=inf_actual,
+        inf_expected=inf_expected,
+        nan_positions_differ=nan_positions_differ,
+        cosine_similarity=_cosine(dot_ae, dot_aa, dot_ee),
+    )
+
+
+def order_statistics(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    a_kind: Kind,
+    e_kind: Kind,
+    tol: Tolerance,
+    compared: int,
+) -> tuple[float, float, float, float]:
+    """(median abs, median rel, quantile abs, quantile rel) over the compared elements.
+
+    Needs one float64 array of the compared elements at a time (abs errors, then relative).
+    """
+    if not compared:
+        return 0.0, 0.0, 0.0, 0.0
+    results: list[float] = []
+    for field in ("abs_err", "rel_err"):
+        values = np.empty(compared)
+        filled = 0
+        for _, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
+            part = getattr(chunk, field)
+            values[filled : filled + part.shape[0]] = part
+            filled += part.shape[0]
+        results += [float(np.median(values)), float(np.quantile(values, tol.quantile))]
+        del values
+    return results[0], results[2], results[1], results[3]
+
+
+def failure_details(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    a_kind: Kind,
+    e_kind: Kind,
+    tol: Tolerance,
+    worst_count: int,
+) -> FailureDetails:
+    """Worst elements by error ratio, a log10 histogram of |error|, and sharper tolerances."""
+    worst: list[tuple[float, int]] = []  # min-heap of (ratio, flat index)
+    decades: dict[int | None, int] = {}
+    required_atol = required_rtol = 0.0
+    for _, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
+        n = chunk.abs_err.shape[0]
+        if not n:
+            continue
+        ratio = np.nan_to_num(chunk.ratio, nan=0.0, posinf=np.inf)
+        take = min(worst_count, n)
+        top: Iterable[int] = np.argpartition(ratio, n - take)[n - take :] if take else ()
+        for i in top:
+            item = (float(ratio[i]), chunk.flat_index(int(i)))
+            if len(worst) < worst_count:
+                heapq.heappush(worst, item)
+            elif item > worst[0]:
+                heapq.heapreplace(worst, item)
+        _add_decades(decades, chunk.abs_err)
+        atol_need, rtol_need = _required_tolerances(chunk, tol)
+        required_atol = max(required_atol, atol_need)
+        required_rtol = max(required_rtol, rtol_need)
+    ordered = sorted(worst, key=lambda item: (-item[0], item[1]))
+    return FailureDetails(
+        worst=tuple((index, ratio) for ratio, index in ordered),
+        histogram=tuple(
+            sorted(decades.items(), key=lambda kv: -math.inf if kv[0] is None else kv[0])
+        ),
+        required_atol=required_atol,
+        required_rtol=required_rtol,
+    )
+
+
+def _add_decades(decades: dict[int | None, int], abs_err: np.ndarray) -> None:
+    zero = abs_err == 0
+    n_zero = int(zero.sum())
+    if n_zero:
+        decades[None] = decades.get(None, 0) + n_zero
+    nonzero = abs_err[~zero]
+    if nonzero.size:
+        exponents = np.floor(np.log10(np.minimum(nonzero, 1e300))).astype(np.int64)
+        values, counts = np.unique(exponents, return_counts=True)
+        for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+            decades[value] = decades.get(value, 0) + count
+
+
+def _required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
+    """Per chunk: the atol that passes at the given rtol, and the rtol that passes at the atol."""
+    d, r = chunk.abs_err, chunk.rel_err
+    if tol.rule == "polygraphy":
+        over_rtol = d[r > tol.rtol]
+        over_atol = r[d > tol.atol]
+    else:
+        over_rtol = d - tol.rtol * chunk.expected_abs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            over_atol = (d - tol.atol) / chunk.expected_abs
+        over_atol = np.where(d > tol.atol, over_atol, 0.0)
+        over_atol[np.isnan(over_atol)] = np.inf
+    atol_need = float(over_rtol.max()) if over_rtol.size else 0.0
+    rtol_need = float(over_atol.max()) if over_atol.size else 0.0
+    return max(atol_need, 0.0), max(rtol_need, 0.0)
