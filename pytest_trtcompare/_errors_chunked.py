@@ -8,6 +8,7 @@ wrap-around: uint64 0 vs 1 is 1) before they become float64.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,7 @@ class Chunk:
     inf_actual: int = 0
     inf_expected: int = 0
     nan_positions_differ: bool = False
+    nan_error_positions: np.ndarray | None = None  # flat indices whose error is NaN
 
     def flat_index(self, i: int) -> int:
         return int(self.positions[i]) if self.positions is not None else self.start + i
@@ -112,7 +114,7 @@ class ChunkComputer:
         else:
             d[:] = exact_int_absdiff(a, e, self.a_kind, self.e_kind)
 
-        counts: dict[str, int | bool] = {}
+        counts: dict[str, Any] = {}
         positions = None
         cos_a, cos_e = av, ev
         if self.pair == "float" and n and not np.isfinite(d[d.argmax()]):
@@ -123,10 +125,12 @@ class ChunkComputer:
         np.divide(d, eabs, out=r)
         eabs_eps = eabs
         if r.shape[0] and not np.isfinite(r[r.argmax()]):
-            # expected == 0 (or Inf) somewhere: Polygraphy's epsilon, and Inf/Inf as Inf.
+            # expected == 0 (or Inf, NaN) somewhere: Polygraphy's epsilon; Inf/Inf is Inf and
+            # 0/NaN (NaN pairs excused by nan_equal) is 0.
             eabs_eps = np.where(eabs == 0, EPS, eabs)
             np.divide(d, eabs_eps, out=r)
-            r[np.isnan(r)] = np.inf
+            undefined = np.isnan(r)
+            r[undefined] = np.where(d[undefined] == 0, 0.0, np.inf)
         self._fill_ratio(d, eabs, eabs_eps, ratio, special=positions is not None or bool(counts))
         return Chunk(
             abs_err=d,
@@ -138,7 +142,7 @@ class ChunkComputer:
             dot_ae=float(np.dot(cos_a, cos_e)),
             dot_aa=float(np.dot(cos_a, cos_a)),
             dot_ee=float(np.dot(cos_e, cos_e)),
-            **counts,  # type: ignore[arg-type]
+            **counts,
         )
 
     def _special_values(
@@ -147,7 +151,7 @@ class ChunkComputer:
         ev: np.ndarray,
         d: np.ndarray,
         start: int,
-        counts: dict[str, int | bool],
+        counts: dict[str, Any],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
         """Slow path for a chunk holding NaN or Inf: counts them and applies the options."""
         nan_a, nan_e = np.isnan(av), np.isnan(ev)
@@ -164,6 +168,7 @@ class ChunkComputer:
             inf_actual=int(inf_a.sum()),
             inf_expected=int(inf_e.sum()),
             nan_positions_differ=bool((nan_a != nan_e).any()),
+            nan_error_positions=np.flatnonzero(nan_err) + start,
         )
         finite = ~(nan_a | nan_e | inf_a | inf_e)
         cos_a, cos_e = av[finite], ev[finite]
@@ -196,5 +201,6 @@ class ChunkComputer:
         tol = self.tol
         if tol.rule == "polygraphy":
             return np.asarray((chunk.abs_err > tol.atol) & (chunk.rel_err > tol.rtol))
-        allowed = tol.atol + tol.rtol * chunk.expected_abs
-        return np.asarray(~(chunk.abs_err <= allowed) | np.isinf(chunk.abs_err))
+        with np.errstate(invalid="ignore"):  # 0 * Inf: allowed is NaN only for equal pairs
+            allowed = tol.atol + tol.rtol * chunk.expected_abs
+            return np.asarray((chunk.abs_err > allowed) | np.isinf(chunk.abs_err))

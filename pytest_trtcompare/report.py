@@ -84,7 +84,7 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     if out.indices is not None:
         return _format_indices(out, verbosity)
     tol = out.tolerance
-    share = f"{100 * out.mismatch_share:.2g}%" if out.mismatches else "0%"
+    share = f"{100 * out.mismatch_share:.3g}%"
     lines = [
         f"{out.name} ({_dtypes(out)}): {out.mismatches} / {out.count} elements ({share}) exceed",
         f"  {tol.describe()}",

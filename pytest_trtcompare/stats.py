@@ -22,6 +22,8 @@ from .tolerance import Tolerance
 #: A chunk whose largest error ratio stays below this cannot hold a mismatch, so its exact
 #: per-element verdict is skipped. The ratio is a few ulps from exact; 1e-12 is far wider.
 _SURELY_WITHIN = 1.0 - 1e-12
+#: Below the smallest normal float64, allowed errors lose precision (subnormals): no skipping.
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ def scan(
     max_abs = max_rel = margin = 0.0
     max_abs_at = max_rel_at = -1
     sum_abs = sum_rel = dot_ae = dot_aa = dot_ee = 0.0
+    always_exact = tol.atol < _TINY
     for computer, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
         nan_errors += chunk.nan_errors
         nan_actual += chunk.nan_actual
@@ -117,7 +120,7 @@ def scan(
         sum_abs += float(chunk.abs_err.sum())
         sum_rel += float(chunk.rel_err.sum())
         chunk_margin = _max_ignoring_nan(chunk.ratio)
-        if chunk_margin > _SURELY_WITHIN:
+        if always_exact or chunk_margin > _SURELY_WITHIN:
             mismatches += int(np.count_nonzero(computer.mismatch_mask(chunk)))
         margin = max(margin, chunk_margin)
     if nan_errors:
@@ -165,9 +168,26 @@ def order_statistics(
             part = getattr(chunk, field)
             values[filled : filled + part.shape[0]] = part
             filled += part.shape[0]
-        results += [float(np.median(values)), float(np.quantile(values, tol.quantile))]
+        results += [quantile_in_place(values, 0.5), quantile_in_place(values, tol.quantile)]
         del values
     return results[0], results[2], results[1], results[3]
+
+
+def quantile_in_place(values: np.ndarray, q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) that partitions `values` in place.
+
+    Unlike np.quantile it gives Inf, not NaN, when an infinite error is interpolated.
+    """
+    position = (values.shape[0] - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, values.shape[0] - 1)
+    values.partition([low, high] if high != low else low)
+    below, above, t = float(values[low]), float(values[high]), position - low
+    if t == 0 or below == above:
+        return below
+    if math.isinf(above):
+        return math.inf
+    return below + t * (above - below)
 
 
 def failure_details(
@@ -179,10 +199,25 @@ def failure_details(
     worst_count: int,
 ) -> FailureDetails:
     """Worst elements by error ratio, a log10 histogram of |error|, and sharper tolerances."""
+    with np.errstate(all="ignore"):
+        return _failure_details(actual, expected, a_kind, e_kind, tol, worst_count)
+
+
+def _failure_details(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    a_kind: Kind,
+    e_kind: Kind,
+    tol: Tolerance,
+    worst_count: int,
+) -> FailureDetails:
     worst: list[tuple[float, int]] = []  # min-heap of (ratio, flat index)
     decades: dict[int | None, int] = {}
     required_atol = required_rtol = 0.0
     for _, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
+        if chunk.nan_error_positions is not None:  # NaN errors rank first, as infinitely wrong
+            for flat in chunk.nan_error_positions[:worst_count].tolist():
+                _keep_worst(worst, (math.inf, int(flat)), worst_count)
         n = chunk.abs_err.shape[0]
         if not n:
             continue
@@ -190,24 +225,29 @@ def failure_details(
         take = min(worst_count, n)
         top: Iterable[int] = np.argpartition(ratio, n - take)[n - take :] if take else ()
         for i in top:
-            item = (float(ratio[i]), chunk.flat_index(int(i)))
-            if len(worst) < worst_count:
-                heapq.heappush(worst, item)
-            elif item > worst[0]:
-                heapq.heapreplace(worst, item)
+            _keep_worst(worst, (float(ratio[i]), chunk.flat_index(int(i))), worst_count)
         _add_decades(decades, chunk.abs_err)
         atol_need, rtol_need = _required_tolerances(chunk, tol)
         required_atol = max(required_atol, atol_need)
         required_rtol = max(required_rtol, rtol_need)
-    ordered = sorted(worst, key=lambda item: (-item[0], item[1]))
+    ordered = sorted(worst, reverse=True)
     return FailureDetails(
-        worst=tuple((index, ratio) for ratio, index in ordered),
+        worst=tuple((-negative_index, ratio) for ratio, negative_index in ordered),
         histogram=tuple(
             sorted(decades.items(), key=lambda kv: -math.inf if kv[0] is None else kv[0])
         ),
         required_atol=required_atol,
         required_rtol=required_rtol,
     )
+
+
+def _keep_worst(heap: list[tuple[float, int]], item: tuple[float, int], size: int) -> None:
+    """Min-heap of the `size` largest (ratio, -index) items; ties keep the lower index."""
+    ranked = (item[0], -item[1])
+    if len(heap) < size:
+        heapq.heappush(heap, ranked)
+    elif ranked > heap[0]:
+        heapq.heapreplace(heap, ranked)
 
 
 def _add_decades(decades: dict[int | None, int], abs_err: np.ndarray) -> None:

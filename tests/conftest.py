@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default",
+    deadline=None,
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "200")),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("default")

@@ -1,0 +1,64 @@
+"""The trtcompare console script (issue 2 scope: show and diff of .npz / .npy files)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytest_trtcompare.cli import main
+
+
+@pytest.fixture
+def saved(tmp_path):
+    expected = {"logits": np.linspace(0, 1, 100, dtype=np.float32), "ids": np.arange(5)}
+    actual = {name: value.copy() for name, value in expected.items()}
+    actual["logits"][42] += 0.5
+    np.savez(tmp_path / "expected.npz", **expected)
+    np.savez(tmp_path / "actual.npz", **actual)
+    return tmp_path
+
+
+def test_diff_reports_and_exits_1_on_mismatch(saved, capsys):
+    assert main(["diff", str(saved / "actual.npz"), str(saved / "expected.npz")]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 2 outputs out of tolerance: logits" in out
+    assert "greatest abs error 0.5 at (42,)" in out
+    assert "passed: ids (int64 vs int64, shape (5,))" in out
+
+
+def test_diff_with_tolerances_exits_0(saved, capsys):
+    argv = ["diff", str(saved / "actual.npz"), str(saved / "expected.npz"), "--atol", "0.6"]
+    assert main(argv) == 0
+    assert main([*argv[:3], "--check-error-stat", "median"]) == 0
+
+
+def test_show_lists_outputs(saved, capsys):
+    assert main(["show", str(saved / "expected.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "logits: float32 (100,)  min 0  max 1" in out and "ids: int64 (5,)" in out
+
+
+def test_bad_files_name_the_file(tmp_path, capsys):
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    assert main(["show", str(tmp_path / "junk.npz")]) == 2
+    assert f"{tmp_path / 'junk.npz'}: not a readable .npz/.npy file" in capsys.readouterr().err
+    assert main(["show", str(tmp_path / "nope.npz")]) == 2
+    assert "nope.npz: no such file" in capsys.readouterr().err
+    np.save(tmp_path / "objects.npy", np.array([object()], dtype=object), allow_pickle=True)
+    assert main(["show", str(tmp_path / "objects.npy")]) == 2
+    assert "objects.npy: not a readable" in capsys.readouterr().err
+
+
+def test_commands_of_later_releases_say_so(capsys):
+    assert main(["import-polygraphy"]) == 2
+    assert "not yet available" in capsys.readouterr().err
+
+
+def test_console_script_is_installed():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_trtcompare.cli", "--help"], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "diff" in result.stdout and "show" in result.stdout

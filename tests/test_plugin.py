@@ -1,0 +1,206 @@
+"""Plugin behaviour through pytester: fixture, options, ini, markers, header, xdist."""
+
+from __future__ import annotations
+
+import pytest
+
+XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+
+COMPARE_TESTS = """
+import numpy as np
+
+def test_close(compare):
+    compare({"y": np.ones(4, np.float16)}, {"y": np.ones(4, np.float32)})
+
+def test_drifted(compare):
+    expected = np.linspace(0, 1, 1000, dtype=np.float32).reshape(10, 100)
+    actual = expected.copy()
+    actual[3, 17] += 0.05
+    compare({"logits": actual}, {"logits": expected}, atol=1e-3, rtol=1e-3)
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    if "-n" in args:
+        return pytester.runpytest_subprocess(*args)
+    return pytester.runpytest(*args)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_compare_fixture_reports_drift(pytester, xdist):
+    pytester.makepyfile(COMPARE_TESTS)
+    result = _run(pytester, "--strict-markers", *xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 of 1 outputs out of tolerance: logits*",
+            "*logits (float32 vs float32, shape (10, 100)): 1 / 1000 elements (0.1%) exceed*",
+            "*greatest abs error 0.05 at (3, 17)*",
+            "*would pass with atol ≥ 0.05*",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_report_survives_assert_plain(pytester, xdist):
+    pytester.makepyfile(COMPARE_TESTS)
+    result = _run(pytester, "--assert=plain", *xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*worst elements:*", "*error histogram*"])
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_verbose_flag_gives_the_fuller_report(pytester, xdist):
+    pytester.makepyfile(COMPARE_TESTS)
+    quiet = _run(pytester, *xdist)
+    assert "rel error: mean" not in quiet.stdout.str()
+    verbose = _run(pytester, "-v", *xdist)
+    verbose.stdout.fnmatch_lines(["*rel error: mean*"])
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_command_line_tolerance_overrides_the_call(pytester, xdist):
+    pytester.makepyfile(COMPARE_TESTS)
+    result = _run(pytester, "--trt-atol", "0.1", *xdist)
+    result.assert_outcomes(passed=2)
+
+
+def test_tolerance_precedence_builtin_ini_call_command_line(pytester):
+    pytester.makeini(
+        """
+        [pytest]
+        trtcompare_tolerances =
+            fp16: atol=0.2 rtol=0
+        """
+    )
+    pytester.makepyfile(
+        """
+        import numpy as np, pytest
+
+        a, e = {"y": np.array([1.09])}, {"y": np.array([1.0])}
+
+        def test_builtin_fp32_fails(compare):
+            with pytest.raises(AssertionError):
+                compare(a, e)
+
+        def test_builtin_int8_passes(compare):
+            assert compare(a, e, precision="int8").outputs["y"].tolerance.atol == 0.1
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
+    pytester.makepyfile(
+        """
+        import numpy as np, pytest
+
+        a, e = {"y": np.array([1.09])}, {"y": np.array([1.0])}
+
+        def test_ini_fp16_passes(compare):
+            out = compare(a, e, precision="fp16")
+            assert out.outputs["y"].tolerance.atol == 0.2
+
+        def test_call_beats_ini(compare):
+            with pytest.raises(AssertionError):
+                compare(a, e, precision="fp16", atol=0.01)
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
+    overridden = pytester.runpytest("--trt-atol", "0", "--trt-rtol", "0", "-k", "test_ini_fp16")
+    overridden.assert_outcomes(failed=1)
+
+
+def test_unknown_precision_is_a_usage_error_listing_valid_ones(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--trt-precision", "fp16,fp64")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--trt-precision*unknown precision fp64; valid precisions: fp32, tf32, fp16, bf16*"]
+    )
+
+
+def test_bad_ini_tolerance_table_names_the_line(pytester):
+    pytester.makeini(
+        """
+        [pytest]
+        trtcompare_tolerances =
+            fp16: atlo=1e-2
+        """
+    )
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*trtcompare_tolerances line 'fp16: atlo=1e-2'*'atlo=1e-2'*"])
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--update-goldens"],
+        ["--prune-goldens"],
+        ["--goldens-dir", "g"],
+        ["--frameworks", "onnxrt"],
+        ["--trtcompare-report", "r.json"],
+        ["--trtcompare-artifacts", "a"],
+        ["--trt-engine-cache", "c"],
+        ["--trt-precision", "fp16"],
+    ],
+)
+def test_options_of_later_releases_say_not_yet_available(pytester, option):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(*option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option[0]}*not yet available in pytest-trtcompare*"])
+
+
+def test_markers_are_registered_and_say_not_yet_available(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="m.onnx", frameworks=["onnxrt"])
+        @pytest.mark.precisions("fp16")
+        @pytest.mark.shapes({"x": (1, 3)})
+        def test_marked():
+            pass
+        """
+    )
+    result = pytester.runpytest("--strict-markers")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.compare_frameworks*not yet available*"])
+    markers = pytester.runpytest("--markers")
+    markers.stdout.fnmatch_lines(["*@pytest.mark.compare_frameworks(model=*", "*precisions(*"])
+
+
+def test_report_header_lists_frameworks(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["trtcompare frameworks: onnxruntime *, onnx *"])
+    line = next(x for x in result.stdout.lines if x.startswith("trtcompare frameworks"))
+    assert "tensorrt: not installed (pip install pytest-trtcompare[tensorrt])" in line
+
+
+def test_help_lists_the_options(pytester):
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "*accuracy comparison (pytest-trtcompare)*",
+            "*--trt-precision*",
+            "*--update-goldens*",
+            "*trtcompare_tolerances*",
+        ]
+    )
+
+
+def test_update_goldens_owned_by_another_plugin_falls_back(pytester):
+    pytester.makepyfile(
+        other_plugin="""
+        def pytest_addoption(parser):
+            parser.addoption("--update-goldens", action="store_true")
+        """
+    )
+    pytester.makepyfile("def test_x(request): assert request.config.getoption('update_goldens')")
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "other_plugin", "--update-goldens")
+    result.assert_outcomes(passed=1)
+    fallback = pytester.runpytest("-p", "other_plugin", "--help")
+    fallback.stdout.fnmatch_lines(["*--trt-update-goldens*"])

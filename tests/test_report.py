@@ -1,0 +1,84 @@
+"""The failure report of SPEC §2: order, content, width, verbosity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_trtcompare import OutputMismatchError, assert_outputs_close, compare_outputs
+
+
+def _logits_case():
+    rng = np.random.default_rng(0)
+    expected = {
+        "logits": rng.standard_normal((8, 1000)).astype(np.float32),
+        "probs": rng.random((8, 10)).astype(np.float32),
+    }
+    actual = {name: value.astype(np.float16) for name, value in expected.items()}
+    actual["logits"][3, 517] += 0.04
+    actual["logits"][6, 12], expected["logits"][6, 12] = 0.0031, 0.0002
+    return actual, expected
+
+
+def _report(verbosity=0):
+    actual, expected = _logits_case()
+    with pytest.raises(OutputMismatchError) as info:
+        assert_outputs_close(actual, expected, atol=1e-3, rtol=1e-3)
+    return str(info.value), info.value.result.report(verbosity)
+
+
+def test_report_lines_in_order_of_importance():
+    text, _ = _report()
+    lines = text.splitlines()
+    assert lines[0] == "1 of 2 outputs out of tolerance: logits"
+    assert lines[2] == (
+        "logits (float16 vs float32, shape (8, 1000)): 2 / 8000 elements (0.025%) exceed"
+    )
+    assert lines[3] == "  elemwise tolerance atol=0.001 rtol=0.001"
+    assert lines[4].startswith("  greatest abs error 0.03989 at (3, 517): actual 0.697754")
+    assert lines[5].startswith("  greatest rel error 14.5 at (6, 12): actual 0.00309944")
+    assert lines[6].startswith("  abs error: mean ") and "p99" in lines[6] and "cosine" in lines[6]
+    assert lines[7] == "  would pass with atol ≥ 0.03989 or rtol ≥ 14.5"
+    assert lines[8].startswith("  worst elements:  index")
+    assert lines[9].split()[:2] == ["(3,", "517)"]
+    assert "error histogram (log10 |abs err|)" in text and "← atol" in text
+    assert lines[-1].startswith("passed: probs (float16 vs float32, shape (8, 10)): max abs")
+
+
+def test_report_fits_100_columns():
+    text, verbose = _report(verbosity=2)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert max(len(line) for line in verbose.splitlines()) <= 100
+
+
+def test_verbose_report_shows_more_rows_and_relative_statistics():
+    short, verbose = _report(verbosity=1)
+    assert "(more with -v)" in short and "rel error: mean" not in short
+    assert "rel error: mean" in verbose
+    rows = [line for line in verbose.splitlines() if line.startswith("                   (")]
+    assert len(rows) > 10
+
+
+def test_statistic_check_header_says_which_statistic_failed():
+    expected = np.ones(100)
+    actual = expected + 0.1
+    result = compare_outputs({"y": actual}, {"y": expected}, check="mean", atol=0.01, rtol=0.01)
+    text = result.report()
+    assert "mean abs error 0.1 > atol 0.01 and mean rel error 0.1 > rtol 0.01" in text
+    assert "mean tolerance atol=0.01 rtol=0.01" in text
+
+
+def test_nan_report_counts_each_side_and_positions():
+    actual = np.array([np.nan, 1.0, np.nan])
+    expected = np.array([np.nan, 1.0, 2.0])
+    text = compare_outputs({"y": actual}, {"y": expected}).report()
+    assert "NaN: actual 2, expected 1 (positions differ)" in text
+    assert "no tolerance passes" in text
+    assert "(2,)" in text  # the NaN element is among the worst
+
+
+def test_sharper_tolerance_shown_only_when_it_differs():
+    expected = np.array([1000.0, 0.001])
+    actual = np.array([1001.0, 0.003])  # abs 1 at rel 1e-3 (within rtol); abs 2e-3 at rel 2
+    text = compare_outputs({"y": actual}, {"y": expected}, atol=1e-3, rtol=1e-3).report()
+    assert "  would pass with atol ≥ 1 or rtol ≥ 2 (atol ≥ 0.002 at rtol 0.001)\n" in text

@@ -1,0 +1,102 @@
+"""Property tests: the chunked engine agrees with the plain reference in tests/reference.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pytest_trtcompare._errors_chunked as chunked
+import pytest_trtcompare.stats as stats_module
+from pytest_trtcompare import Tolerance, compare_outputs
+
+from .reference import reference_verdict
+from .strategies import output_pairs, tolerances
+
+
+def _compare(actual: np.ndarray, expected: np.ndarray, tol: Tolerance):
+    return compare_outputs({"out": actual}, {"out": expected}, tol).outputs["out"]
+
+
+@given(pair=output_pairs(), tol=tolerances)
+def test_verdict_matches_reference(pair, tol):
+    actual, expected = pair
+    result = _compare(actual, expected, tol)
+    passed, mismatches, _ = reference_verdict(
+        actual,
+        expected,
+        tol.atol,
+        tol.rtol,
+        tol.check,
+        tol.rule,
+        tol.quantile,
+        tol.nan_equal,
+        tol.inf_equal,
+    )
+    assert result.passed == passed
+    assert result.mismatches == mismatches
+    assert result.count == actual.size
+
+
+@given(pair=output_pairs(), tol=tolerances)
+def test_statistics_match_reference(pair, tol):
+    actual, expected = pair
+    result = _compare(actual, expected, tol)
+    _, _, elements = reference_verdict(
+        actual, expected, tol.atol, tol.rtol, nan_equal=tol.nan_equal, inf_equal=tol.inf_equal
+    )
+    numbers = [el for el in elements if not math.isnan(el.abs_err)]
+    assert result.nan_errors == len(elements) - len(numbers)
+    if numbers:
+        assert result.max_abs_error == max(el.abs_err for el in numbers)
+        assert result.max_rel_error == max(el.rel_err for el in numbers)
+        assert result.greatest_abs is not None
+        assert result.greatest_abs.abs_error == result.max_abs_error
+    else:
+        assert result.greatest_abs is None and result.max_abs_error == 0.0
+    flat_a = actual.reshape(-1).astype(np.float64) if actual.dtype.kind != "b" else actual
+    assert result.nan_actual == int(np.isnan(np.asarray(flat_a, dtype=np.float64)).sum())
+
+
+@pytest.fixture
+def tiny_chunks(monkeypatch):
+    """Chunks of 7 elements, so maxima, positions and NaN handling cross chunk borders."""
+    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", 7)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=output_pairs(), tol=tolerances)
+def test_chunk_borders_change_nothing(tiny_chunks, pair, tol):
+    actual, expected = pair
+    small = _compare(actual, expected, tol)
+    passed, mismatches, _ = reference_verdict(
+        actual,
+        expected,
+        tol.atol,
+        tol.rtol,
+        tol.check,
+        tol.rule,
+        tol.quantile,
+        tol.nan_equal,
+        tol.inf_equal,
+    )
+    assert (small.passed, small.mismatches) == (passed, mismatches)
+
+
+@given(
+    values=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=20),
+    other=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=20),
+)
+def test_integer_extremes_are_exact(values, other):
+    n = min(len(values), len(other))
+    pairs = [(a, e) for a, e in zip(values[:n], other[:n], strict=True)]
+    for a, e in pairs:
+        a_arr = np.array([a], dtype=np.uint64 if a >= 2**63 else np.int64)
+        e_arr = np.array([e], dtype=np.uint64 if e >= 2**63 else np.int64)
+        out = _compare(a_arr, e_arr, Tolerance(atol=0.5, rtol=0))
+        assert out.max_abs_error == float(abs(a - e))
+        assert out.passed == (a == e)
