@@ -72,9 +72,9 @@ class Chunk:
     expected_abs: np.ndarray  # |e| as given (no epsilon)
     positions: np.ndarray | None  # flat indices of the kept elements; None = start + arange
     start: int
-    dot_ae: float
-    dot_aa: float
+    dot_aa: float  # sums over pairs where both values are finite, for the cosine similarity
     dot_ee: float
+    dot_dd: float
     nan_errors: int = 0
     nan_actual: int = 0
     nan_expected: int = 0
@@ -90,12 +90,15 @@ class Chunk:
 class ChunkComputer:
     """Computes Chunk records for consecutive slices, reusing its float64 buffers."""
 
-    def __init__(self, a_kind: Kind, e_kind: Kind, tolerance: Tolerance) -> None:
+    def __init__(
+        self, a_kind: Kind, e_kind: Kind, tolerance: Tolerance, capacity: int | None = None
+    ) -> None:
         self.a_kind = a_kind
         self.e_kind = e_kind
         self.pair = pair_kind(a_kind, e_kind)
         self.tol = tolerance
-        self._buffers = np.empty((6, CHUNK_ELEMENTS))
+        size = CHUNK_ELEMENTS if capacity is None else max(1, min(capacity, CHUNK_ELEMENTS))
+        self._buffers = np.empty((6, size))
 
     def compute(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk:
         with np.errstate(all="ignore"):
@@ -116,9 +119,10 @@ class ChunkComputer:
 
         counts: dict[str, Any] = {}
         positions = None
-        cos_a, cos_e = av, ev
+        cos_a, cos_e, cos_d = av, ev, d
         if self.pair == "float" and n and not np.isfinite(d[d.argmax()]):
             av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
+            cos_d = cos_a - cos_e
             eabs, r, ratio = eabs[: d.shape[0]], r[: d.shape[0]], ratio[: d.shape[0]]
 
         np.abs(ev, out=eabs)
@@ -139,9 +143,9 @@ class ChunkComputer:
             expected_abs=eabs,
             positions=positions,
             start=start,
-            dot_ae=float(np.dot(cos_a, cos_e)),
             dot_aa=float(np.dot(cos_a, cos_a)),
             dot_ee=float(np.dot(cos_e, cos_e)),
+            dot_dd=float(np.dot(cos_d, cos_d)),
             **counts,
         )
 

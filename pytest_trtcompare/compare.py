@@ -248,7 +248,7 @@ def _element_at(a: np.ndarray, e: np.ndarray, flat: int, tol: Tolerance) -> Elem
 
     a_kind, e_kind = dtype_kind(a.dtype), dtype_kind(e.dtype)
     assert a_kind is not None and e_kind is not None
-    computer = ChunkComputer(a_kind, e_kind, tol)
+    computer = ChunkComputer(a_kind, e_kind, tol, capacity=1)
     chunk = computer.compute(a.reshape(-1)[flat : flat + 1], e.reshape(-1)[flat : flat + 1], flat)
     if chunk.abs_err.shape[0]:
         abs_error, rel_error, ratio = (

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer
+from ._screen32 import ChunkSummary, Float32Screen
+from ._screen32 import applies as screen_applies
 from .arrays import Kind
 from .tolerance import Tolerance
 
@@ -63,7 +65,7 @@ def _chunks(
     actual: np.ndarray, expected: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance
 ) -> Iterator[tuple[ChunkComputer, Chunk]]:
     a, e = actual.reshape(-1), expected.reshape(-1)
-    computer = ChunkComputer(a_kind, e_kind, tol)
+    computer = ChunkComputer(a_kind, e_kind, tol, capacity=a.shape[0])
     for start in range(0, a.shape[0], CHUNK_ELEMENTS):
         stop = start + CHUNK_ELEMENTS
         yield computer, computer.compute(a[start:stop], e[start:stop], start)
@@ -77,73 +79,130 @@ def _max_ignoring_nan(values: np.ndarray) -> float:
     return top
 
 
-def _cosine(dot_ae: float, dot_aa: float, dot_ee: float) -> float:
+def _cosine(dot_aa: float, dot_ee: float, dot_dd: float) -> float:
+    """Cosine similarity from |a|^2, |e|^2 and |a-e|^2, without cancellation near 1.
+
+    cos = 1 - (|a-e|^2 - (|a| - |e|)^2) / (2 |a| |e|), so float32-accumulated sums still
+    resolve 1 - cos of 1e-10.
+    """
     if dot_aa == 0.0 and dot_ee == 0.0:
         return 1.0
     if dot_aa == 0.0 or dot_ee == 0.0:
         return 0.0
-    value = dot_ae / (math.sqrt(dot_aa) * math.sqrt(dot_ee))
+    norm_a, norm_e = math.sqrt(dot_aa), math.sqrt(dot_ee)
+    value = 1.0 - (dot_dd - (norm_a - norm_e) ** 2) / (2.0 * norm_a * norm_e)
     return float(min(1.0, max(-1.0, value))) if math.isfinite(value) else math.nan
+
+
+def _summarize_exact(
+    computer: ChunkComputer, chunk: Chunk, always_exact: bool
+) -> tuple[ChunkSummary, int]:
+    """(summary, mismatches) of a chunk computed in float64."""
+    n = chunk.abs_err.shape[0]
+    summary = ChunkSummary(
+        compared=n,
+        max_abs=0.0,
+        max_abs_at=-1,
+        max_rel=0.0,
+        max_rel_at=-1,
+        sum_abs=float(chunk.abs_err.sum()),
+        sum_rel=float(chunk.rel_err.sum()),
+        margin=0.0,
+        dot_aa=chunk.dot_aa,
+        dot_ee=chunk.dot_ee,
+        dot_dd=chunk.dot_dd,
+    )
+    if not n:
+        return summary, 0
+    i, j = int(chunk.abs_err.argmax()), int(chunk.rel_err.argmax())
+    summary.max_abs, summary.max_abs_at = float(chunk.abs_err[i]), chunk.flat_index(i)
+    summary.max_rel, summary.max_rel_at = float(chunk.rel_err[j]), chunk.flat_index(j)
+    summary.margin = _max_ignoring_nan(chunk.ratio)
+    mismatches = 0
+    if always_exact or summary.margin > _SURELY_WITHIN:
+        mismatches = int(np.count_nonzero(computer.mismatch_mask(chunk)))
+    return summary, mismatches
 
 
 def scan(
     actual: np.ndarray, expected: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance
 ) -> ErrorStats:
     """One chunked pass over a pair of equal-shape arrays."""
-    compared = mismatches = nan_errors = 0
-    nan_actual = nan_expected = inf_actual = inf_expected = 0
-    nan_positions_differ = False
-    max_abs = max_rel = margin = 0.0
-    max_abs_at = max_rel_at = -1
-    sum_abs = sum_rel = dot_ae = dot_aa = dot_ee = 0.0
+    a, e = actual.reshape(-1), expected.reshape(-1)
+    computer = ChunkComputer(a_kind, e_kind, tol, capacity=a.shape[0])
+    screen = (
+        Float32Screen(tol, computer, min(a.shape[0], CHUNK_ELEMENTS))
+        if screen_applies(a.dtype, e.dtype, tol)
+        else None
+    )
     always_exact = tol.atol < _TINY
-    for computer, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
-        nan_errors += chunk.nan_errors
-        nan_actual += chunk.nan_actual
-        nan_expected += chunk.nan_expected
-        inf_actual += chunk.inf_actual
-        inf_expected += chunk.inf_expected
-        nan_positions_differ |= chunk.nan_positions_differ
-        dot_ae += chunk.dot_ae
-        dot_aa += chunk.dot_aa
-        dot_ee += chunk.dot_ee
-        n = chunk.abs_err.shape[0]
-        if not n:
-            continue
-        compared += n
-        i = int(chunk.abs_err.argmax())
-        if max_abs_at < 0 or chunk.abs_err[i] > max_abs:
-            max_abs, max_abs_at = float(chunk.abs_err[i]), chunk.flat_index(i)
-        j = int(chunk.rel_err.argmax())
-        if max_rel_at < 0 or chunk.rel_err[j] > max_rel:
-            max_rel, max_rel_at = float(chunk.rel_err[j]), chunk.flat_index(j)
-        sum_abs += float(chunk.abs_err.sum())
-        sum_rel += float(chunk.rel_err.sum())
-        chunk_margin = _max_ignoring_nan(chunk.ratio)
-        if always_exact or chunk_margin > _SURELY_WITHIN:
-            mismatches += int(np.count_nonzero(computer.mismatch_mask(chunk)))
-        margin = max(margin, chunk_margin)
-    if nan_errors:
-        margin = math.inf
+    total = ChunkSummary(0, 0.0, -1, 0.0, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    mismatches = nan_errors = nan_actual = nan_expected = inf_actual = inf_expected = 0
+    nan_positions_differ = False
+    screened: list[tuple[int, int, float, float]] = []
+    for start in range(0, a.shape[0], CHUNK_ELEMENTS):
+        stop = start + CHUNK_ELEMENTS
+        a_chunk, e_chunk = a[start:stop], e[start:stop]
+        summary = screen.summarize(a_chunk, e_chunk, start) if screen is not None else None
+        if summary is not None:
+            screened.append((start, stop, summary.max_abs, summary.max_rel))
+        else:
+            chunk = computer.compute(a_chunk, e_chunk, start)
+            summary, chunk_mismatches = _summarize_exact(computer, chunk, always_exact)
+            mismatches += chunk_mismatches
+            nan_errors += chunk.nan_errors
+            nan_actual += chunk.nan_actual
+            nan_expected += chunk.nan_expected
+            inf_actual += chunk.inf_actual
+            inf_expected += chunk.inf_expected
+            nan_positions_differ |= chunk.nan_positions_differ
+        _accumulate(total, summary)
+    if screened and screen is not None:
+        exact_maxima = screen.resolve_maxima(a, e, screened)
+        _accumulate(total, ChunkSummary(0, *exact_maxima[:2], *exact_maxima[2:], 0, 0, 0, 0, 0, 0))
+    compared = total.compared
     return ErrorStats(
         count=int(actual.size),
         compared=compared,
         mismatches=mismatches + nan_errors,
         nan_errors=nan_errors,
-        max_abs=max_abs,
-        max_abs_at=max_abs_at,
-        max_rel=max_rel,
-        max_rel_at=max_rel_at,
-        mean_abs=sum_abs / compared if compared else 0.0,
-        mean_rel=sum_rel / compared if compared else 0.0,
-        margin=margin,
+        max_abs=total.max_abs,
+        max_abs_at=total.max_abs_at,
+        max_rel=total.max_rel,
+        max_rel_at=total.max_rel_at,
+        mean_abs=total.sum_abs / compared if compared else 0.0,
+        mean_rel=total.sum_rel / compared if compared else 0.0,
+        margin=math.inf if nan_errors else total.margin,
         nan_actual=nan_actual,
         nan_expected=nan_expected,
         inf_actual=inf_actual,
         inf_expected=inf_expected,
         nan_positions_differ=nan_positions_differ,
-        cosine_similarity=_cosine(dot_ae, dot_aa, dot_ee),
+        cosine_similarity=_cosine(total.dot_aa, total.dot_ee, total.dot_dd),
     )
+
+
+def _accumulate(total: ChunkSummary, chunk: ChunkSummary) -> None:
+    """Add a chunk's sums; take its maxima when they are exact (have a position)."""
+    if chunk.max_abs_at >= 0 and (
+        total.max_abs_at < 0
+        or chunk.max_abs > total.max_abs
+        or (chunk.max_abs == total.max_abs and chunk.max_abs_at < total.max_abs_at)
+    ):
+        total.max_abs, total.max_abs_at = chunk.max_abs, chunk.max_abs_at
+    if chunk.max_rel_at >= 0 and (
+        total.max_rel_at < 0
+        or chunk.max_rel > total.max_rel
+        or (chunk.max_rel == total.max_rel and chunk.max_rel_at < total.max_rel_at)
+    ):
+        total.max_rel, total.max_rel_at = chunk.max_rel, chunk.max_rel_at
+    total.margin = max(total.margin, chunk.margin)
+    total.compared += chunk.compared
+    total.sum_abs += chunk.sum_abs
+    total.sum_rel += chunk.sum_rel
+    total.dot_aa += chunk.dot_aa
+    total.dot_ee += chunk.dot_ee
+    total.dot_dd += chunk.dot_dd
 
 
 def order_statistics(
@@ -187,7 +246,7 @@ def quantile_in_place(values: np.ndarray, q: float) -> float:
         return below
     if math.isinf(above):
         return math.inf
-    return below + t * (above - below)
+    return float(below + t * (above - below))
 
 
 def failure_details(

@@ -100,3 +100,41 @@ def test_integer_extremes_are_exact(values, other):
         out = _compare(a_arr, e_arr, Tolerance(atol=0.5, rtol=0))
         assert out.max_abs_error == float(abs(a - e))
         assert out.passed == (a == e)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.sampled_from([1, 5, 1000, 70_000, 200_003]),
+    dtypes=st.sampled_from(
+        [(np.float16, np.float32), (np.float32, np.float32), (np.float32, np.float16)]
+    ),
+    scale=st.sampled_from([0.0, 1e-4, 1e-3, 3e-3, 1e-2]),
+    rule=st.sampled_from(["polygraphy", "allclose"]),
+    zeros=st.booleans(),
+)
+def test_float32_screen_agrees_with_float64(monkeypatch, seed, size, dtypes, scale, rule, zeros):
+    """The float32 pass changes speed only: verdicts, counts and maxima are float64's."""
+    rng = np.random.default_rng(seed)
+    expected = rng.standard_normal(size).astype(dtypes[1])
+    if zeros:
+        expected[rng.random(size) < 0.3] = 0  # ReLU-like outputs: relative error uses eps
+    noise = rng.standard_normal(size) * scale
+    actual = (expected.astype(np.float64) + noise).astype(dtypes[0])
+    tol = Tolerance(atol=1e-3, rtol=1e-3, rule=rule)
+    screened = _compare(actual, expected, tol)
+    with monkeypatch.context() as patch:
+        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        exact = _compare(actual, expected, tol)
+    assert (screened.passed, screened.mismatches) == (exact.passed, exact.mismatches)
+    assert (screened.max_abs_error, screened.greatest_abs.index) == (
+        exact.max_abs_error,
+        exact.greatest_abs.index,
+    )
+    assert screened.max_rel_error == exact.max_rel_error
+    assert screened.mean_abs_error == pytest.approx(exact.mean_abs_error, rel=1e-5, abs=1e-12)
+    assert screened.margin == pytest.approx(exact.margin, rel=1e-5)
+    # float32 squares: 1 - cos within ~float32 eps * relative norm difference (documented)
+    assert 1 - screened.cosine_similarity == pytest.approx(
+        1 - exact.cosine_similarity, rel=1e-3, abs=1e-9
+    )

@@ -1,0 +1,152 @@
+"""Passing elemwise comparison of two large float32 outputs: ours vs numpy vs Polygraphy.
+
+Run: python bench/bench_compare.py [--sizes 16M,64M] [--json bench/results/compare.json]
+
+Each peer compares the same arrays in the same process, one after another. Time is the best
+of several runs without tracing; peak extra memory is measured in a separate traced run
+(tracemalloc sees numpy's buffers), relative to the memory held before the call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from pytest_trtcompare import assert_outputs_close
+
+ATOL = RTOL = 1e-3
+MiB = 1024 * 1024
+
+
+def ours(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert_outputs_close({"out": actual}, {"out": expected}, atol=ATOL, rtol=RTOL)
+
+
+def numpy_allclose(actual: np.ndarray, expected: np.ndarray) -> None:
+    np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL)
+
+
+def polygraphy_simple(actual: np.ndarray, expected: np.ndarray) -> None:
+    from polygraphy import comparator
+    from polygraphy.logger import G_LOGGER
+
+    G_LOGGER.module_severity = G_LOGGER.CRITICAL
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        simple = getattr(comparator, "SimpleCompareFunc", None) or comparator.CompareFunc.simple
+        func = simple(atol=ATOL, rtol=RTOL, check_error_stat="elemwise")
+        result = func(
+            comparator.IterationResult({"out": actual}, runner_name="actual"),
+            comparator.IterationResult({"out": expected}, runner_name="expected"),
+        )
+    assert bool(result["out"])
+
+
+PEERS: dict[str, Callable[[np.ndarray, np.ndarray], None]] = {
+    "pytest-trtcompare": ours,
+    "np.testing.assert_allclose": numpy_allclose,
+    "polygraphy SimpleCompareFunc": polygraphy_simple,
+}
+REPEATS = {
+    "pytest-trtcompare": 5,
+    "np.testing.assert_allclose": 3,
+    "polygraphy SimpleCompareFunc": 2,
+}
+
+
+def best_time(func: Callable[[], None], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak_extra_bytes(func: Callable[[], None]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    func()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak - before
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper()
+    factor = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
+    return int(float(text.rstrip("KM")) * factor)
+
+
+def run(sizes: list[int]) -> list[dict[str, object]]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        expected = rng.standard_normal(n, dtype=np.float32)
+        actual = expected + rng.standard_normal(n, dtype=np.float32) * np.float32(1e-5)
+        input_bytes = expected.nbytes
+        for name, func in PEERS.items():
+            seconds = best_time(lambda f=func: f(actual, expected), REPEATS[name])
+            peak = peak_extra_bytes(lambda f=func: f(actual, expected))
+            rows.append(
+                {
+                    "elements": n,
+                    "peer": name,
+                    "seconds": seconds,
+                    "peak_extra_bytes": peak,
+                    "input_bytes": input_bytes,
+                }
+            )
+            print(
+                f"{n:>11,} {name:<30} {seconds:8.3f} s  peak extra {peak / MiB:8.1f} MiB",
+                flush=True,
+            )
+        del expected, actual
+    return rows
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    lines = [
+        "| elements | peer | time (s) | peak extra memory (MiB) | time ÷ ours | memory ÷ one input |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        ours_row = next(
+            r for r in rows if r["elements"] == row["elements"] and r["peer"] == "pytest-trtcompare"
+        )
+        ratio = float(row["seconds"]) / float(ours_row["seconds"])  # type: ignore[arg-type]
+        share = int(row["peak_extra_bytes"]) / int(row["input_bytes"])  # type: ignore[call-overload]
+        lines.append(
+            f"| {int(row['elements']):,} | {row['peer']} | {float(row['seconds']):.3f} | "  # type: ignore[call-overload]
+            f"{int(row['peak_extra_bytes']) / MiB:.1f} | {ratio:.1f}x | {share:.3f} |"  # type: ignore[call-overload]
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="16M,64M")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    rows = run([parse_size(s) for s in args.sizes.split(",")])
+    print()
+    print(markdown(rows))
+    print(f"\nmachine: {platform.processor() or platform.machine()}, numpy {np.__version__}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""A float32 pass for narrow-float pairs (fp32, fp16, bf16, fp8) that stays exact where it counts.
+
+A passing comparison of fp16/fp32 outputs is the common, large case; doing it in float32
+halves memory traffic. Exactness is kept by construction:
+- a chunk whose float32 margin comes within 1e-5 of failing, or that holds NaN/Inf or
+  overflows, is handed back to the exact float64 path (`None`), so verdicts are float64's;
+- |a - e| rounded to float32 is monotone in the exact difference, so the exact maximum is
+  among the float32 maxima. `resolve_maxima` re-evaluates those few candidates in float64
+  once, after the pass, in the chunks whose float32 maximum ties the overall one (the same
+  for the relative error, with a small slack for its second rounding).
+Means and the cosine similarity come from float32 chunks accumulated in float64: means
+within ~1e-6 relative, 1 - cosine within ~1e-9 absolute. Display only: a `mean` check
+takes the exact path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._errors_chunked import EPS, ChunkComputer
+from .tolerance import Tolerance
+
+_NARROW = {"float16", "float32", "bfloat16"}
+_SCREEN_LIMIT = 1.0 - 1e-5  # float32 ratios are within ~1e-7 of exact; keep a wide berth
+_REL_SLACK = np.float32(1 - 1e-6)  # float32 rel error: two roundings, ~1.2e-7 from exact
+_SAFE_TOLERANCE = (1e-30, 1e30)  # far from float32 subnormals and overflow
+
+
+def applies(a_dtype: np.dtype, e_dtype: np.dtype, tol: Tolerance) -> bool:
+    """Whether the float32 pass may screen this pair under this tolerance."""
+
+    def narrow(dtype: np.dtype) -> bool:
+        return dtype.name in _NARROW or dtype.name.startswith("float8")
+
+    low, high = _SAFE_TOLERANCE
+    return (
+        narrow(a_dtype)
+        and narrow(e_dtype)
+        and tol.check != "mean"
+        and low <= tol.atol <= high
+        and (tol.rtol == 0 or low <= tol.rtol <= high)
+    )
+
+
+@dataclass
+class ChunkSummary:
+    """What the scan accumulates from one chunk, whichever path computed it.
+
+    From the float32 pass, max_abs / max_rel are float32 values and their positions are -1
+    until `Float32Screen.resolve_maxima` replaces them with exact ones.
+    """
+
+    compared: int
+    max_abs: float
+    max_abs_at: int
+    max_rel: float
+    max_rel_at: int
+    sum_abs: float
+    sum_rel: float
+    margin: float
+    dot_aa: float
+    dot_ee: float
+    dot_dd: float
+
+
+class Float32Screen:
+    """Screens chunks in float32; `summarize` returns None when the exact path must decide."""
+
+    def __init__(self, tol: Tolerance, exact: ChunkComputer, chunk_elements: int) -> None:
+        self.tol = tol
+        self.exact = exact
+        self._buffers = np.empty((6, chunk_elements), dtype=np.float32)
+        self._inv_atol = np.float32(1.0 / tol.atol)
+        self._inv_rtol = np.float32(1.0 / tol.rtol) if tol.rtol else None
+        self._ones = np.ones(chunk_elements, dtype=np.float32)
+
+    def _as_float32(self, values: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+        if values.dtype == np.float32:
+            return values
+        np.copyto(buffer, values, casting="unsafe")
+        return buffer
+
+    def summarize(self, a: np.ndarray, e: np.ndarray, start: int) -> ChunkSummary | None:
+        with np.errstate(all="ignore"):
+            return self._summarize(a, e)
+
+    def _errors(self, a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """float32 (a, e, |a-e|, |e| with eps, rel error, scratch), or None on Inf/NaN."""
+        n = a.shape[0]
+        a32_buf, e32_buf, d, eabs, r, scratch = (buf[:n] for buf in self._buffers)
+        a32, e32 = self._as_float32(a, a32_buf), self._as_float32(e, e32_buf)
+        np.subtract(a32, e32, out=d)
+        np.abs(d, out=d)
+        if not np.isfinite(d[d.argmax()]):
+            return None
+        np.abs(e32, out=eabs)
+        np.divide(d, eabs, out=r)
+        if not np.isfinite(r[r.argmax()]):  # expected == 0: Polygraphy's eps (exact in float32)
+            np.copyto(eabs, np.float32(EPS), where=eabs == 0)
+            np.divide(d, eabs, out=r)
+            if not np.isfinite(r[r.argmax()]):
+                return None
+        return a32, e32, d, eabs, r, scratch
+
+    def _summarize(self, a: np.ndarray, e: np.ndarray) -> ChunkSummary | None:
+        errors = self._errors(a, e)
+        if errors is None:
+            return None
+        a32, e32, d, eabs, r, scratch = errors
+        ones = self._ones[: d.shape[0]]
+        summary = ChunkSummary(
+            compared=d.shape[0],
+            max_abs=float(d.max()),
+            max_abs_at=-1,
+            max_rel=float(r.max()),
+            max_rel_at=-1,
+            sum_abs=float(np.dot(d, ones)),
+            sum_rel=float(np.dot(r, ones)),
+            margin=self._margin(d, eabs, r, scratch),
+            dot_aa=float(np.dot(a32, a32)),
+            dot_ee=float(np.dot(e32, e32)),
+            dot_dd=float(np.dot(d, d)),
+        )
+        return summary if summary.margin <= _SCREEN_LIMIT else None
+
+    def resolve_maxima(
+        self, a: np.ndarray, e: np.ndarray, screened: list[tuple[int, int, float, float]]
+    ) -> tuple[float, int, float, int]:
+        """Exact (max abs, its index, max rel, its index) over the screened chunks.
+
+        `screened` holds (start, stop, float32 max abs, float32 max rel) per chunk.
+        """
+        best_abs = max(item[2] for item in screened)
+        best_rel = max(item[3] for item in screened)
+        rel_floor = float(np.float32(best_rel) * _REL_SLACK)
+        found_abs: tuple[float, int] = (-1.0, -1)
+        found_rel: tuple[float, int] = (-1.0, -1)
+        with np.errstate(all="ignore"):
+            for start, stop, top_abs, top_rel in screened:
+                if top_abs < best_abs and top_rel < rel_floor:
+                    continue
+                errors = self._errors(a[start:stop], e[start:stop])
+                assert errors is not None  # the same chunk passed the screen before
+                _, _, d, _, r, _ = errors
+                if top_abs == best_abs:
+                    found_abs = max(
+                        found_abs,
+                        self._exact_max(
+                            a, e, start, np.flatnonzero(d == np.float32(best_abs)), "abs"
+                        ),
+                        key=lambda item: (item[0], -item[1]),
+                    )
+                if top_rel >= rel_floor:
+                    found_rel = max(
+                        found_rel,
+                        self._exact_max(
+                            a, e, start, np.flatnonzero(r >= np.float32(rel_floor)), "rel"
+                        ),
+                        key=lambda item: (item[0], -item[1]),
+                    )
+        return found_abs[0], found_abs[1], found_rel[0], found_rel[1]
+
+    def _margin(self, d: np.ndarray, eabs: np.ndarray, r: np.ndarray, ratio: np.ndarray) -> float:
+        """Largest d / allowed, in float32 (overwrites `eabs`, which is no longer needed)."""
+        tol = self.tol
+        if tol.rule == "allclose" and self._inv_rtol is not None:
+            np.multiply(eabs, np.float32(tol.rtol), out=ratio)
+            np.add(ratio, np.float32(tol.atol), out=ratio)
+            np.divide(d, ratio, out=ratio)
+            return float(ratio.max())
+        np.multiply(d, self._inv_atol, out=ratio)
+        if self._inv_rtol is not None:  # polygraphy: min(d / atol, r / rtol) = d / max(...)
+            np.minimum(ratio, np.multiply(r, self._inv_rtol, out=eabs), out=ratio)
+        return float(ratio.max())
+
+    def _exact_max(
+        self, a: np.ndarray, e: np.ndarray, start: int, candidates: np.ndarray, which: str
+    ) -> tuple[float, int]:
+        """Exact maximum among candidate positions (relative to `start`) and its flat index."""
+        candidates = candidates[: self._buffers.shape[1]] + start
+        chunk = self.exact.compute(a[candidates], e[candidates], 0)
+        values = chunk.abs_err if which == "abs" else chunk.rel_err
+        best = int(values.argmax())
+        return float(values[best]), int(candidates[best])
