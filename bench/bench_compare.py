@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_trtcompare import assert_outputs_close
+from pytest_trtcompare import assert_outputs_close, compare_outputs
 
 ATOL = RTOL = 1e-3
 MiB = 1024 * 1024
@@ -140,15 +140,51 @@ def markdown(rows: list[dict[str, float | int | str]]) -> str:
     return "\n".join(lines)
 
 
+def scenarios(n: int) -> str:
+    """Ours alone on the other paths: fp16 vs fp32, float64 (exact path), a failing report."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(n, dtype=np.float32)
+    cases = {
+        "float16 vs float32, passing": (base.astype(np.float16), base, {}),
+        "float64 vs float64, passing (float64 path)": (
+            base.astype(np.float64) + 1e-6,
+            base.astype(np.float64),
+            {},
+        ),
+        "float32, 0.1% of elements failing (full report)": (_drifted(base, rng), base, {}),
+    }
+    lines = ["| case | elements | first call (s) | peak extra (MiB) |", "|---|---:|---:|---:|"]
+    for label, (actual, expected, _) in cases.items():
+
+        def call(a: np.ndarray = actual, e: np.ndarray = expected) -> None:
+            compare_outputs({"out": a}, {"out": e}, atol=ATOL, rtol=RTOL).report()
+
+        first, _ = timed(call, 1)
+        peak = peak_extra_bytes(call)
+        lines.append(f"| {label} | {n:,} | {first:.3f} | {peak / MiB:.1f} |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
+def _drifted(base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    drifted = base.copy()
+    drifted[rng.random(base.shape[0]) < 0.001] += 0.01
+    return drifted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="16M,64M")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--scenarios", default=None, help="also time ours on other paths at SIZE")
     args = parser.parse_args()
     rows = run([parse_size(s) for s in args.sizes.split(",")])
     print()
     print(markdown(rows))
     print(f"\nmachine: {platform.processor() or platform.machine()}, numpy {np.__version__}")
+    if args.scenarios:
+        print()
+        print(scenarios(parse_size(args.scenarios)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=2))

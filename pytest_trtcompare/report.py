@@ -183,10 +183,11 @@ def _worst_table(worst: tuple[ElementError, ...], rows: int) -> list[str]:
             num(el.expected, 6),
             num(el.abs_error),
             num(el.rel_error),
+            f"{num(el.ratio, 3)}x",
         )
         for el in shown
     ]
-    heads = ("index", "actual", "expected", "abs err", "rel err")
+    heads = ("index", "actual", "expected", "abs err", "rel err", "÷ allowed")
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
     fmt = "  ".join(f"{{:>{w}}}" if i else f"{{:<{w}}}" for i, w in enumerate(widths))
     lines = [f"  worst elements:  {fmt.format(*heads)}"]

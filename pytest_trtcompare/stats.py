@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -281,10 +281,15 @@ def _failure_details(
         if not n:
             continue
         ratio = np.nan_to_num(chunk.ratio, nan=0.0, posinf=np.inf)
-        take = min(worst_count, n)
-        top: Iterable[int] = np.argpartition(ratio, n - take)[n - take :] if take else ()
-        for i in top:
-            _keep_worst(worst, (float(ratio[i]), chunk.flat_index(int(i))), worst_count)
+        # Only elements above the current k-th worst can enter (exact matches never do):
+        # argpartition degrades badly on the many tied zeros of a mostly exact output.
+        floor = worst[0][0] if len(worst) >= worst_count else 0.0
+        candidates = np.flatnonzero(ratio > floor)
+        if candidates.size > worst_count:
+            keep = np.argpartition(ratio[candidates], candidates.size - worst_count)
+            candidates = candidates[keep[candidates.size - worst_count :]]
+        for i in candidates.tolist():
+            _keep_worst(worst, (float(ratio[i]), chunk.flat_index(i)), worst_count)
         _add_decades(decades, chunk.abs_err)
         atol_need, rtol_need = _required_tolerances(chunk, tol)
         required_atol = max(required_atol, atol_need)
