@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -15,8 +17,10 @@ def mlp_weights(seed: int = 0, sizes: tuple[int, ...] = (64, 128, 10)) -> list[n
     """[W0, b0, W1, b1, ...] drawn from a seeded generator, float32."""
     rng = np.random.default_rng(seed)
     weights = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
-        weights.append((rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32))
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        weights.append(
+            (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
+        )
         weights.append((rng.standard_normal(fan_out) * 0.1).astype(np.float32))
     return weights
 
@@ -52,7 +56,9 @@ def mlp_model(weights: list[np.ndarray]) -> onnx.ModelProto:
     return model
 
 
-def mlp_numpy(x: np.ndarray, weights: list[np.ndarray], dtype: type = np.float64) -> dict[str, np.ndarray]:
+def mlp_numpy(
+    x: np.ndarray, weights: list[np.ndarray], dtype: type = np.float64
+) -> dict[str, np.ndarray]:
     """The same network in numpy, computed in `dtype` (float64 reference, float16 deployment)."""
     h = x.astype(dtype)
     layers = len(weights) // 2

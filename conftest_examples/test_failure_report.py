@@ -6,7 +6,6 @@ the numbers moved, by how much, and the tolerance that would have passed.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from pytest_trtcompare import OutputMismatchError, assert_outputs_close
