@@ -52,10 +52,11 @@ def exact_int_absdiff(a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind) 
     across_zero = unsigned + magnitude  # wraps when the true difference is >= 2**64
     result = np.where(negative, across_zero, both_nonneg).astype(np.float64)
     wrapped = negative & (unsigned > _UINT64_MAX - magnitude)
-    if wrapped.any():
-        result[wrapped] = unsigned[wrapped].astype(np.float64) + magnitude[wrapped].astype(
-            np.float64
-        )
+    if wrapped.any():  # differences of 2**64 and more: rare, so exact Python ints round them
+        result[wrapped] = [
+            float(int(u) + int(m))
+            for u, m in zip(unsigned[wrapped].tolist(), magnitude[wrapped].tolist(), strict=True)
+        ]
     return result
 
 

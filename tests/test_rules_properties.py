@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import pytest_trtcompare._errors_chunked as chunked
@@ -87,6 +87,7 @@ def test_chunk_borders_change_nothing(tiny_chunks, pair, tol):
     assert (small.passed, small.mismatches) == (passed, mismatches)
 
 
+@example(values=[-2049], other=[2**64 - 1024])  # difference above 2**64: one rounding only
 @given(
     values=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=20),
     other=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=20),
