@@ -101,11 +101,8 @@ class ChunkComputer:
         size = CHUNK_ELEMENTS if capacity is None else max(1, min(capacity, CHUNK_ELEMENTS))
         self._buffers = np.empty((6, size))
 
+    @np.errstate(all="ignore")
     def compute(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk:
-        with np.errstate(all="ignore"):
-            return self._compute(a, e, start)
-
-    def _compute(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk:
         n = a.shape[0]
         av, ev, d, eabs, r, ratio = (buf[:n] for buf in self._buffers)
         np.copyto(av, a, casting="unsafe")

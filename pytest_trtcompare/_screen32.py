@@ -82,29 +82,9 @@ class Float32Screen:
         np.copyto(buffer, values, casting="unsafe")
         return buffer
 
-    def summarize(self, a: np.ndarray, e: np.ndarray, start: int) -> ChunkSummary | None:
-        with np.errstate(all="ignore"):
-            return self._summarize(a, e)
-
-    def _errors(self, a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...] | None:
-        """float32 (a, e, |a-e|, |e| with eps, rel error, scratch), or None on Inf/NaN."""
-        n = a.shape[0]
-        a32_buf, e32_buf, d, eabs, r, scratch = (buf[:n] for buf in self._buffers)
-        a32, e32 = self._as_float32(a, a32_buf), self._as_float32(e, e32_buf)
-        np.subtract(a32, e32, out=d)
-        np.abs(d, out=d)
-        if not np.isfinite(d[d.argmax()]):
-            return None
-        np.abs(e32, out=eabs)
-        np.divide(d, eabs, out=r)
-        if not np.isfinite(r[r.argmax()]):  # expected == 0: Polygraphy's eps (exact in float32)
-            np.copyto(eabs, np.float32(EPS), where=eabs == 0)
-            np.divide(d, eabs, out=r)
-            if not np.isfinite(r[r.argmax()]):
-                return None
-        return a32, e32, d, eabs, r, scratch
-
-    def _summarize(self, a: np.ndarray, e: np.ndarray) -> ChunkSummary | None:
+    @np.errstate(all="ignore")
+    def summarize(self, a: np.ndarray, e: np.ndarray) -> ChunkSummary | None:
+        """The chunk's summary, or None when the exact float64 path must decide it."""
         errors = self._errors(a, e)
         if errors is None:
             return None
@@ -125,6 +105,25 @@ class Float32Screen:
         )
         return summary if summary.margin <= _SCREEN_LIMIT else None
 
+    def _errors(self, a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """float32 (a, e, |a-e|, |e| with eps, rel error, scratch), or None on Inf/NaN."""
+        n = a.shape[0]
+        a32_buf, e32_buf, d, eabs, r, scratch = (buf[:n] for buf in self._buffers)
+        a32, e32 = self._as_float32(a, a32_buf), self._as_float32(e, e32_buf)
+        np.subtract(a32, e32, out=d)
+        np.abs(d, out=d)
+        if not np.isfinite(d[d.argmax()]):
+            return None
+        np.abs(e32, out=eabs)
+        np.divide(d, eabs, out=r)
+        if not np.isfinite(r[r.argmax()]):  # expected == 0: Polygraphy's eps (exact in float32)
+            np.copyto(eabs, np.float32(EPS), where=eabs == 0)
+            np.divide(d, eabs, out=r)
+            if not np.isfinite(r[r.argmax()]):
+                return None
+        return a32, e32, d, eabs, r, scratch
+
+    @np.errstate(all="ignore")
     def resolve_maxima(
         self, a: np.ndarray, e: np.ndarray, screened: list[tuple[int, int, float, float]]
     ) -> tuple[float, int, float, int]:
@@ -137,29 +136,24 @@ class Float32Screen:
         rel_floor = float(np.float32(best_rel) * _REL_SLACK)
         found_abs: tuple[float, int] = (-1.0, -1)
         found_rel: tuple[float, int] = (-1.0, -1)
-        with np.errstate(all="ignore"):
-            for start, stop, top_abs, top_rel in screened:
-                if top_abs < best_abs and top_rel < rel_floor:
-                    continue
-                errors = self._errors(a[start:stop], e[start:stop])
-                assert errors is not None  # the same chunk passed the screen before
-                _, _, d, _, r, _ = errors
-                if top_abs == best_abs:
-                    found_abs = max(
-                        found_abs,
-                        self._exact_max(
-                            a, e, start, np.flatnonzero(d == np.float32(best_abs)), "abs"
-                        ),
-                        key=lambda item: (item[0], -item[1]),
-                    )
-                if top_rel >= rel_floor:
-                    found_rel = max(
-                        found_rel,
-                        self._exact_max(
-                            a, e, start, np.flatnonzero(r >= np.float32(rel_floor)), "rel"
-                        ),
-                        key=lambda item: (item[0], -item[1]),
-                    )
+        for start, stop, top_abs, top_rel in screened:
+            if top_abs < best_abs and top_rel < rel_floor:
+                continue
+            errors = self._errors(a[start:stop], e[start:stop])
+            assert errors is not None  # the same chunk passed the screen before
+            _, _, d, _, r, _ = errors
+            if top_abs == best_abs:
+                found_abs = max(
+                    found_abs,
+                    self._exact_max(a, e, start, np.flatnonzero(d == np.float32(best_abs)), "abs"),
+                    key=lambda item: (item[0], -item[1]),
+                )
+            if top_rel >= rel_floor:
+                found_rel = max(
+                    found_rel,
+                    self._exact_max(a, e, start, np.flatnonzero(r >= np.float32(rel_floor)), "rel"),
+                    key=lambda item: (item[0], -item[1]),
+                )
         return found_abs[0], found_abs[1], found_rel[0], found_rel[1]
 
     def _margin(self, d: np.ndarray, eabs: np.ndarray, r: np.ndarray, ratio: np.ndarray) -> float:

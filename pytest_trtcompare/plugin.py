@@ -45,6 +45,12 @@ _NOT_YET = (
 )
 
 
+_NOT_YET_INI = (
+    ("trtcompare_goldens_dir", "golden stores"),
+    ("trtcompare_artifacts", "failure artifacts"),
+)
+
+
 def _precision_list(text: str) -> tuple[str, ...]:
     try:
         return parse_precisions(text)
@@ -191,6 +197,12 @@ def _refuse_features_not_yet_available(config: pytest.Config) -> None:
             raise pytest.UsageError(
                 f"{flag}: {feature} are not yet available in pytest-trtcompare {version} "
                 f"(see CHANGELOG.md); remove the option"
+            )
+    for ini_key, feature in _NOT_YET_INI:
+        if config.getini(ini_key):
+            raise pytest.UsageError(
+                f"ini {ini_key}: {feature} are not yet available in pytest-trtcompare "
+                f"{version} (see CHANGELOG.md); remove the setting"
             )
     precisions = config.stash[_PRECISIONS_KEY]
     if precisions != ("fp32",):

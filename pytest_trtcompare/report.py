@@ -41,11 +41,13 @@ def _dtypes(out: OutputComparison) -> str:
 
 
 def _summary_line(result: ComparisonResult) -> str:
-    failed = result.failed_outputs
+    failed = [out for out in result.failed_outputs if out.problem is None]
+    unusable = [out for out in result.failed_outputs if out.problem is not None]
     parts = []
     if failed:
         names = ", ".join(out.name for out in failed[:6]) + (" ..." if len(failed) > 6 else "")
         parts.append(f"{len(failed)} of {len(result.outputs)} outputs out of tolerance: {names}")
+    parts.extend(f"{out.name}: {out.problem}" for out in unusable)
     if result.missing_in_actual:
         parts.append(f"missing in actual: {', '.join(result.missing_in_actual)}")
     if result.missing_in_expected:

@@ -143,7 +143,7 @@ def scan(
     for start in range(0, a.shape[0], CHUNK_ELEMENTS):
         stop = start + CHUNK_ELEMENTS
         a_chunk, e_chunk = a[start:stop], e[start:stop]
-        summary = screen.summarize(a_chunk, e_chunk, start) if screen is not None else None
+        summary = screen.summarize(a_chunk, e_chunk) if screen is not None else None
         if summary is not None:
             screened.append((start, stop, summary.max_abs, summary.max_rel))
         else:
@@ -249,6 +249,7 @@ def quantile_in_place(values: np.ndarray, q: float) -> float:
     return float(below + t * (above - below))
 
 
+@np.errstate(all="ignore")
 def failure_details(
     actual: np.ndarray,
     expected: np.ndarray,
@@ -258,18 +259,6 @@ def failure_details(
     worst_count: int,
 ) -> FailureDetails:
     """Worst elements by error ratio, a log10 histogram of |error|, and sharper tolerances."""
-    with np.errstate(all="ignore"):
-        return _failure_details(actual, expected, a_kind, e_kind, tol, worst_count)
-
-
-def _failure_details(
-    actual: np.ndarray,
-    expected: np.ndarray,
-    a_kind: Kind,
-    e_kind: Kind,
-    tol: Tolerance,
-    worst_count: int,
-) -> FailureDetails:
     worst: list[tuple[float, int]] = []  # min-heap of (ratio, flat index)
     decades: dict[int | None, int] = {}
     required_atol = required_rtol = 0.0

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_trtcompare import Tolerance
+
 EPS = 2.220446049250313e-16
 
 
@@ -83,17 +85,11 @@ def _mean(values: list[float]) -> float:
 
 
 def reference_verdict(
-    actual: np.ndarray,
-    expected: np.ndarray,
-    atol: float,
-    rtol: float,
-    check: str = "elemwise",
-    rule: str = "polygraphy",
-    quantile: float = 0.99,
-    nan_equal: bool = False,
-    inf_equal: bool = True,
+    actual: np.ndarray, expected: np.ndarray, tol: Tolerance
 ) -> tuple[bool, int, list[RefElement]]:
-    """(passed, elementwise mismatch count, per-element errors)."""
+    """(passed, elementwise mismatch count, per-element errors) under `tol`."""
+    atol, rtol, check, rule = tol.atol, tol.rtol, tol.check, tol.rule
+    quantile, nan_equal, inf_equal = tol.quantile, tol.nan_equal, tol.inf_equal
     a_flat, e_flat = actual.reshape(-1), expected.reshape(-1)
     elements = [
         element_error(a, e, nan_equal, inf_equal) for a, e in zip(a_flat, e_flat, strict=True)

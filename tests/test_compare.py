@@ -174,7 +174,8 @@ def test_missing_names_fail_with_both_lists():
 def test_shape_mismatch_fails_clearly():
     with pytest.raises(OutputMismatchError) as info:
         assert_outputs_close({"y": np.zeros((8, 1000))}, {"y": np.zeros((8, 999))})
-    assert "shape (8, 1000) differs from expected shape (8, 999)" in str(info.value)
+    first_line = str(info.value).splitlines()[0]
+    assert first_line == "y: shape (8, 1000) differs from expected shape (8, 999)"
     assert info.value.result.outputs["y"].problem
 
 

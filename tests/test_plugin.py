@@ -152,6 +152,15 @@ def test_options_of_later_releases_say_not_yet_available(pytester, option):
     result.stderr.fnmatch_lines([f"*{option[0]}*not yet available in pytest-trtcompare*"])
 
 
+@pytest.mark.parametrize("ini_key", ["trtcompare_goldens_dir", "trtcompare_artifacts"])
+def test_ini_keys_of_later_releases_say_not_yet_available(pytester, ini_key):
+    pytester.makeini(f"[pytest]\n{ini_key} = somewhere\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*ini {ini_key}:*not yet available*"])
+
+
 def test_markers_are_registered_and_say_not_yet_available(pytester):
     pytester.makepyfile(
         """

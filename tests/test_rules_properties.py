@@ -25,17 +25,7 @@ def _compare(actual: np.ndarray, expected: np.ndarray, tol: Tolerance):
 def test_verdict_matches_reference(pair, tol):
     actual, expected = pair
     result = _compare(actual, expected, tol)
-    passed, mismatches, _ = reference_verdict(
-        actual,
-        expected,
-        tol.atol,
-        tol.rtol,
-        tol.check,
-        tol.rule,
-        tol.quantile,
-        tol.nan_equal,
-        tol.inf_equal,
-    )
+    passed, mismatches, _ = reference_verdict(actual, expected, tol)
     assert result.passed == passed
     assert result.mismatches == mismatches
     assert result.count == actual.size
@@ -45,9 +35,7 @@ def test_verdict_matches_reference(pair, tol):
 def test_statistics_match_reference(pair, tol):
     actual, expected = pair
     result = _compare(actual, expected, tol)
-    _, _, elements = reference_verdict(
-        actual, expected, tol.atol, tol.rtol, nan_equal=tol.nan_equal, inf_equal=tol.inf_equal
-    )
+    _, _, elements = reference_verdict(actual, expected, tol)
     numbers = [el for el in elements if not math.isnan(el.abs_err)]
     assert result.nan_errors == len(elements) - len(numbers)
     if numbers:
@@ -73,17 +61,7 @@ def tiny_chunks(monkeypatch):
 def test_chunk_borders_change_nothing(tiny_chunks, pair, tol):
     actual, expected = pair
     small = _compare(actual, expected, tol)
-    passed, mismatches, _ = reference_verdict(
-        actual,
-        expected,
-        tol.atol,
-        tol.rtol,
-        tol.check,
-        tol.rule,
-        tol.quantile,
-        tol.nan_equal,
-        tol.inf_equal,
-    )
+    passed, mismatches, _ = reference_verdict(actual, expected, tol)
     assert (small.passed, small.mismatches) == (passed, mismatches)
 
 
