@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from . import stats as _stats
-from .arrays import NamedArray, as_output_mapping
+from ._errors_chunked import ChunkComputer
+from .arrays import Kind, NamedArray, as_output_mapping
 from .errors import InvalidOutputError
 from .indices import IndexStats, compare_indices, top_k_indices
 from .tolerance import Tolerance, ToleranceSpec, ToleranceTable, parse_top_k
@@ -227,45 +228,33 @@ def compare_one(
     return _values_result(a, e, a_kind, e_kind, tol, header)
 
 
-def _element(
-    a: np.ndarray, e: np.ndarray, flat: int, abs_error: float, rel_error: float, ratio: float
+def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
+    value = values.reshape(-1)[flat]
+    return float(value) if values.dtype.kind == "V" else value.item()  # ml_dtypes: as float
+
+
+def _element_at(
+    a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind, flat: int, tol: Tolerance
 ) -> ElementError:
-    index = tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.ndim else ()
-    return ElementError(
-        index=index,
-        actual=a.reshape(-1)[flat].item() if a.dtype.kind != "V" else float(a.reshape(-1)[flat]),
-        expected=e.reshape(-1)[flat].item() if e.dtype.kind != "V" else float(e.reshape(-1)[flat]),
-        abs_error=abs_error,
-        rel_error=rel_error,
-        ratio=ratio,
-    )
-
-
-def _element_at(a: np.ndarray, e: np.ndarray, flat: int, tol: Tolerance) -> ElementError:
-    """Recompute one element's errors (cheap, and exactly as the chunked pass does)."""
-    from ._errors_chunked import ChunkComputer
-    from .arrays import dtype_kind
-
-    a_kind, e_kind = dtype_kind(a.dtype), dtype_kind(e.dtype)
-    assert a_kind is not None and e_kind is not None
+    """One element's values and errors, recomputed exactly as the chunked pass does."""
     computer = ChunkComputer(a_kind, e_kind, tol, capacity=1)
     chunk = computer.compute(a.reshape(-1)[flat : flat + 1], e.reshape(-1)[flat : flat + 1], flat)
-    if chunk.abs_err.shape[0]:
-        abs_error, rel_error, ratio = (
-            float(chunk.abs_err[0]),
-            float(chunk.rel_err[0]),
-            float(chunk.ratio[0]),
-        )
-    else:
-        abs_error = rel_error = ratio = math.nan
-    return _element(a, e, flat, abs_error, rel_error, ratio)
+    compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
+    return ElementError(
+        index=tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.ndim else (),
+        actual=_value_at(a, flat),
+        expected=_value_at(e, flat),
+        abs_error=float(chunk.abs_err[0]) if compared else math.nan,
+        rel_error=float(chunk.rel_err[0]) if compared else math.nan,
+        ratio=float(chunk.ratio[0]) if compared else math.nan,
+    )
 
 
 def _values_result(
     a: np.ndarray,
     e: np.ndarray,
-    a_kind: Any,
-    e_kind: Any,
+    a_kind: Kind,
+    e_kind: Kind,
     tol: Tolerance,
     header: dict[str, Any],
 ) -> OutputComparison:
@@ -288,7 +277,9 @@ def _values_result(
         if "median_abs_error" not in extra:
             extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
         details = _stats.failure_details(a, e, a_kind, e_kind, tol, WORST_ELEMENTS)
-        extra["worst"] = tuple(_element_at(a, e, flat, tol) for flat, _ in details.worst)
+        extra["worst"] = tuple(
+            _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst
+        )
         extra["histogram"] = details.histogram
         if tol.check == "elemwise":
             extra["required_atol_at_rtol"] = details.required_atol
@@ -299,8 +290,12 @@ def _values_result(
         mismatches=s.mismatches,
         max_abs_error=s.max_abs,
         max_rel_error=s.max_rel,
-        greatest_abs=_element_at(a, e, s.max_abs_at, tol) if s.max_abs_at >= 0 else None,
-        greatest_rel=_element_at(a, e, s.max_rel_at, tol) if s.max_rel_at >= 0 else None,
+        greatest_abs=_element_at(a, e, a_kind, e_kind, s.max_abs_at, tol)
+        if s.max_abs_at >= 0
+        else None,
+        greatest_rel=_element_at(a, e, a_kind, e_kind, s.max_rel_at, tol)
+        if s.max_rel_at >= 0
+        else None,
         mean_abs_error=s.mean_abs,
         mean_rel_error=s.mean_rel,
         nan_errors=s.nan_errors,
@@ -319,7 +314,7 @@ def _values_result(
 
 
 def _order_stats(
-    a: np.ndarray, e: np.ndarray, a_kind: Any, e_kind: Any, tol: Tolerance, compared: int
+    a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance, compared: int
 ) -> dict[str, float]:
     med_abs, med_rel, q_abs, q_rel = _stats.order_statistics(a, e, a_kind, e_kind, tol, compared)
     return dict(
