@@ -21,3 +21,31 @@ class ToleranceWarning(UserWarning):
 
 class FeatureNotAvailableError(TrtCompareError):
     """An option or marker is registered but its feature has not landed yet."""
+
+
+class ModelLoadError(TrtCompareError, ValueError):
+    """A model file is missing, corrupt, or cannot be loaded by the framework."""
+
+
+class FeedError(TrtCompareError, ValueError):
+    """An input feed does not match the model: unknown name, wrong shape or dtype."""
+
+
+class UnknownFrameworkError(TrtCompareError, ValueError):
+    """A runner name that no built-in or registered runner has."""
+
+
+class InputDataError(TrtCompareError, ValueError):
+    """Input data cannot be made or loaded (no shape for a dynamic dim, bad file ...)."""
+
+
+class RunnerSkip(TrtCompareError):
+    """The comparison cannot run here; the plugin turns this into a skip with the reason."""
+
+
+class FrameworkUnavailable(RunnerSkip):
+    """The framework (or the GPU it needs) is not available; the message has the install hint."""
+
+
+class PrecisionUnsupported(RunnerSkip):
+    """The runner cannot run at the requested precision on this machine."""

@@ -1,0 +1,148 @@
+"""The Runner protocol: a model turned into `infer(feed) -> outputs`, plus its specs."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import FeedError, PrecisionUnsupported
+from ..tolerance import PRECISIONS
+
+Dim = int | str | None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, numpy dtype name and shape of a model input or output (None/str: dynamic dim)."""
+
+    name: str
+    dtype: str
+    shape: tuple[Dim, ...] | None  # None: rank unknown (a torch module or a callable)
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.shape is None or any(not isinstance(d, int) or d < 0 for d in self.shape)
+
+    def describe(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype}[...]"
+        dims = ", ".join("?" if dim is None else str(dim) for dim in self.shape)
+        return f"{self.name}: {self.dtype}[{dims}]"
+
+
+def specs_from(value: Any, default_dtype: str = "float32") -> list[TensorSpec]:
+    """TensorSpecs from a list of specs or a mapping name -> (dtype, shape) / shape."""
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        specs = []
+        for name, item in value.items():
+            if isinstance(item, TensorSpec):
+                specs.append(item)
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                specs.append(TensorSpec(str(name), item[0], tuple(item[1])))
+            else:
+                specs.append(TensorSpec(str(name), default_dtype, tuple(item)))
+        return specs
+    return [spec if isinstance(spec, TensorSpec) else TensorSpec(*spec) for spec in value]
+
+
+def check_feed(specs: Sequence[TensorSpec], feed: Mapping[str, Any], runner: str) -> None:
+    """One clear error for a feed that does not fit the inputs: name, dtype, rank, static dim."""
+    known = {spec.name: spec for spec in specs}
+    unknown = [name for name in feed if name not in known]
+    if unknown:
+        raise FeedError(
+            f"{runner}: feed has unknown input(s) {unknown}; the model's inputs are "
+            f"{[spec.describe() for spec in specs]}"
+        )
+    missing = [name for name in known if name not in feed]
+    if missing:
+        raise FeedError(f"{runner}: feed lacks input(s) {missing}; it has {list(feed)}")
+    for name, value in feed.items():
+        spec = known[name]
+        array = np.asarray(value)
+        if str(array.dtype) != spec.dtype:
+            raise FeedError(
+                f"{runner}: input {name!r} is {array.dtype}, the model expects {spec.dtype}"
+            )
+        shape_ok = spec.shape is None or (
+            len(array.shape) == len(spec.shape)
+            and all(
+                not isinstance(want, int) or want < 0 or want == got
+                for want, got in zip(spec.shape, array.shape, strict=True)
+            )
+        )
+        if not shape_ok:
+            raise FeedError(
+                f"{runner}: input {name!r} has shape {tuple(array.shape)}, the model expects "
+                f"{spec.describe()}"
+            )
+
+
+class Runner(abc.ABC):
+    """Base of every runner. Subclasses set `framework` and `precisions` and implement the
+    abstract methods; `infer` checks the feed and returns fresh arrays the caller owns."""
+
+    framework: ClassVar[str] = ""
+    precisions: ClassVar[tuple[str, ...]] = ("fp32",)
+
+    def __init__(self, precision: str = "fp32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+        if precision not in self.precisions:
+            raise PrecisionUnsupported(
+                f"{self.framework} runs {', '.join(self.precisions)}, not {precision}"
+            )
+        self.precision = precision
+
+    @property
+    def name(self) -> str:
+        return f"{self.framework}-{self.precision}"
+
+    @abc.abstractmethod
+    def input_specs(self) -> list[TensorSpec]:
+        """The model's inputs."""
+
+    @abc.abstractmethod
+    def output_names(self) -> list[str]:
+        """Names of the outputs `infer` returns, in model order."""
+
+    @abc.abstractmethod
+    def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the model; the feed is already checked against `input_specs`."""
+
+    #: False when the runner cannot know its inputs (a callable without input_specs=).
+    checks_feed: bool = True
+
+    def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        arrays = {name: np.asarray(value) for name, value in feed.items()}
+        if self.checks_feed:
+            check_feed(self.input_specs(), arrays, self.name)
+        return self._infer(arrays)
+
+    def describe(self) -> dict[str, Any]:
+        """Framework version, device, precision route: recorded with goldens and reports."""
+        return {"runner": self.name, "framework": self.framework, "precision": self.precision}
+
+    def close(self) -> None:  # noqa: B027 (optional hook: most runners hold nothing to free)
+        """Release framework resources (sessions, engines, device memory)."""
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

@@ -1,0 +1,160 @@
+"""The few CUDA runtime calls the TensorRT runner needs, over cuda-bindings (or pycuda).
+
+`load_cuda_api()` finds a binding and probes for a device; the TensorRT runner calls it
+before it creates any TensorRT object (without a GPU TensorRT raises or crashes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import FrameworkUnavailable
+
+
+class CudaApi(Protocol):
+    binding: str
+
+    def device_count(self) -> int: ...
+    def device_name(self, index: int) -> str: ...
+    def malloc(self, nbytes: int) -> int: ...
+    def free(self, pointer: int) -> None: ...
+    def create_stream(self) -> int: ...
+    def synchronize(self, stream: int) -> None: ...
+    def copy_to_device(self, pointer: int, array: np.ndarray, stream: int) -> None: ...
+    def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None: ...
+
+
+class CudaBindingsApi:
+    """cuda-bindings (NVIDIA's cuda-python): `cuda.bindings.runtime`, or `cuda.cudart` (<12.6)."""
+
+    binding = "cuda-bindings"
+
+    def __init__(self) -> None:
+        try:
+            from cuda.bindings import runtime
+        except ImportError:
+            from cuda import cudart as runtime
+        self.rt = runtime
+
+    def _check(self, result: Any) -> Any:
+        error, *values = result if isinstance(result, tuple) else (result,)
+        if int(error) != 0:
+            _, name = self.rt.cudaGetErrorName(error)
+            raise RuntimeError(f"CUDA error {name.decode() if isinstance(name, bytes) else name}")
+        return values[0] if len(values) == 1 else values
+
+    def device_count(self) -> int:
+        error, count = self.rt.cudaGetDeviceCount()
+        return int(count) if int(error) == 0 else 0
+
+    def device_name(self, index: int) -> str:
+        props = self._check(self.rt.cudaGetDeviceProperties(index))
+        name = props.name
+        return (name.decode(errors="replace") if isinstance(name, bytes) else str(name)).rstrip(
+            "\x00"
+        )
+
+    def malloc(self, nbytes: int) -> int:
+        return int(self._check(self.rt.cudaMalloc(max(1, nbytes))))
+
+    def free(self, pointer: int) -> None:
+        self._check(self.rt.cudaFree(pointer))
+
+    def create_stream(self) -> int:
+        return int(self._check(self.rt.cudaStreamCreate()))
+
+    def synchronize(self, stream: int) -> None:
+        self._check(self.rt.cudaStreamSynchronize(stream))
+
+    def copy_to_device(self, pointer: int, array: np.ndarray, stream: int) -> None:
+        kind = self.rt.cudaMemcpyKind.cudaMemcpyHostToDevice
+        self._check(self.rt.cudaMemcpyAsync(pointer, array.ctypes.data, array.nbytes, kind, stream))
+
+    def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
+        kind = self.rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        self._check(self.rt.cudaMemcpyAsync(array.ctypes.data, pointer, array.nbytes, kind, stream))
+
+
+class PyCudaApi:
+    """pycuda, accepted where it is what the user has installed."""
+
+    binding = "pycuda"
+
+    def __init__(self) -> None:
+        import pycuda.driver as driver  # type: ignore[import-not-found]
+
+        driver.init()
+        self.driver = driver
+        self._context: Any = None
+        self._allocations: dict[int, Any] = {}
+        self._streams: dict[int, Any] = {}
+
+    def device_count(self) -> int:
+        return int(self.driver.Device.count())
+
+    def device_name(self, index: int) -> str:
+        return str(self.driver.Device(index).name())
+
+    def _ensure_context(self) -> None:
+        if self._context is None:
+            self._context = self.driver.Device(0).retain_primary_context()
+            self._context.push()
+
+    def malloc(self, nbytes: int) -> int:
+        self._ensure_context()
+        allocation = self.driver.mem_alloc(max(1, nbytes))
+        self._allocations[int(allocation)] = allocation
+        return int(allocation)
+
+    def free(self, pointer: int) -> None:
+        self._allocations.pop(pointer).free()
+
+    def create_stream(self) -> int:
+        self._ensure_context()
+        stream = self.driver.Stream()
+        self._streams[stream.handle] = stream
+        return int(stream.handle)
+
+    def synchronize(self, stream: int) -> None:
+        self._streams[stream].synchronize()
+
+    def copy_to_device(self, pointer: int, array: np.ndarray, stream: int) -> None:
+        self.driver.memcpy_htod_async(pointer, array, self._streams[stream])
+
+    def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
+        self.driver.memcpy_dtoh_async(array, pointer, self._streams[stream])
+
+
+def load_cuda_api() -> CudaApi:
+    """A CUDA binding with at least one device, or FrameworkUnavailable saying what is missing."""
+    api: CudaApi | None = None
+    errors = []
+    for factory in (CudaBindingsApi, PyCudaApi):
+        try:
+            api = factory()
+            break
+        except (ImportError, OSError, RuntimeError) as exc:
+            errors.append(f"{factory.binding}: {exc}")
+    if api is None:
+        raise FrameworkUnavailable(
+            "no CUDA Python binding: pip install pytest-trtcompare[tensorrt] "
+            f"(cuda-bindings) [{'; '.join(errors)}]"
+        )
+    if not _driver_present():
+        raise FrameworkUnavailable("no CUDA driver (libcuda) on this machine: TensorRT needs a GPU")
+    if api.device_count() < 1:
+        raise FrameworkUnavailable("no CUDA device visible: TensorRT needs a GPU")
+    return api
+
+
+def _driver_present() -> bool:
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,75 @@
+"""Graph helpers shared by the ONNX runners: dtypes, specs, and marking every tensor an output."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from .base import Dim, TensorSpec
+
+
+def numpy_dtype_name(elem_type: int) -> str:
+    """ONNX element type -> numpy dtype name ('bfloat16' for BFLOAT16, via ml_dtypes)."""
+    if elem_type == TensorProto.BFLOAT16:
+        return "bfloat16"
+    try:
+        return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+    except (KeyError, ValueError):
+        return str(TensorProto.DataType.Name(elem_type)).lower()
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> tuple[Dim, ...]:
+    dims: list[Dim] = []
+    for dim in value_info.type.tensor_type.shape.dim:
+        if dim.HasField("dim_value"):
+            dims.append(int(dim.dim_value))
+        elif dim.HasField("dim_param"):
+            dims.append(dim.dim_param)
+        else:
+            dims.append(None)
+    return tuple(dims)
+
+
+def graph_input_specs(model: onnx.ModelProto) -> list[TensorSpec]:
+    """Inputs that are not initializers (older exporters list weights as inputs too)."""
+    weights = {t.name for t in model.graph.initializer}
+    return [
+        TensorSpec(vi.name, numpy_dtype_name(vi.type.tensor_type.elem_type), _dims(vi))
+        for vi in model.graph.input
+        if vi.name not in weights
+    ]
+
+
+def intermediate_tensors(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """Every node output in topological order, typed by shape inference (untyped ones skipped).
+
+    The graph's own outputs are included at the place their producer runs.
+    """
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:  # shape inference is best effort: fall back to what the model says
+        inferred = model
+    typed = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output]}
+    seen: set[str] = set()
+    ordered = []
+    for node in model.graph.node:
+        for name in node.output:
+            if name and name not in seen and name in typed:
+                vi = typed[name]
+                if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+                    ordered.append(vi)
+                    seen.add(name)
+    return ordered
+
+
+def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy whose graph outputs are every typed intermediate tensor, in topological order."""
+    tensors = intermediate_tensors(model)
+    marked = onnx.ModelProto()
+    marked.CopyFrom(model)
+    existing = {vi.name for vi in marked.graph.output}
+    for vi in tensors:
+        if vi.name not in existing:
+            marked.graph.output.append(vi)
+    return marked, [vi.name for vi in tensors]

@@ -1,0 +1,120 @@
+"""ONNX Runtime runner: fp32, and fp16 / bf16 through a converted model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
+from .base import Runner, TensorSpec
+from .onnx_graph import graph_input_specs, with_all_outputs
+from .onnx_model import load_model
+from .precision import convert
+
+_CPU_NOTE = (
+    "onnxruntime's CPU provider computes most float16 ops in float32 (it casts around "
+    "them), so this is not a real fp16 numerics check: use onnxref, torch or trt for that"
+)
+
+
+def _import_onnxruntime() -> Any:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise FrameworkUnavailable(
+            "onnxruntime is not installed: pip install onnxruntime"
+        ) from None
+    return onnxruntime
+
+
+class OnnxRuntimeRunner(Runner):
+    """`providers` defaults to CPU; CUDA / TensorRT execution providers where installed.
+
+    `outputs="all"` marks every intermediate tensor as an output (per-layer comparison).
+    """
+
+    framework = "onnxrt"
+    precisions = ("fp32", "fp16", "bf16")
+
+    def __init__(
+        self,
+        model: Any,
+        precision: str = "fp32",
+        *,
+        providers: Sequence[str | tuple[str, dict[str, Any]]] | None = None,
+        session_options: Any = None,
+        outputs: str | Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(precision)
+        ort = _import_onnxruntime()
+        self.loaded = load_model(model)
+        converted = convert(self.loaded, precision)
+        self.route = converted.route
+        proto = converted.proto
+        self._layer_order: list[str] | None = None
+        if outputs == "all":
+            proto, self._layer_order = with_all_outputs(proto)
+        self._specs = graph_input_specs(proto)
+        wanted = list(providers) if providers else ["CPUExecutionProvider"]
+        available = ort.get_available_providers()
+        missing = [p if isinstance(p, str) else p[0] for p in wanted]
+        missing = [p for p in missing if p not in available]
+        if missing:
+            raise FrameworkUnavailable(
+                f"onnxruntime {ort.__version__} lacks execution provider(s) {missing}; "
+                f"available: {available}"
+            )
+        try:
+            self.session = ort.InferenceSession(
+                proto.SerializeToString(), sess_options=session_options, providers=wanted
+            )
+        except Exception as exc:  # onnxruntime raises its own pybind exception types
+            text = str(exc)
+            if precision != "fp32" and "NOT_IMPLEMENTED" in text:
+                raise PrecisionUnsupported(
+                    f"onnxrt {precision} on {wanted[0]}: {text.splitlines()[0][:200]}"
+                ) from None
+            hint = ""
+            if "IR version" in text:
+                hint = " (save it with an older ir_version: helper.make_model(..., ir_version=10))"
+            raise ModelLoadError(
+                f"onnxruntime cannot load model {self.loaded.source}: {text.strip()[:300]}{hint}"
+            ) from None
+        self._outputs = [out.name for out in self.session.get_outputs()]
+        if isinstance(outputs, (list, tuple)):
+            unknown = [name for name in outputs if name not in self._outputs]
+            if unknown:
+                raise ModelLoadError(f"model {self.loaded.source} has no output(s) {unknown}")
+            self._outputs = list(outputs)
+        self._version = ort.__version__
+
+    def input_specs(self) -> list[TensorSpec]:
+        return list(self._specs)
+
+    def output_names(self) -> list[str]:
+        return list(self._outputs)
+
+    @property
+    def layer_order(self) -> list[str] | None:
+        """Tensors in topological order when built with outputs="all"."""
+        return self._layer_order
+
+    def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        values = self.session.run(self._outputs, feed)  # fresh arrays: no copy needed
+        return dict(zip(self._outputs, values, strict=True))
+
+    def describe(self) -> dict[str, Any]:
+        providers = self.session.get_providers()
+        info = {
+            **super().describe(),
+            "version": self._version,
+            "providers": providers,
+            "device": "cuda" if "CUDAExecutionProvider" in providers else "cpu",
+            "precision_route": self.route,
+            "model_digest": self.loaded.digest,
+        }
+        if self.precision != "fp32" and providers[:1] == ["CPUExecutionProvider"]:
+            info["note"] = _CPU_NOTE
+        return info
