@@ -102,6 +102,12 @@ class ComparisonResult:
     actual_names: tuple[str, ...] = ()
     expected_names: tuple[str, ...] = ()
     restricted_to: tuple[str, ...] | None = field(default=None)
+    per_layer: bool = False  # outputs are a model's intermediate tensors in topological order
+
+    @property
+    def first_divergence(self) -> str | None:
+        """The first output over tolerance, in comparison order (topological for per-layer)."""
+        return next((out.name for out in self.outputs.values() if not out.passed), None)
 
     @property
     def passed(self) -> bool:

@@ -31,10 +31,6 @@ class FeedError(TrtCompareError, ValueError):
     """An input feed does not match the model: unknown name, wrong shape or dtype."""
 
 
-class UnknownFrameworkError(TrtCompareError, ValueError):
-    """A runner name that no built-in or registered runner has."""
-
-
 class InputDataError(TrtCompareError, ValueError):
     """Input data cannot be made or loaded (no shape for a dynamic dim, bad file ...)."""
 
@@ -49,3 +45,8 @@ class FrameworkUnavailable(RunnerSkip):
 
 class PrecisionUnsupported(RunnerSkip):
     """The runner cannot run at the requested precision on this machine."""
+
+
+class UnknownFrameworkError(RunnerSkip, ValueError):
+    """A runner name that no built-in or registered runner has (a third-party runner that is
+    not installed here, or a typo): the message lists the known names."""

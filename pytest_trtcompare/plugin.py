@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import pytest
 
 from . import report
 from .compare import ComparisonResult, assert_outputs_close
-from .errors import ToleranceError
+from .errors import RunnerSkip, ToleranceError
 from .settings import ToleranceSettings, parse_precisions, parse_tolerance_table
 from .tolerance import CHECKS, PRECISIONS, ToleranceSpec
 
@@ -256,6 +256,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 f"pytest-trtcompare; use the `compare` fixture or assert_outputs_close",
                 pytrace=False,
             )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A runner that cannot run here (framework, GPU or precision missing) skips its test."""
+    report = yield
+    excinfo = call.excinfo
+    if excinfo is not None and isinstance(excinfo.value, RunnerSkip) and not report.skipped:
+        path, line, _ = item.reportinfo()
+        report.outcome = "skipped"
+        report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {excinfo.value}")
+    return report
 
 
 CompareFixture = Callable[..., ComparisonResult]

@@ -59,6 +59,11 @@ def format_result(result: ComparisonResult, verbosity: int | None = None) -> str
     """The whole report: summary line, failing outputs in detail, passing ones in one line."""
     verbosity = default_verbosity if verbosity is None else verbosity
     lines = [_summary_line(result)]
+    if result.per_layer and result.first_divergence is not None:
+        lines.append(
+            f"first divergence (topological order): {result.first_divergence} "
+            f"({len(result.outputs)} tensors compared)"
+        )
     if result.missing_in_actual or result.missing_in_expected:
         lines.append(f"  actual outputs:   {list(result.actual_names)}")
         lines.append(f"  expected outputs: {list(result.expected_names)}")

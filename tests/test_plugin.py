@@ -213,3 +213,44 @@ def test_update_goldens_owned_by_another_plugin_falls_back(pytester):
     result.assert_outcomes(passed=1)
     fallback = pytester.runpytest("-p", "other_plugin", "--help")
     fallback.stdout.fnmatch_lines(["*--trt-update-goldens*"])
+
+
+RUNNER_SKIPS = """
+import numpy as np
+from onnx import TensorProto, helper
+from pytest_trtcompare import runners
+
+def model():
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+def test_tensorrt_missing():
+    runners.create("trt", model())
+
+def test_unknown_framework():
+    runners.create("tensorflw", model())
+
+def test_precision_unsupported():
+    runners.create("onnxrt", model(), "bf16")
+
+def test_runs():
+    out = runners.create("onnxrt", model()).infer({"x": np.array([-1.0, 2.0], np.float32)})
+    assert out["y"].tolist() == [0.0, 2.0]
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
+    pytester.makepyfile(RUNNER_SKIPS)
+    result = _run(pytester, "-rs", *xdist)
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*tensorrt is not installed: pip install pytest-trtcompare[[]tensorrt[]]*",
+            "*unknown runner 'tensorflw'; known runners: callable, onnxref, onnxrt, torch, trt*",
+            "*onnxrt bf16 on CPUExecutionProvider*",
+        ]
+    )

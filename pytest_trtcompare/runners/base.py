@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar
@@ -33,6 +34,17 @@ class TensorSpec:
             return f"{self.name}: {self.dtype}[...]"
         dims = ", ".join("?" if dim is None else str(dim) for dim in self.shape)
         return f"{self.name}: {self.dtype}[{dims}]"
+
+
+def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:
+    """Whether a concrete shape fits a spec: same rank, equal static dims."""
+    return spec.shape is None or (
+        len(shape) == len(spec.shape)
+        and all(
+            not isinstance(want, int) or want < 0 or want == got
+            for want, got in zip(spec.shape, shape, strict=True)
+        )
+    )
 
 
 def specs_from(value: Any, default_dtype: str = "float32") -> list[TensorSpec]:
@@ -71,14 +83,7 @@ def check_feed(specs: Sequence[TensorSpec], feed: Mapping[str, Any], runner: str
             raise FeedError(
                 f"{runner}: input {name!r} is {array.dtype}, the model expects {spec.dtype}"
             )
-        shape_ok = spec.shape is None or (
-            len(array.shape) == len(spec.shape)
-            and all(
-                not isinstance(want, int) or want < 0 or want == got
-                for want, got in zip(spec.shape, array.shape, strict=True)
-            )
-        )
-        if not shape_ok:
+        if not shape_fits(spec, array.shape):
             raise FeedError(
                 f"{runner}: input {name!r} has shape {tuple(array.shape)}, the model expects "
                 f"{spec.describe()}"
@@ -119,6 +124,19 @@ class Runner(abc.ABC):
 
     #: False when the runner cannot know its inputs (a callable without input_specs=).
     checks_feed: bool = True
+    _selection: list[str] | None = None
+
+    @contextlib.contextmanager
+    def select_outputs(self, names: Sequence[str]) -> Iterator[None]:
+        """Within the block, `infer` returns (and computes, where it can) only these outputs."""
+        previous, self._selection = self._selection, list(names)
+        try:
+            yield
+        finally:
+            self._selection = previous
+
+    def wanted_outputs(self) -> list[str]:
+        return list(self._selection) if self._selection is not None else self.output_names()
 
     def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         arrays = {name: np.asarray(value) for name, value in feed.items()}

@@ -65,10 +65,11 @@ class OnnxReferenceRunner(Runner):
         return self._layer_order
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        values = self.evaluator.run(self._outputs, feed)
+        names = self.wanted_outputs()
+        values = self.evaluator.run(names, feed)
         return {
             name: np.array(value, copy=True)  # the evaluator may hand back views of its state
-            for name, value in zip(self._outputs, values, strict=True)
+            for name, value in zip(names, values, strict=True)
         }
 
     def describe(self) -> dict[str, Any]:

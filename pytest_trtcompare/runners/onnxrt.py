@@ -102,8 +102,9 @@ class OnnxRuntimeRunner(Runner):
         return self._layer_order
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        values = self.session.run(self._outputs, feed)  # fresh arrays: no copy needed
-        return dict(zip(self._outputs, values, strict=True))
+        names = self.wanted_outputs()
+        values = self.session.run(names, feed)  # fresh arrays: no copy needed
+        return dict(zip(names, values, strict=True))
 
     def describe(self) -> dict[str, Any]:
         providers = self.session.get_providers()

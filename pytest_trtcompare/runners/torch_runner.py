@@ -116,7 +116,9 @@ class TorchRunner(Runner):
             backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32 = saved
 
     def _to_tensor(self, array: np.ndarray) -> Any:
-        tensor = self.torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        if not array.flags.writeable or not array.flags.c_contiguous:
+            array = np.array(array, copy=True, order="C")  # torch wants its own, writable memory
+        tensor = self.torch.from_numpy(array).to(self.device)
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

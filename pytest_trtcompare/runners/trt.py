@@ -12,6 +12,7 @@ Engines are cached on disk by (model digest, precision, profile, TensorRT versio
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -31,13 +32,19 @@ ShapeProfile = Mapping[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]
 _ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
 
 
+_NOT_INSTALLED = "tensorrt is not installed: pip install pytest-trtcompare[tensorrt]"
+
+
+def tensorrt_installed() -> bool:
+    """Whether tensorrt can be imported, found without importing it."""
+    return importlib.util.find_spec("tensorrt") is not None
+
+
 def import_tensorrt() -> Any:
     try:
         import tensorrt
     except ImportError:
-        raise FrameworkUnavailable(
-            "tensorrt is not installed: pip install pytest-trtcompare[tensorrt]"
-        ) from None
+        raise FrameworkUnavailable(_NOT_INSTALLED) from None
     return tensorrt
 
 
@@ -68,6 +75,8 @@ class TensorRTRunner(Runner):
         workspace_bytes: int | None = None,
     ) -> None:
         super().__init__(precision)
+        if not tensorrt_installed():
+            raise FrameworkUnavailable(_NOT_INSTALLED)
         self.cuda: CudaApi = load_cuda_api()  # before any TensorRT object: no GPU, no TensorRT
         self.trt = trt = import_tensorrt()
         self.logger = trt.Logger(trt.Logger.WARNING)
@@ -272,7 +281,7 @@ class TensorRTRunner(Runner):
             for host, pointer in hosts.values():
                 cuda.copy_to_host(host, pointer, self.stream)
             cuda.synchronize(self.stream)
-            return {name: host for name, (host, _) in hosts.items()}
+            return {name: hosts[name][0] for name in self.wanted_outputs() if name in hosts}
         finally:
             for pointer in pointers:
                 cuda.free(pointer)

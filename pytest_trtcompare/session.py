@@ -1,0 +1,154 @@
+"""What one comparison does, without pytest: specs -> inputs -> runners -> outputs -> compare.
+
+`RunnerCache` builds each (model, framework, precision, shapes, options) runner once per
+session and counts the builds. `compare_runners` runs a target and a reference on the same
+feeds; `compare_layers` compares every intermediate tensor in topological order, a group
+of tensors at a time so both frameworks' intermediates are never all alive together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from . import runners
+from .compare import ComparisonResult, compare_outputs
+from .inputs import Feed, load_feeds, synthetic_feeds
+from .runners.base import Runner
+from .tolerance import ToleranceSpec
+
+#: Intermediate tensors fetched per run in a per-layer comparison (bounds memory).
+LAYER_GROUP = 64
+
+
+def _freeze(value: Any) -> Hashable:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (str, int, float, bool, type(None), bytes)):
+        return value
+    return ("id", id(value))  # modules, callables, session options: by identity
+
+
+class RunnerCache:
+    """One runner per (model digest, framework, precision, options) for a whole session."""
+
+    def __init__(self) -> None:
+        self._runners: dict[Hashable, Runner] = {}
+        self._digests: dict[tuple[str, float, int], str] = {}
+        self.builds: Counter[tuple[str, str]] = Counter()
+
+    def model_key(self, model: Any) -> Hashable:
+        if isinstance(model, (str, os.PathLike)):
+            path = Path(model)
+            if not path.is_file():
+                return ("path", str(path))  # the runner reports the missing file
+            stat = path.stat()
+            file_key = (str(path.resolve()), stat.st_mtime, stat.st_size)
+            if file_key not in self._digests:
+                self._digests[file_key] = hashlib.sha256(path.read_bytes()).hexdigest()
+            return ("onnx", self._digests[file_key])
+        if isinstance(model, onnx.ModelProto):
+            return ("onnx", hashlib.sha256(model.SerializeToString()).hexdigest())
+        if isinstance(model, (bytes, bytearray)):
+            return ("onnx", hashlib.sha256(bytes(model)).hexdigest())
+        return ("object", id(model))
+
+    def get(self, name: str, model: Any, precision: str = "fp32", **options: Any) -> Runner:
+        key = (self.model_key(model), name, precision, _freeze(options))
+        runner = self._runners.get(key)
+        if runner is None:
+            runner = runners.create(name, model, precision, **options)
+            self._runners[key] = runner
+            self.builds[(name, precision)] += 1
+        return runner
+
+    def close(self) -> None:
+        for runner in self._runners.values():
+            runner.close()
+        self._runners.clear()
+
+
+def make_feeds(
+    runner: Runner,
+    *,
+    inputs: Any = None,
+    seed: int = 1,
+    val_range: Any = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    iterations: int = 1,
+) -> list[Feed]:
+    """Explicit inputs (a feed, a list of feeds, a file or loader) or synthetic ones."""
+    if inputs is None:
+        return synthetic_feeds(
+            runner.input_specs(), iterations, seed=seed, val_range=val_range, shapes=shapes
+        )
+    if isinstance(inputs, Mapping):
+        return [{str(k): np.asarray(v) for k, v in inputs.items()}]
+    names = [spec.name for spec in runner.input_specs()]
+    return load_feeds(inputs, names)
+
+
+def compare_runners(
+    target: Runner,
+    reference: Runner,
+    feeds: Iterable[Feed],
+    tolerance: ToleranceSpec = None,
+    **tolerance_fields: Any,
+) -> list[ComparisonResult]:
+    """Run both on every feed (the reference is `expected`); one result per iteration."""
+    results = []
+    for feed in feeds:
+        expected = reference.infer(feed)
+        actual = target.infer(feed)
+        results.append(compare_outputs(actual, expected, tolerance, **tolerance_fields))
+    return results
+
+
+def compare_layers(
+    target: Runner,
+    reference: Runner,
+    feed: Feed,
+    tolerance: ToleranceSpec = None,
+    *,
+    group: int | None = None,
+    **tolerance_fields: Any,
+) -> ComparisonResult:
+    """Compare every tensor both runners expose (built with outputs="all"), in the
+    reference's topological order; `result.first_divergence` names the first one over
+    tolerance. Tensors are fetched `group` at a time and dropped once compared."""
+    order = getattr(reference, "layer_order", None) or reference.output_names()
+    available = set(target.output_names())
+    names = [name for name in order if name in available]
+    size = group or LAYER_GROUP
+    results = []
+    for start in range(0, len(names), size):
+        chunk = names[start : start + size]
+        expected = _subset(reference, feed, chunk)
+        actual = _subset(target, feed, chunk)
+        results.append(
+            compare_outputs(actual, expected, tolerance, names=chunk, **tolerance_fields)
+        )
+        del expected, actual
+    outputs = {name: out for result in results for name, out in result.outputs.items()}
+    return ComparisonResult(
+        outputs=outputs,
+        actual_names=tuple(target.output_names()),
+        expected_names=tuple(reference.output_names()),
+        restricted_to=tuple(names),
+        per_layer=True,
+    )
+
+
+def _subset(runner: Runner, feed: Feed, names: Sequence[str]) -> dict[str, np.ndarray]:
+    with runner.select_outputs(names):
+        outputs = runner.infer(feed)
+    return {name: outputs[name] for name in names if name in outputs}

@@ -1,0 +1,78 @@
+"""Every ONNX backend node test that onnxruntime can run, through our onnxrt runner and
+compare_outputs(rule="allclose"), gets the verdict of onnx's own test runner
+(`onnx.backend.test.runner.Runner.assert_similar_outputs`: shape, dtype, assert_allclose).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from pytest_trtcompare import compare_outputs, runners
+
+loader = pytest.importorskip("onnx.backend.test.loader")
+onnx_runner = pytest.importorskip("onnx.backend.test.runner")
+
+
+def _onnx_verdict(reference, outputs, case) -> bool:
+    try:
+        onnx_runner.Runner.assert_similar_outputs(reference, outputs, case.rtol, case.atol)
+    except AssertionError:
+        return False
+    return True
+
+
+def _runnable(case):
+    """(runner, feeds with expected outputs) when onnxruntime runs the case on tensors."""
+    try:
+        runner = runners.create("onnxrt", case.model)
+    except Exception:  # onnxruntime lacks the op, the IR version, a locale ...
+        return None
+    sets = [
+        (inputs, expected)
+        for inputs, expected in case.data_sets
+        if all(isinstance(x, np.ndarray) and x.dtype != object for x in [*inputs, *expected])
+    ]
+    return (runner, sets) if sets else None
+
+
+def test_backend_node_cases_get_onnx_verdicts():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the case generators overflow casts on purpose
+        cases = loader.load_model_tests(kind="node")
+    tally: Counter[str] = Counter()
+    disagreements = []
+    for case in cases:
+        runnable = _runnable(case)
+        if runnable is None:
+            tally["not runnable by onnxruntime"] += 1
+            continue
+        runner, sets = runnable
+        names = [spec.name for spec in runner.input_specs()]
+        for inputs, expected in sets:
+            try:
+                actual = runner.infer(dict(zip(names, inputs, strict=True)))
+            except Exception:
+                tally["onnxruntime fails at run time"] += 1
+                continue
+            outputs = [actual[name] for name in runner.output_names()]
+            theirs = _onnx_verdict(expected, outputs, case)
+            ours = compare_outputs(
+                dict(zip(runner.output_names(), outputs, strict=True)),
+                dict(zip(runner.output_names(), expected, strict=True)),
+                rule="allclose",
+                atol=case.atol,
+                rtol=case.rtol,
+                nan_equal=True,  # np.testing.assert_allclose's default, which onnx uses
+            ).passed
+            dtypes_equal = all(a.dtype == e.dtype for a, e in zip(outputs, expected, strict=True))
+            # onnx also fails a dtype change; we compare values across dtypes by design
+            ours = ours and dtypes_equal
+            tally["passed" if theirs else "failed"] += 1
+            if ours != theirs:
+                disagreements.append(case.name)
+    assert disagreements == []
+    assert tally["passed"] > 1000 and tally["failed"] > 0, tally

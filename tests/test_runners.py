@@ -1,0 +1,242 @@
+"""Runners on real frameworks: onnxruntime, the ONNX reference evaluator, torch, callables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_trtcompare import compare_outputs, runners
+from pytest_trtcompare.errors import (
+    FeedError,
+    FrameworkUnavailable,
+    ModelLoadError,
+    PrecisionUnsupported,
+    UnknownFrameworkError,
+)
+from pytest_trtcompare.inputs import synthetic_feed
+from pytest_trtcompare.runners.base import TensorSpec
+from pytest_trtcompare.session import RunnerCache, compare_layers, compare_runners, make_feeds
+
+from .onnx_models import chain_weights, layer_chain, multi_input
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return layer_chain()
+
+
+@pytest.fixture(scope="module")
+def feed(chain):
+    runner = runners.create("onnxrt", chain)
+    return synthetic_feed(runner.input_specs(), shapes={"x": (4, 16)})
+
+
+def test_onnxrt_runner_specs_outputs_and_describe(chain, feed):
+    with runners.create("onnxrt", chain) as runner:
+        assert runner.name == "onnxrt-fp32"
+        assert runner.input_specs() == [TensorSpec("x", "float32", ("batch", 16))]
+        assert runner.output_names() == ["y"]
+        out = runner.infer(feed)
+        info = runner.describe()
+    assert out["y"].shape == (4, 8) and out["y"].dtype == np.float32
+    assert info["providers"] == ["CPUExecutionProvider"] and info["device"] == "cpu"
+    assert info["version"] and info["model_digest"] and "note" not in info
+
+
+def test_onnxrt_matches_a_numpy_twin(chain, feed):
+    weights = chain_weights(chain)
+    h = feed["x"].astype(np.float64)
+    for i in range(4):
+        h = np.tanh(h @ weights[f"W{i}"] + weights[f"b{i}"])
+    out = runners.create("onnxrt", chain).infer(feed)
+    assert compare_outputs(out, {"y": h}, atol=1e-5, rtol=1e-5).passed
+
+
+def test_model_from_path_bytes_and_proto_share_a_digest(chain, tmp_path):
+    path = tmp_path / "chain.onnx"
+    path.write_bytes(chain.SerializeToString())
+    digests = {
+        runners.create("onnxrt", source).describe()["model_digest"]
+        for source in (chain, chain.SerializeToString(), path, str(path))
+    }
+    assert len(digests) == 1
+
+
+GOOD_X = np.zeros((4, 16), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("feed", "message"),
+    [
+        (
+            {"x": GOOD_X, "z": GOOD_X},
+            "unknown input(s) ['z']; the model's inputs are ['x: float32[",
+        ),
+        ({"x": GOOD_X.astype(np.float64)}, "input 'x' is float64, the model expects float32"),
+        (
+            {"x": GOOD_X[:, :15]},
+            "input 'x' has shape (4, 15), the model expects x: float32[batch, 16]",
+        ),
+        ({"x": GOOD_X[0]}, "input 'x' has shape (16,)"),
+    ],
+)
+def test_bad_feeds_name_the_tensor(chain, feed, message):
+    runner = runners.create("onnxrt", chain)
+    with pytest.raises(FeedError) as info:
+        runner.infer(feed)
+    assert message in str(info.value) and "onnxrt-fp32" in str(info.value)
+
+
+def test_missing_feed_input_is_named():
+    with pytest.raises(FeedError, match=r"lacks input\(s\) \['ids', 'mask'\]"):
+        runners.create("onnxrt", multi_input()).infer({"x": np.zeros((2, 4), np.float32)})
+
+
+def test_bad_models_name_the_file(tmp_path):
+    with pytest.raises(ModelLoadError, match=r"model file '.*nope.onnx' does not exist"):
+        runners.create("onnxrt", tmp_path / "nope.onnx")
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\x08\x07garbage that is not protobuf \xff\xff")
+    with pytest.raises(ModelLoadError, match=r"corrupt.onnx' is not a readable ONNX model"):
+        runners.create("onnxref", corrupt)
+    with pytest.raises(ModelLoadError, match=r"<model bytes> is not a valid ONNX model"):
+        runners.create("onnxrt", b"\xff\xff\xff")
+
+
+def test_unknown_framework_lists_the_known_ones(chain):
+    with pytest.raises(UnknownFrameworkError) as info:
+        runners.create("tensorflow", chain)
+    assert "known runners: callable, onnxref, onnxrt, torch, trt" in str(info.value)
+
+
+def test_tensorrt_without_gpu_is_unavailable_not_a_crash(chain):
+    with pytest.raises(
+        FrameworkUnavailable, match="pip install pytest-trtcompare\\[tensorrt\\]|GPU"
+    ):
+        runners.create("trt", chain)
+
+
+def test_multi_input_int64_and_bool(feed_seed=3):
+    model = multi_input()
+    reference, target = runners.create("onnxrt", model), runners.create("onnxref", model)
+    feeds = make_feeds(reference, seed=feed_seed, iterations=2)
+    assert feeds[0]["ids"].dtype == np.int64 and feeds[0]["mask"].dtype == np.bool_
+    assert not np.array_equal(feeds[0]["x"], feeds[1]["x"])
+    results = compare_runners(target, reference, feeds, atol=1e-6, rtol=1e-6)
+    assert len(results) == 2 and all(result.passed for result in results)
+
+
+# -- precisions -------------------------------------------------------------------------------
+def _fp32_reference(model, feed):
+    return runners.create("onnxrt", model).infer(feed)
+
+
+@pytest.mark.parametrize(("precision", "tol"), [("fp16", 1e-2), ("bf16", 5e-2)])
+def test_onnxref_low_precision_is_real(chain, feed, precision, tol):
+    runner = runners.create("onnxref", chain, precision)
+    out = runner.infer(feed)
+    reference = _fp32_reference(chain, feed)
+    result = compare_outputs(out, reference, atol=tol, rtol=tol)
+    assert result.passed
+    assert result.outputs["y"].max_abs_error > 1e-4  # rounded op by op, not fp32 in disguise
+    assert precision[:2] in runner.describe()["precision_route"]
+
+
+def test_onnxrt_fp16_says_the_cpu_computes_in_fp32(chain, feed):
+    runner = runners.create("onnxrt", chain, "fp16")
+    assert "computes most float16 ops in float32" in runner.describe()["note"]
+    assert compare_outputs(runner.infer(feed), _fp32_reference(chain, feed), atol=1e-2, rtol=1e-2)
+
+
+def test_onnxrt_bf16_on_cpu_is_unsupported_with_a_reason(chain):
+    with pytest.raises(PrecisionUnsupported, match="onnxrt bf16 on CPUExecutionProvider"):
+        runners.create("onnxrt", chain, "bf16")
+
+
+def test_unsupported_precision_of_a_runner(chain):
+    with pytest.raises(PrecisionUnsupported, match="onnxref runs fp32, fp16, bf16, not int8"):
+        runners.create("onnxref", chain, "int8")
+
+
+@pytest.mark.parametrize(("precision", "tol"), [("fp16", 1e-2), ("bf16", 5e-2)])
+def test_torch_low_precision_is_real(chain, feed, precision, tol):
+    torch = pytest.importorskip("torch")
+    weights = chain_weights(chain)
+
+    class Chain(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList()
+            for i in range(4):
+                w = torch.from_numpy(weights[f"W{i}"])
+                layer = torch.nn.Linear(w.shape[0], w.shape[1])
+                layer.weight.data = w.T.contiguous()
+                layer.bias.data = torch.from_numpy(weights[f"b{i}"])
+                self.layers.append(layer)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = torch.tanh(layer(x))
+            return x
+
+    module = Chain()
+    runner = runners.create("torch", module, precision, output_names=["y"])
+    out = runner.infer(feed)
+    assert module.layers[0].weight.dtype == torch.float32  # the user's module is untouched
+    result = compare_outputs(out, _fp32_reference(chain, feed), atol=tol, rtol=tol)
+    assert result.passed and result.outputs["y"].max_abs_error > 1e-4
+    assert result.outputs["y"].actual_dtype == {"fp16": "float16", "bf16": "bfloat16"}[precision]
+    assert (
+        runners.create("torch", module, "fp32", output_names=["y"]).infer(feed)["y"].dtype
+        == np.float32
+    )
+
+
+def test_torch_tf32_needs_cuda(chain):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(PrecisionUnsupported, match="tf32"):
+        runners.create("torch", torch.nn.Identity(), "tf32")
+
+
+def test_callable_runner_from_function_and_import_string():
+    def double(feed, precision):
+        return {"y": feed["x"] * 2, "precision": np.array(precision == "fp16")}
+
+    runner = runners.create("callable", double, "fp16")
+    out = runner.infer({"x": np.arange(3.0)})
+    assert out["y"].tolist() == [0.0, 2.0, 4.0] and bool(out["precision"])
+    by_name = runners.create("callable:numpy:asarray")
+    assert by_name.describe()["callable"] == "numpy:asarray"
+    with pytest.raises(ModelLoadError, match="has no 'nothing'"):
+        runners.create("callable:numpy:nothing")
+
+
+def test_callable_returning_a_non_mapping_is_named():
+    runner = runners.create("callable", lambda feed: [1, 2])
+    with pytest.raises(FeedError, match="returned list; it must return a mapping"):
+        runner.infer({"x": np.zeros(1)})
+
+
+# -- per layer and caching --------------------------------------------------------------------
+@pytest.mark.parametrize("target_framework", ["onnxrt", "onnxref"])
+def test_per_layer_comparison_names_the_perturbed_layer(feed, target_framework):
+    reference = runners.create("onnxrt", layer_chain(), outputs="all")
+    target = runners.create(target_framework, layer_chain(perturb_layer=2), outputs="all")
+    assert reference.layer_order[:4] == ["mm0", "add0", "act0", "mm1"]
+    result = compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4, group=3)
+    assert result.first_divergence == "add2"
+    assert list(result.outputs)[:7] == ["mm0", "add0", "act0", "mm1", "add1", "act1", "mm2"]
+    assert all(result.outputs[name].passed for name in ["mm0", "add1", "act1", "mm2"])
+    assert "first divergence (topological order): add2" in result.report()
+
+
+def test_runner_cache_builds_each_runner_once(chain, tmp_path):
+    path = tmp_path / "chain.onnx"
+    path.write_bytes(chain.SerializeToString())
+    cache = RunnerCache()
+    first = cache.get("onnxrt", path)
+    assert cache.get("onnxrt", str(path)) is first
+    assert cache.get("onnxrt", chain) is first  # same bytes, same digest
+    assert cache.get("onnxrt", path, "fp16") is not first
+    assert cache.builds == {("onnxrt", "fp32"): 1, ("onnxrt", "fp16"): 1}
+    cache.close()
