@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -27,7 +29,7 @@ def layer_chain(
     """
     rng = np.random.default_rng(seed)
     nodes, weights, current = [], [], "x"
-    for i, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(widths)):
         w = (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
         b = (rng.standard_normal(fan_out) * 0.1).astype(np.float32)
         if perturb_layer == i:

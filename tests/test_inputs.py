@@ -28,7 +28,7 @@ def test_synthetic_data_is_seeded_and_platform_independent():
     ]
     assert feed["ids"].tolist() == [[4, 2, 1], [3, 8, 8]]
     assert feed["x"].dtype == np.float32 and feed["ids"].dtype == np.int64
-    assert 0 <= feed["ids"].min() and feed["ids"].max() <= 10
+    assert feed["ids"].min() >= 0 and feed["ids"].max() <= 10
     assert feed["mask"].dtype == np.bool_
 
 
@@ -78,7 +78,7 @@ def test_npz_loader(tmp_path):
     np.save(tmp_path / "objects.npy", np.array([object()]), allow_pickle=True)
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"PK not really")
-    with pytest.raises(InputDataError, match="bad.npz: not a readable .npz"):
+    with pytest.raises(InputDataError, match=r"bad\.npz: not a readable \.npz"):
         load_feeds(bad)
 
 
@@ -130,5 +130,5 @@ def test_data_loader_script_and_generator(tmp_path):
 
 
 def test_missing_input_file_is_named(tmp_path):
-    with pytest.raises(InputDataError, match="input data '.*absent.npz' does not exist"):
+    with pytest.raises(InputDataError, match=r"input data '.*absent\.npz' does not exist"):
         load_feeds(tmp_path / "absent.npz")
