@@ -109,7 +109,7 @@ def test_unknown_framework_lists_the_known_ones(chain):
     assert "known runners: callable, onnxref, onnxrt, torch, trt" in str(info.value)
 
 
-def test_tensorrt_without_gpu_is_unavailable_not_a_crash(chain):
+def test_tensorrt_not_installed_is_unavailable_not_a_crash(chain):
     with pytest.raises(
         FrameworkUnavailable,
         match=r"tensorrt is not installed: pip install pytest-trtcompare\[tensorrt\]",
