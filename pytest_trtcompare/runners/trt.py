@@ -83,6 +83,7 @@ class TensorRTRunner(Runner):
         self.gpu = self.cuda.device_name(0)
         self.profile = self._profile(shapes)
         self.mark_all = outputs == "all"
+        self._layer_order: list[str] | None = None
         self.route = "prebuilt engine"
         self.loaded: LoadedModel | None = None
         path = Path(model) if isinstance(model, (str, os.PathLike)) else None
@@ -183,7 +184,7 @@ class TensorRTRunner(Runner):
             problems = "; ".join(str(parser.get_error(i).desc()) for i in range(parser.num_errors))
             raise ModelLoadError(f"TensorRT cannot parse model {loaded.source}: {problems}")
         if self.mark_all:
-            _mark_all_layer_outputs(trt, network)
+            self._layer_order = _mark_all_layer_outputs(trt, network)
         config = builder.create_builder_config()
         if workspace:
             config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, workspace)
@@ -257,6 +258,13 @@ class TensorRTRunner(Runner):
     def output_names(self) -> list[str]:
         return list(self._outputs)
 
+    @property
+    def layer_order(self) -> list[str] | None:
+        """Layer outputs in the network's (topological) order, when built with outputs="all"."""
+        if self._layer_order is None:
+            return None
+        return [name for name in self._layer_order if name in self._outputs]
+
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         cuda, context = self.cuda, self.context
         pointers: list[int] = []
@@ -303,14 +311,21 @@ class TensorRTRunner(Runner):
         self.engine = None
 
 
-def _mark_all_layer_outputs(trt: Any, network: Any) -> None:
-    """Polygraphy's mark-all: every layer output that is an execution tensor becomes an output."""
+def _mark_all_layer_outputs(trt: Any, network: Any) -> list[str]:
+    """Polygraphy's mark-all: every layer output that is an execution tensor becomes an output.
+
+    Returns the layer outputs in layer (topological) order.
+    """
+    order = []
     for i in range(network.num_layers):
         layer = network.get_layer(i)
         for j in range(layer.num_outputs):
             tensor = layer.get_output(j)
-            if tensor.is_network_output or getattr(tensor, "is_shape_tensor", False):
+            if getattr(tensor, "is_shape_tensor", False) or tensor.dtype == getattr(
+                trt.DataType, "BOOL", None
+            ):
                 continue
-            if tensor.dtype in (getattr(trt.DataType, "BOOL", None),):
-                continue
-            network.mark_output(tensor)
+            order.append(tensor.name)
+            if not tensor.is_network_output:
+                network.mark_output(tensor)
+    return order
