@@ -49,8 +49,23 @@ def framework_status() -> list[FrameworkStatus]:
             reason = f"not installed ({install_hint(extra, module)})"
             found.append(FrameworkStatus(name, dists[0], None, reason))
             continue
-        found.append(FrameworkStatus(name, dists[0], _version(dists) or "unknown", None))
+        version = _version(dists) or "unknown"
+        found.append(FrameworkStatus(name, dists[0], version, _device_problem(name)))
     return found
+
+
+def _device_problem(name: str) -> str | None:
+    """TensorRT needs a CUDA device; the probe creates no TensorRT object."""
+    if name != "tensorrt":
+        return None
+    from .errors import FrameworkUnavailable
+    from .runners.cuda import load_cuda_api
+
+    try:
+        load_cuda_api()
+    except FrameworkUnavailable as exc:
+        return str(exc)
+    return None
 
 
 def header_line() -> str:

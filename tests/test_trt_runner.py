@@ -133,7 +133,7 @@ def test_prebuilt_engine_file(fake, chain, tmp_path, feed):
     assert loaded.describe()["precision_route"] == "prebuilt engine"
     assert [spec.name for spec in loaded.input_specs()] == ["x"]
     np.testing.assert_array_equal(loaded.infer(feed)["y"], built.infer(feed)["y"])
-    with pytest.raises(ModelLoadError, match="engine file '.*missing.plan' does not exist"):
+    with pytest.raises(ModelLoadError, match=r"engine file '.*missing\.plan' does not exist"):
         runners.create("trt", tmp_path / "missing.plan")
 
 

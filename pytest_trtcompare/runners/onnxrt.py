@@ -82,6 +82,7 @@ class OnnxRuntimeRunner(Runner):
             raise ModelLoadError(
                 f"onnxruntime cannot load model {self.loaded.source}: {text.strip()[:300]}{hint}"
             ) from None
+        self._run = self.session.run
         self._outputs = [out.name for out in self.session.get_outputs()]
         if isinstance(outputs, (list, tuple)):
             unknown = [name for name in outputs if name not in self._outputs]
@@ -102,9 +103,9 @@ class OnnxRuntimeRunner(Runner):
         return self._layer_order
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        names = self.wanted_outputs()
-        values = self.session.run(names, feed)  # fresh arrays: no copy needed
-        return dict(zip(names, values, strict=True))
+        names = self._selection if self._selection is not None else self._outputs
+        values = self._run(names, feed)  # fresh arrays: no copy needed
+        return dict(zip(names, values))  # noqa: B905 (onnxruntime returns one value per name)
 
     def describe(self) -> dict[str, Any]:
         providers = self.session.get_providers()

@@ -15,7 +15,7 @@ import enum
 import itertools
 import json
 import types
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
@@ -252,7 +252,7 @@ class BuilderConfig:
 
 
 class Builder:
-    instances: list[Builder] = []
+    instances: ClassVar[list[Builder]] = []
 
     def __init__(self, logger: Logger) -> None:
         CALLS.append("trt.Builder")

@@ -1,0 +1,132 @@
+"""Runner overhead: `infer` through our onnxrt runner vs a bare InferenceSession.run.
+
+Run: python bench/bench_runners.py [--calls 3000] [--json bench/results/runners.json]
+
+Both use the same model bytes and the same feed dict, alternate in one process, and report
+the best of 7 rounds of `--calls` calls each (per-call microseconds). Models are built in code:
+a tiny 4-layer chain (batch 1), an MLP (batch 8), and a small CNN (batch 8, 3x32x32).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_trtcompare import runners
+
+ROUNDS = 7
+
+
+def _model(nodes: list, inputs: list, outputs: list, weights: list) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "bench", inputs, outputs, weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _dense(
+    rng: np.random.Generator, sizes: tuple[int, ...], batch: int
+) -> tuple[onnx.ModelProto, dict]:
+    nodes, weights, current = [], [], "x"
+    for i in range(len(sizes) - 1):
+        w = rng.standard_normal((sizes[i], sizes[i + 1])).astype(np.float32) / 8
+        weights += [
+            numpy_helper.from_array(w, f"W{i}"),
+            numpy_helper.from_array(np.zeros(sizes[i + 1], np.float32), f"b{i}"),
+        ]
+        out = "y" if i == len(sizes) - 2 else f"h{i}"
+        nodes += [
+            helper.make_node("MatMul", [current, f"W{i}"], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
+            helper.make_node("Relu", [f"a{i}"], [out]),
+        ]
+        current = out
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", sizes[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", sizes[-1]])],
+        weights,
+    )
+    return model, {"x": rng.random((batch, sizes[0]), dtype=np.float32)}
+
+
+def _cnn(rng: np.random.Generator, batch: int) -> tuple[onnx.ModelProto, dict]:
+    w1 = numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32) / 5, "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((32, 16, 3, 3)).astype(np.float32) / 12, "w2")
+    fc = numpy_helper.from_array(rng.standard_normal((32, 10)).astype(np.float32) / 6, "fc")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("MatMul", ["f", "fc"], ["y"]),
+    ]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 10])],
+        [w1, w2, fc],
+    )
+    return model, {"x": rng.random((batch, 3, 32, 32), dtype=np.float32)}
+
+
+def _best(call: Callable[[], object], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - start) / calls
+
+
+def measure(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, float]:
+    data = model.SerializeToString()
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    runner = runners.create("onnxrt", data)
+    for _ in range(100):  # warm both
+        session.run(names, feed)
+        runner.infer(feed)
+    bare, ours = [], []
+    for _ in range(ROUNDS):
+        bare.append(_best(lambda: session.run(names, feed), calls))
+        ours.append(_best(lambda: runner.infer(feed), calls))
+    return min(bare), min(ours)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    cases = {
+        "tiny chain 16-32-32-32-8, batch 1": _dense(rng, (16, 32, 32, 32, 8), 1),
+        "MLP 256-512-512-10, batch 8": _dense(rng, (256, 512, 512, 10), 8),
+        "small CNN 3x32x32 (2 conv), batch 8": _cnn(rng, 8),
+    }
+    rows = []
+    print("| model | bare session.run (µs) | runner.infer (µs) | overhead |")
+    print("|---|---:|---:|---:|")
+    for label, (model, feed) in cases.items():
+        bare, ours = measure(model, feed, args.calls if "CNN" not in label else args.calls // 10)
+        rows.append({"model": label, "bare_us": bare * 1e6, "runner_us": ours * 1e6})
+        print(
+            f"| {label} | {bare * 1e6:.1f} | {ours * 1e6:.1f} | {100 * (ours / bare - 1):+.1f}% |"
+        )
+    print(f"\nmachine: {platform.machine()}, onnxruntime {ort.__version__}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
