@@ -1,7 +1,8 @@
 """fp16 / bf16 versions of an ONNX model, for runners that have no precision switch of their own.
 
-Route, in order: NVIDIA ModelOpt AutoCast when importable; else onnxruntime's bundled float16
-converter with `keep_io_types=True` (inputs and outputs stay float32, so feeds and goldens
+Route, in order: NVIDIA ModelOpt AutoCast (`convert_to_mixed_precision`, float32 I/O) when
+importable with the API we know; else onnxruntime's bundled float16 converter with
+`keep_io_types=True` (inputs and outputs stay float32, so feeds and goldens
 do not change). The converter's output is repaired before use: it appends its input/output
 Cast nodes at the end of the graph (the reference evaluator runs nodes in listed order) and
 leaves `Cast(to=FLOAT)` nodes whose outputs it retyped to float16. bf16 is derived from the
@@ -13,8 +14,11 @@ Results are cached per (model digest, precision).
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -65,13 +69,21 @@ def _to_float16(loaded: LoadedModel) -> ConvertedModel:
 
 
 def _modelopt_autocast(model: onnx.ModelProto, precision: str) -> onnx.ModelProto | None:
-    """ModelOpt AutoCast, when its API is the one we know; None to fall back."""
+    """ModelOpt AutoCast (`convert_to_mixed_precision`, which reads a file and keeps the
+    nodes it finds sensitive in float32); None when its API is not the one we know."""
     try:
         from modelopt.onnx.autocast import convert_to_mixed_precision  # type: ignore[import-not-found]
     except ImportError:
         return None
-    low = {"fp16": "fp16", "bf16": "bf16"}[precision]
-    result = convert_to_mixed_precision(_copy(model), low_precision_type=low, keep_io_types=True)
+    parameters = inspect.signature(convert_to_mixed_precision).parameters
+    if "onnx_path" not in parameters or "keep_io_types" not in parameters:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trtcompare-autocast-") as folder:
+        path = Path(folder) / "model.onnx"
+        onnx.save_model(model, str(path), save_as_external_data=model.ByteSize() > 2**30)
+        result = convert_to_mixed_precision(
+            onnx_path=str(path), low_precision_type=precision, keep_io_types=True
+        )
     return result if isinstance(result, onnx.ModelProto) else None
 
 
