@@ -13,13 +13,10 @@ import numpy as np
 import onnx
 
 from ..errors import ModelLoadError
-from .base import Runner, TensorSpec
-from .onnx_graph import graph_input_specs, with_all_outputs
-from .onnx_model import load_model
-from .precision import convert
+from .onnx_runner import OnnxModelRunner
 
 
-class OnnxReferenceRunner(Runner):
+class OnnxReferenceRunner(OnnxModelRunner):
     framework = "onnxref"
     precisions = ("fp32", "fp16", "bf16")
 
@@ -30,39 +27,16 @@ class OnnxReferenceRunner(Runner):
         *,
         outputs: str | Sequence[str] | None = None,
     ) -> None:
-        super().__init__(precision)
+        super().__init__(model, precision, outputs)
         from onnx.reference import ReferenceEvaluator
 
-        self.loaded = load_model(model)
-        converted = convert(self.loaded, precision)
-        self.route = converted.route
-        proto = converted.proto
-        self._layer_order: list[str] | None = None
-        if outputs == "all":
-            proto, self._layer_order = with_all_outputs(proto)
-        self._specs = graph_input_specs(proto)
         try:
-            self.evaluator = ReferenceEvaluator(proto)
+            self.evaluator = ReferenceEvaluator(self.proto)
         except Exception as exc:  # the evaluator raises many types for unsupported graphs
             raise ModelLoadError(
                 f"onnx.reference cannot load model {self.loaded.source}: {exc}"
             ) from None
-        self._outputs = [vi.name for vi in proto.graph.output]
-        if isinstance(outputs, (list, tuple)):
-            unknown = [name for name in outputs if name not in self._outputs]
-            if unknown:
-                raise ModelLoadError(f"model {self.loaded.source} has no output(s) {unknown}")
-            self._outputs = list(outputs)
-
-    def input_specs(self) -> list[TensorSpec]:
-        return list(self._specs)
-
-    def output_names(self) -> list[str]:
-        return list(self._outputs)
-
-    @property
-    def layer_order(self) -> list[str] | None:
-        return self._layer_order
+        self._restrict_outputs([vi.name for vi in self.proto.graph.output])
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = self.wanted_outputs()
@@ -73,10 +47,4 @@ class OnnxReferenceRunner(Runner):
         }
 
     def describe(self) -> dict[str, Any]:
-        return {
-            **super().describe(),
-            "version": onnx.__version__,
-            "device": "cpu",
-            "precision_route": self.route,
-            "model_digest": self.loaded.digest,
-        }
+        return {**super().describe(), "version": onnx.__version__, "device": "cpu"}

@@ -8,10 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
-from .base import Runner, TensorSpec
-from .onnx_graph import graph_input_specs, with_all_outputs
-from .onnx_model import load_model
-from .precision import convert
+from .onnx_runner import OnnxModelRunner
 
 _CPU_NOTE = (
     "onnxruntime's CPU provider computes most float16 ops in float32 (it casts around "
@@ -29,7 +26,7 @@ def _import_onnxruntime() -> Any:
     return onnxruntime
 
 
-class OnnxRuntimeRunner(Runner):
+class OnnxRuntimeRunner(OnnxModelRunner):
     """`providers` defaults to CPU; CUDA / TensorRT execution providers where installed.
 
     `outputs="all"` marks every intermediate tensor as an output (per-layer comparison).
@@ -47,16 +44,8 @@ class OnnxRuntimeRunner(Runner):
         session_options: Any = None,
         outputs: str | Sequence[str] | None = None,
     ) -> None:
-        super().__init__(precision)
         ort = _import_onnxruntime()
-        self.loaded = load_model(model)
-        converted = convert(self.loaded, precision)
-        self.route = converted.route
-        proto = converted.proto
-        self._layer_order: list[str] | None = None
-        if outputs == "all":
-            proto, self._layer_order = with_all_outputs(proto)
-        self._specs = graph_input_specs(proto)
+        super().__init__(model, precision, outputs)
         wanted = list(providers) if providers else ["CPUExecutionProvider"]
         available = ort.get_available_providers()
         missing = [p if isinstance(p, str) else p[0] for p in wanted]
@@ -68,7 +57,7 @@ class OnnxRuntimeRunner(Runner):
             )
         try:
             self.session = ort.InferenceSession(
-                proto.SerializeToString(), sess_options=session_options, providers=wanted
+                self.proto.SerializeToString(), sess_options=session_options, providers=wanted
             )
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             text = str(exc)
@@ -83,24 +72,8 @@ class OnnxRuntimeRunner(Runner):
                 f"onnxruntime cannot load model {self.loaded.source}: {text.strip()[:300]}{hint}"
             ) from None
         self._run = self.session.run
-        self._outputs = [out.name for out in self.session.get_outputs()]
-        if isinstance(outputs, (list, tuple)):
-            unknown = [name for name in outputs if name not in self._outputs]
-            if unknown:
-                raise ModelLoadError(f"model {self.loaded.source} has no output(s) {unknown}")
-            self._outputs = list(outputs)
+        self._restrict_outputs([out.name for out in self.session.get_outputs()])
         self._version = ort.__version__
-
-    def input_specs(self) -> list[TensorSpec]:
-        return list(self._specs)
-
-    def output_names(self) -> list[str]:
-        return list(self._outputs)
-
-    @property
-    def layer_order(self) -> list[str] | None:
-        """Tensors in topological order when built with outputs="all"."""
-        return self._layer_order
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = self._selection if self._selection is not None else self._outputs
@@ -114,8 +87,6 @@ class OnnxRuntimeRunner(Runner):
             "version": self._version,
             "providers": providers,
             "device": "cuda" if "CUDAExecutionProvider" in providers else "cpu",
-            "precision_route": self.route,
-            "model_digest": self.loaded.digest,
         }
         if self.precision != "fp32" and providers[:1] == ["CPUExecutionProvider"]:
             info["note"] = _CPU_NOTE

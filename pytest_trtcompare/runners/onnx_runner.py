@@ -1,0 +1,61 @@
+"""What the ONNX-executing runners share: load, convert to the precision, mark all, specs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import onnx
+
+from ..errors import ModelLoadError
+from .base import Runner, TensorSpec
+from .onnx_graph import graph_input_specs, with_all_outputs
+from .onnx_model import load_model
+from .precision import convert
+
+
+class OnnxModelRunner(Runner):
+    """Base of `onnxrt` and `onnxref`: `self.proto` is the model to execute (converted to the
+    precision, every tensor marked an output when `outputs="all"`)."""
+
+    def __init__(self, model: Any, precision: str, outputs: str | Sequence[str] | None) -> None:
+        super().__init__(precision)
+        self.loaded = load_model(model)
+        converted = convert(self.loaded, precision)
+        self.route = converted.route
+        self.proto: onnx.ModelProto = converted.proto
+        self._layer_order: list[str] | None = None
+        if outputs == "all":
+            self.proto, self._layer_order = with_all_outputs(self.proto)
+        self._specs = graph_input_specs(self.proto)
+        self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
+        self._outputs: list[str] = [vi.name for vi in self.proto.graph.output]
+
+    def _restrict_outputs(self, available: list[str]) -> None:
+        """Keep the outputs the user asked for (`outputs=[...]`), failing on unknown names."""
+        self._outputs = available
+        if self._requested is not None:
+            unknown = [name for name in self._requested if name not in available]
+            if unknown:
+                raise ModelLoadError(
+                    f"model {self.loaded.source} has no output(s) {unknown}; it has {available}"
+                )
+            self._outputs = self._requested
+
+    def input_specs(self) -> list[TensorSpec]:
+        return list(self._specs)
+
+    def output_names(self) -> list[str]:
+        return list(self._outputs)
+
+    @property
+    def layer_order(self) -> list[str] | None:
+        """Tensors in topological order when built with outputs="all"."""
+        return self._layer_order
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "precision_route": self.route,
+            "model_digest": self.loaded.digest,
+        }
