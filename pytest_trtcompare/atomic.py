@@ -5,16 +5,19 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so readers see the old file or the new one, never a part."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Replace `path` with what `write` writes: readers see the old file or the new one, never
+    a part; on any error (or interrupt) the temp file is removed and the old file stays."""
     path = Path(path)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
@@ -28,3 +31,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    def write(handle: BinaryIO) -> None:
+        handle.write(data)
+
+    atomic_write(path, write)
