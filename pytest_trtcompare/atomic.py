@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
@@ -31,6 +33,26 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+_WRITEBACK: Any = None  # libc sync_file_range, False where unavailable
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def start_writeback(handle: BinaryIO, start: int, length: int) -> None:
+    """Ask the kernel to start writing this range to disk now (Linux sync_file_range), so the
+    final fsync has less left to wait for; the page cache keeps the data. No-op elsewhere."""
+    global _WRITEBACK
+    if _WRITEBACK is None:
+        _WRITEBACK = False
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                function = ctypes.CDLL(None, use_errno=True).sync_file_range
+                function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+                _WRITEBACK = function
+    if _WRITEBACK:
+        handle.flush()
+        _WRITEBACK(handle.fileno(), start, length, _SYNC_FILE_RANGE_WRITE)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

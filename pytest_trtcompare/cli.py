@@ -1,8 +1,13 @@
-"""The `trtcompare` console script: inspect and diff saved outputs from the shell."""
+"""The `trtcompare` console script: inspect, diff and convert saved outputs from the shell.
+
+Every command reads any saved outputs: .golden, Polygraphy JSON (file or per-iteration
+directory), ONNX test-data directories, .npz and .npy.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,36 +16,32 @@ import numpy as np
 
 from .compare import compare_outputs
 from .errors import TrtCompareError
+from .goldens import write_golden
+from .interop import (
+    load_reference,
+    polygraphy_runs,
+    write_polygraphy_inputs,
+    write_polygraphy_outputs,
+)
+from .polygraphy_json import iterate_json
 from .report import num
 from .tolerance import CHECKS, RULES
 
 
-class CliError(TrtCompareError):
-    """A file the command line named cannot be used."""
-
-
-def load_outputs(path: str) -> dict[str, np.ndarray]:
-    """Outputs from an .npz (name -> array) or .npy (one array named 'output') file."""
-    file = Path(path)
-    if not file.is_file():
-        raise CliError(f"{path}: no such file")
-    try:
-        if file.suffix == ".npy":
-            return {"output": np.load(file, allow_pickle=False)}
-        with np.load(file, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise CliError(f"{path}: not a readable .npz/.npy file ({exc})") from None
-
-
 def _show(args: argparse.Namespace) -> int:
-    for name, array in load_outputs(args.file).items():
-        line = f"{name}: {array.dtype} {tuple(array.shape)}"
-        if array.size and array.dtype.kind in "biuf":
-            values = array.astype(np.float64)
-            line += f"  min {num(float(values.min()))}  max {num(float(values.max()))}"
-            line += f"  mean {num(float(values.mean()))}"
-        print(line)
+    golden = load_reference(Path(args.file), runner=args.runner)
+    for group, arrays in (("output", golden.outputs), ("input", golden.inputs)):
+        for name, array in arrays.items():
+            line = f"{group} {name}: {array.dtype} {tuple(array.shape)}"
+            if array.size and array.dtype.kind in "biufV":
+                values = array.astype(np.float64)
+                line += f"  min {num(float(values.min()))}  max {num(float(values.max()))}"
+                line += f"  mean {num(float(values.mean()))}"
+            print(line)
+    if golden.meta and args.meta:
+        print(json.dumps(golden.meta, indent=2, sort_keys=True))
+    elif golden.meta:
+        print(f"meta: {', '.join(sorted(golden.meta))} (all of it with --meta)")
     return 0
 
 
@@ -55,38 +56,84 @@ def _diff(args: argparse.Namespace) -> int:
         )
         if value is not None
     }
-    result = compare_outputs(load_outputs(args.a), load_outputs(args.b), **fields)
+    actual = load_reference(Path(args.a), runner=args.runner).outputs
+    expected = load_reference(Path(args.b), runner=args.runner).outputs
+    result = compare_outputs(actual, expected, **fields)
     print(result.report(verbosity=args.verbose))
     return 0 if result.passed else 1
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    print(f"trtcompare {args.command}: not yet available in this version", file=sys.stderr)
-    return 2
+def _import_polygraphy(args: argparse.Namespace) -> int:
+    runs = dict(polygraphy_runs(Path(args.outputs)))
+    runner = args.runner or next(iter(runs))
+    if runner not in runs:
+        raise TrtCompareError(f"{args.outputs}: no runner {runner!r}; it has {sorted(runs)}")
+    inputs = {}
+    if args.inputs:
+        feeds = list(iterate_json(Path(args.inputs)))
+        inputs = dict(feeds[args.iteration]) if feeds else {}
+    meta = {"source": "polygraphy", "runner": runner, "iteration": args.iteration}
+    outcome = write_golden(Path(args.golden), runs[runner][args.iteration], inputs, meta)
+    print(f"{outcome}: {args.golden} ({len(runs[runner][args.iteration])} outputs of {runner})")
+    return 0
+
+
+def _export_polygraphy(args: argparse.Namespace) -> int:
+    golden = load_reference(Path(args.golden))
+    write_polygraphy_outputs(Path(args.outputs), [golden.outputs], args.runner_name)
+    print(f"wrote {args.outputs} (polygraphy run --load-outputs {args.outputs})")
+    if args.inputs:
+        if not golden.inputs:
+            raise TrtCompareError(f"{args.golden} holds no inputs to export")
+        write_polygraphy_inputs(Path(args.inputs), [golden.inputs])
+        print(f"wrote {args.inputs} (polygraphy run --load-inputs {args.inputs})")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="trtcompare", description="Inspect and compare saved model outputs."
+        prog="trtcompare",
+        description="Inspect, compare and convert saved model outputs (.golden, Polygraphy "
+        "JSON, ONNX test data, .npz, .npy).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    show = commands.add_parser("show", help="list the outputs of an .npz/.npy file")
+    show = commands.add_parser("show", help="list the outputs (and inputs) of saved outputs")
     show.add_argument("file")
+    show.add_argument("--meta", action="store_true", help="print the golden's metadata")
+    show.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
     show.set_defaults(run=_show)
+
     diff = commands.add_parser(
         "diff", help="compare outputs A (actual) with B (expected); exit 1 on mismatch"
     )
-    diff.add_argument("a", help="actual outputs (.npz or .npy)")
-    diff.add_argument("b", help="expected outputs (.npz or .npy), the reference")
+    diff.add_argument("a", help="actual outputs")
+    diff.add_argument("b", help="expected outputs, the reference")
     diff.add_argument("--atol", type=float)
     diff.add_argument("--rtol", type=float)
     diff.add_argument("--check-error-stat", choices=[c for c in CHECKS if c != "indices"])
     diff.add_argument("--rule", choices=RULES)
+    diff.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
     diff.add_argument("-v", "--verbose", action="count", default=0)
     diff.set_defaults(run=_diff)
-    for name in ("import-polygraphy", "export-polygraphy"):
-        sub = commands.add_parser(name, help="(not yet available)")
-        sub.set_defaults(run=_not_yet)
+
+    imp = commands.add_parser(
+        "import-polygraphy", help="make a .golden from polygraphy run --save-outputs/--save-inputs"
+    )
+    imp.add_argument("outputs", help="Polygraphy --save-outputs JSON (file or directory)")
+    imp.add_argument("golden", help="the .golden file to write")
+    imp.add_argument("--inputs", help="Polygraphy --save-inputs JSON to store with it")
+    imp.add_argument("--runner", help="which runner's outputs (default: the first)")
+    imp.add_argument("--iteration", type=int, default=0)
+    imp.set_defaults(run=_import_polygraphy)
+
+    exp = commands.add_parser(
+        "export-polygraphy", help="write saved outputs as JSON polygraphy run --load-outputs reads"
+    )
+    exp.add_argument("golden", help="saved outputs (.golden, .npz, ...)")
+    exp.add_argument("outputs", help="the outputs JSON to write")
+    exp.add_argument("--inputs", help="also write the golden's inputs as --load-inputs JSON")
+    exp.add_argument("--runner-name", default="pytest-trtcompare")
+    exp.set_defaults(run=_export_polygraphy)
     return parser
 
 
@@ -94,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except TrtCompareError as exc:
+    except (TrtCompareError, OSError) as exc:
         print(f"trtcompare: {exc}", file=sys.stderr)
         return 2
 

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .arrays import as_output_mapping
-from .atomic import atomic_write
+from .atomic import atomic_write, start_writeback
 from .errors import TrtCompareError
 
 MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN\n"
@@ -36,6 +36,8 @@ SUFFIX = ".golden"
 _ALIGN = 64
 _LENGTH_DIGITS = 16
 _ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+_COMPARE_CHUNK = 16 << 20  # bytes compared at a time when checking "unchanged"
+_WRITE_CHUNK = 4 << 20  # bytes written (and handed to writeback) at a time
 _SAFE = re.compile(r"[^A-Za-z0-9._\[\]-]")
 
 
@@ -152,8 +154,14 @@ def _raw(array: np.ndarray) -> memoryview:
 
 
 def _write_body(handle: BinaryIO, entries: list[tuple[str, str, np.ndarray]]) -> None:
+    """Tensor bytes in chunks, starting their writeback as we go (see atomic.start_writeback)."""
     for _, _, array in entries:
-        handle.write(_raw(array))
+        raw = _raw(array)
+        for start in range(0, len(raw), _WRITE_CHUNK):
+            position = handle.tell()
+            part = raw[start : start + _WRITE_CHUNK]
+            handle.write(part)
+            start_writeback(handle, position, len(part))
         padding = -array.nbytes % _ALIGN
         if padding:
             handle.write(b"\0" * padding)
@@ -180,6 +188,8 @@ def read_header(path: Path) -> dict[str, Any]:
         tensors = header["tensors"]
         if header.get("format") != FORMAT_VERSION or not isinstance(tensors, list):
             raise ValueError("unknown format")
+        prefix = len(MAGIC) + _LENGTH_DIGITS + 1 + len(header_bytes)
+        end = -(-prefix // _ALIGN) * _ALIGN
         for tensor in tensors:
             dtype = _dtype_from_text(str(tensor["dtype"]), source)
             count = int(np.prod(tensor["shape"], dtype=np.int64))
@@ -190,6 +200,12 @@ def read_header(path: Path) -> dict[str, Any]:
                     f"{source}: truncated golden (tensor {tensor['name']!r} runs past the end "
                     f"of the file: {size} bytes)"
                 )
+            end = max(end, int(tensor["offset"]) + -(-int(tensor["nbytes"]) // _ALIGN) * _ALIGN)
+        if size != end:
+            raise GoldenError(
+                f"{source}: {'truncated' if size < end else 'corrupt'} golden "
+                f"({size} bytes, its header describes {end})"
+            )
     except GoldenError:
         raise
     except (ValueError, KeyError, TypeError) as exc:
@@ -223,10 +239,15 @@ def same_content(path: Path, entries: list[tuple[str, str, np.ndarray]], head: b
         with open(path, "rb") as handle:
             if handle.read(len(head)) != head:
                 return False
+            buffer = np.empty(_COMPARE_CHUNK, dtype=np.uint8)
             for _, _, array in entries:
-                chunk = handle.read(array.nbytes + (-array.nbytes % _ALIGN))
-                if chunk[: array.nbytes] != _raw(array):
-                    return False
+                raw = array.reshape(-1).view(np.uint8)
+                for start in range(0, raw.size, _COMPARE_CHUNK):
+                    part = raw[start : start + _COMPARE_CHUNK]
+                    got = handle.readinto(buffer[: part.size].data)
+                    if got != part.size or not np.array_equal(buffer[: part.size], part):
+                        return False
+                handle.seek(-array.nbytes % _ALIGN, 1)
             return handle.read(1) == b""
     except OSError:
         return False

@@ -35,9 +35,6 @@ MARKERS = {
 
 #: Options registered now whose features land in later releases: (dest, text for users).
 _NOT_YET = (
-    ("trtcompare_update_goldens", "golden stores"),
-    ("trtcompare_prune_goldens", "golden stores"),
-    ("trtcompare_goldens_dir", "golden stores"),
     ("trtcompare_frameworks", "compare_frameworks tests"),
     ("trtcompare_report", "the accuracy summary report"),
     ("trtcompare_artifacts", "failure artifacts"),
@@ -45,10 +42,7 @@ _NOT_YET = (
 )
 
 
-_NOT_YET_INI = (
-    ("trtcompare_goldens_dir", "golden stores"),
-    ("trtcompare_artifacts", "failure artifacts"),
-)
+_NOT_YET_INI = (("trtcompare_artifacts", "failure artifacts"),)
 
 
 def _precision_list(text: str) -> tuple[str, ...]:
@@ -235,6 +229,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_VERBOSITY_KEY] = report.default_verbosity
     report.set_default_verbosity(config.option.verbose)
     _refuse_features_not_yet_available(config)
+    from .golden_plugin import GoldenPlugin
+
+    config.pluginmanager.register(
+        GoldenPlugin(config, config.stash[_SETTINGS_KEY]), "trtcompare-goldens"
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

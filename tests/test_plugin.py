@@ -135,9 +135,6 @@ def test_bad_ini_tolerance_table_names_the_line(pytester):
 @pytest.mark.parametrize(
     "option",
     [
-        ["--update-goldens"],
-        ["--prune-goldens"],
-        ["--goldens-dir", "g"],
         ["--frameworks", "onnxrt"],
         ["--trtcompare-report", "r.json"],
         ["--trtcompare-artifacts", "a"],
@@ -152,7 +149,7 @@ def test_options_of_later_releases_say_not_yet_available(pytester, option):
     result.stderr.fnmatch_lines([f"*{option[0]}*not yet available in pytest-trtcompare*"])
 
 
-@pytest.mark.parametrize("ini_key", ["trtcompare_goldens_dir", "trtcompare_artifacts"])
+@pytest.mark.parametrize("ini_key", ["trtcompare_artifacts"])
 def test_ini_keys_of_later_releases_say_not_yet_available(pytester, ini_key):
     pytester.makeini(f"[pytest]\n{ini_key} = somewhere\n")
     pytester.makepyfile("def test_x(): pass")
@@ -207,7 +204,11 @@ def test_update_goldens_owned_by_another_plugin_falls_back(pytester):
             parser.addoption("--update-goldens", action="store_true")
         """
     )
-    pytester.makepyfile("def test_x(request): assert request.config.getoption('update_goldens')")
+    pytester.makepyfile(
+        "def test_x(request):\n"
+        "    assert request.config.getoption('update_goldens')\n"
+        "    assert not request.config.getoption('trtcompare_update_goldens')\n"
+    )
     pytester.syspathinsert()
     result = pytester.runpytest("-p", "other_plugin", "--update-goldens")
     result.assert_outcomes(passed=1)

@@ -1,0 +1,260 @@
+"""pytest glue for goldens: the `golden` fixture, --update-goldens / --prune-goldens, the summary.
+
+Registered by plugin.py as one object per session (syrupy's style). Under pytest-xdist each
+worker sends what it did through `workeroutput`; the controller merges it, decides which
+goldens went unused, and prints the summary. A golden counts as unused only in a module whose
+selected tests all ran and passed with nothing deselected (so -k, -x, failures and skips
+never make a golden look unused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .compare import ComparisonResult, OutputMismatchError, compare_outputs
+from .errors import FeedError
+from .goldens import GoldenError, GoldenStats, golden_path, iter_goldens, read_golden, write_golden
+from .inputs import synthetic_feed
+from .runners.base import TensorSpec, check_feed
+from .settings import ToleranceSettings
+from .tolerance import ToleranceSpec
+
+WORKER_KEY = "trtcompare_goldens"
+
+
+class GoldenPlugin:
+    def __init__(self, config: pytest.Config, settings: ToleranceSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.update = bool(config.getoption("trtcompare_update_goldens"))
+        self.prune = bool(config.getoption("trtcompare_prune_goldens"))
+        option = config.getoption("trtcompare_goldens_dir")
+        ini = config.getini("trtcompare_goldens_dir")
+        if option:
+            self.root: Path | None = (config.invocation_params.dir / option).resolve()
+        elif ini:
+            self.root = (config.rootpath / str(ini)).resolve()
+        else:
+            self.root = None
+        self.stats = GoldenStats()
+        self.modules: dict[str, dict[str, Any]] = {}  # module nodeid -> folder, items, partial
+        self.passed: set[str] = set()
+        self.unused: list[str] = []
+        self.pruned: list[str] = []
+
+    # -- layout ------------------------------------------------------------------------------
+    def folder(self, module_path: Path) -> Path:
+        if self.root is None:
+            return module_path.parent / "goldens" / module_path.stem
+        try:
+            relative = module_path.resolve().relative_to(self.config.rootpath.resolve())
+        except ValueError:
+            relative = Path(module_path.name)
+        return self.root / relative.with_suffix("")
+
+    @staticmethod
+    def test_id(item: pytest.Item) -> str:
+        """The item's name within its module: 'test_x[fp16]', 'TestA.test_y'."""
+        parts = item.nodeid.split("::")[1:]
+        return ".".join(parts) or item.name
+
+    # -- collection and results --------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            module = item.nodeid.split("::")[0]
+            state = self.modules.setdefault(
+                module, {"folder": str(self.folder(item.path)), "items": [], "partial": False}
+            )
+            state["items"].append(item.nodeid)
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            module = item.nodeid.split("::")[0]
+            self.modules.setdefault(
+                module, {"folder": str(self.folder(item.path)), "items": [], "partial": False}
+            )["partial"] = True
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
+
+    @pytest.fixture
+    def golden(self, request: pytest.FixtureRequest) -> GoldenFixture:
+        """Saved reference outputs of this test: `golden.inputs(runner)`, `golden.check(out)`."""
+        return GoldenFixture(self, request.node)
+
+    # -- xdist -------------------------------------------------------------------------------
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKER_KEY] = {"stats": self.stats.to_json(), "modules": self.modules}
+            return
+        self._find_unused(session)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+        if not data:
+            return
+        self.stats.merge(data["stats"])
+        for module, state in data["modules"].items():
+            mine = self.modules.setdefault(module, {**state, "items": []})
+            mine["items"] = sorted(set(mine["items"]) | set(state["items"]))
+            mine["partial"] = mine["partial"] or state["partial"]
+
+    def _find_unused(self, session: pytest.Session) -> None:
+        if session.shouldstop or session.shouldfail:
+            return
+        for state in self.modules.values():
+            complete = not state["partial"] and all(i in self.passed for i in state["items"])
+            if not complete or not state["items"]:
+                continue
+            for path in iter_goldens(Path(state["folder"])):
+                if str(path) not in self.stats.used:
+                    self.unused.append(str(path))
+        if self.prune:
+            for name in self.unused:
+                Path(name).unlink(missing_ok=True)
+                self.pruned.append(name)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        stats = self.stats
+        if not (stats.created or stats.updated or stats.unchanged or stats.used or self.unused):
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section("goldens")
+        write(
+            f"created {len(stats.created)}, updated {len(stats.updated)}, "
+            f"unchanged {len(stats.unchanged)}, unused {len(self.unused)}"
+            + (f" (pruned {len(self.pruned)})" if self.prune else "")
+        )
+        for label, paths in (("created", stats.created), ("updated", stats.updated)):
+            for path in sorted(paths):
+                write(f"  {label}: {self._show(path)}")
+        for path in sorted(self.unused):
+            verb = "pruned" if path in self.pruned else "unused"
+            write(f"  {verb}: {self._show(path)}")
+        if self.unused and not self.prune:
+            write("  (delete unused goldens with --prune-goldens)")
+
+    def _show(self, path: str) -> str:
+        try:
+            return str(Path(path).relative_to(self.config.rootpath))
+        except ValueError:
+            return path
+
+
+class GoldenFixture:
+    """The `golden` fixture of one test item."""
+
+    def __init__(self, plugin: GoldenPlugin, item: pytest.Item) -> None:
+        self.plugin = plugin
+        self.item = item
+        self._inputs: dict[str | None, dict[str, Any]] = {}
+        self._meta: dict[str | None, dict[str, Any]] = {}
+
+    def path(self, name: str | None = None) -> Path:
+        folder = self.plugin.folder(self.item.path)
+        try:
+            return golden_path(folder, self.plugin.test_id(self.item), name)
+        except GoldenError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    def _load(self, path: Path) -> Any:
+        try:
+            return read_golden(path)
+        except GoldenError as exc:
+            pytest.fail(
+                f"{exc}\n(regenerate it with: pytest --update-goldens {self.item.nodeid})",
+                pytrace=False,
+            )
+
+    def inputs(
+        self,
+        runner_or_specs: Any,
+        *,
+        name: str | None = None,
+        seed: int = 1,
+        val_range: Any = None,
+        shapes: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The stored inputs when the golden has them and they fit; else fresh synthetic ones,
+        which `check` stores with the outputs."""
+        specs: list[TensorSpec] = (
+            runner_or_specs.input_specs()
+            if hasattr(runner_or_specs, "input_specs")
+            else list(runner_or_specs)
+        )
+        path = self.path(name)
+        feed = None
+        if path.exists():
+            stored = self._load(path).inputs
+            try:
+                check_feed(specs, stored, "golden inputs")
+                feed = stored
+            except FeedError:
+                feed = None  # the model's inputs changed: make new ones (stored on update)
+        if feed is None:
+            feed = synthetic_feed(specs, seed=seed, val_range=val_range, shapes=shapes)
+        self._inputs[name] = feed
+        describe = getattr(runner_or_specs, "describe", None)
+        self._meta[name] = {
+            "runner": describe() if callable(describe) else None,
+            "seed": seed,
+            "shapes": {k: list(v) for k, v in (shapes or {}).items()},
+            "val_range": val_range if isinstance(val_range, (list, tuple)) else None,
+        }
+        return {key: value.copy() for key, value in feed.items()}
+
+    def check(
+        self,
+        outputs: Any,
+        tolerance: ToleranceSpec = None,
+        name: str | None = None,
+        *,
+        precision: str = "fp32",
+        **fields: Any,
+    ) -> ComparisonResult | None:
+        """Compare with the stored golden (or write it under --update-goldens)."""
+        __tracebackhide__ = True
+        path = self.path(name)
+        self.plugin.stats.used.add(str(path))
+        table = self.plugin.settings.resolve(precision, tolerance, **fields)
+        if self.plugin.update:
+            meta = {
+                "test": self.item.nodeid,
+                "name": name,
+                "plugin_version": importlib.metadata.version("pytest-trtcompare"),
+                "precision": precision,
+                "tolerance": dataclasses.asdict(table.default),
+                **self._meta.get(name, {}),
+            }
+            try:
+                outcome = write_golden(path, outputs, self._inputs.get(name, {}), meta)
+            except (GoldenError, OSError) as exc:
+                pytest.fail(
+                    f"cannot write golden {path}: {exc} (the old golden is kept)", pytrace=False
+                )
+            self.plugin.stats.record(outcome, path)
+            return None
+        if not path.exists():
+            pytest.fail(
+                f"golden {self.plugin._show(str(path))} does not exist (nothing was written); "
+                f"create it with:\n  pytest --update-goldens {self.item.nodeid}",
+                pytrace=False,
+            )
+        golden = self._load(path)
+        result = compare_outputs(outputs, golden.outputs, {"": table.default, **table.per_output})
+        if not result.passed:
+            raise OutputMismatchError(
+                f"{result.report()}\n\ngolden: {self.plugin._show(str(path))}", result
+            )
+        return result

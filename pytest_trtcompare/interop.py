@@ -1,0 +1,139 @@
+"""Goldens to and from other tools: Polygraphy JSON, ONNX test data, .npz / .npy.
+
+Polygraphy's `--save-outputs` writes a RunResults: {"lst": [[runner, [IterationResult...]]]},
+each IterationResult holding {"outputs": {name: LazyArray{"values": ndarray}}}; 0.53 can also
+write a directory of per-iteration `<index>.json` files. We read all of these without
+Polygraphy, and write JSON that `polygraphy run --load-outputs` / `--load-inputs` accept.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .atomic import atomic_write_bytes
+from .errors import InputDataError
+from .goldens import SUFFIX, Golden, GoldenError, read_golden
+from .inputs import load_onnx_test_data
+from .polygraphy_json import TYPE_MARKER, iterate_json
+
+DEFAULT_RUNNER_NAME = "pytest-trtcompare"
+
+
+def _array(value: Any) -> np.ndarray | None:
+    """An ndarray from a decoded LazyArray / ndarray entry (None if it is neither)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("values"), np.ndarray):
+        values: np.ndarray = value["values"]
+        return values
+    return None
+
+
+def polygraphy_runs(path: Path) -> list[tuple[str, list[dict[str, np.ndarray]]]]:
+    """[(runner name, [outputs per iteration])] from a RunResults file or iteration directory."""
+    runs: dict[str, list[dict[str, np.ndarray]]] = {}
+    for item in iterate_json(Path(path)):
+        entries = item.get("lst") if isinstance(item, Mapping) else None
+        if not isinstance(entries, list):
+            raise GoldenError(f"{path}: not Polygraphy RunResults JSON (no 'lst')")
+        for runner, iterations in entries:
+            for iteration in iterations:
+                raw = iteration.get("outputs", iteration) if isinstance(iteration, Mapping) else {}
+                outputs = {}
+                for name, value in raw.items():
+                    array = _array(value)
+                    if array is not None:
+                        outputs[str(name)] = array
+                runs.setdefault(str(runner), []).append(outputs)
+    if not runs:
+        raise GoldenError(f"{path}: no runner results in this Polygraphy JSON")
+    return list(runs.items())
+
+
+def read_polygraphy_outputs(
+    path: Path, runner: str | None = None, iteration: int = 0
+) -> dict[str, np.ndarray]:
+    """One runner's outputs of one iteration (default: the first runner, iteration 0)."""
+    runs = dict(polygraphy_runs(path))
+    name = runner if runner is not None else next(iter(runs))
+    if name not in runs:
+        raise GoldenError(f"{path}: no runner {name!r}; it has {sorted(runs)}")
+    if iteration >= len(runs[name]):
+        raise GoldenError(f"{path}: runner {name!r} has {len(runs[name])} iteration(s)")
+    return runs[name][iteration]
+
+
+def _encode(array: np.ndarray) -> dict[str, Any]:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    return {"array": base64.b64encode(buffer.getvalue()).decode(), TYPE_MARKER: "ndarray"}
+
+
+def polygraphy_outputs_json(
+    iterations: Sequence[Mapping[str, np.ndarray]], runner: str = DEFAULT_RUNNER_NAME
+) -> bytes:
+    results = [
+        {
+            "outputs": {
+                name: {"values": _encode(value), TYPE_MARKER: "LazyArray"}
+                for name, value in outputs.items()
+            },
+            "runtime": None,
+            "runner_name": runner,
+            TYPE_MARKER: "IterationResult",
+        }
+        for outputs in iterations
+    ]
+    document = {"lst": [[runner, results]], TYPE_MARKER: "RunResults"}
+    return json.dumps(document, indent=4).encode()
+
+
+def write_polygraphy_outputs(
+    path: Path, iterations: Sequence[Mapping[str, np.ndarray]], runner: str = DEFAULT_RUNNER_NAME
+) -> None:
+    """Outputs as `polygraphy run --load-outputs` reads them."""
+    atomic_write_bytes(Path(path), polygraphy_outputs_json(iterations, runner))
+
+
+def write_polygraphy_inputs(path: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """Inputs as `polygraphy run --load-inputs` reads them: a list of feed dicts."""
+    document = [{name: _encode(value) for name, value in feed.items()} for feed in feeds]
+    atomic_write_bytes(Path(path), json.dumps(document, indent=4).encode())
+
+
+def load_reference(
+    path: Path, names: Sequence[str] | None = None, runner: str | None = None
+) -> Golden:
+    """Any saved outputs as a Golden: .golden, Polygraphy JSON, ONNX test data, .npz, .npy."""
+    path = Path(path)
+    if path.suffix == SUFFIX:
+        return read_golden(path)
+    if not path.exists():
+        raise GoldenError(f"{path} does not exist")
+    if path.suffix == ".json" or (path.is_dir() and any(path.glob("*.json"))):
+        return Golden(read_polygraphy_outputs(path, runner), {}, {"source": "polygraphy"}, path)
+    if path.is_dir():
+        try:
+            (outputs,) = load_onnx_test_data(path, names, prefix="output")[:1]
+            inputs = (
+                load_onnx_test_data(path, None, prefix="input")[0]
+                if any(path.rglob("input_*.pb"))
+                else {}
+            )
+        except InputDataError as exc:
+            raise GoldenError(str(exc)) from None
+        return Golden(outputs, inputs, {"source": "onnx test data"}, path)
+    try:
+        if path.suffix == ".npy":
+            return Golden({"output": np.load(path, allow_pickle=False)}, {}, {}, path)
+        with np.load(path, allow_pickle=False) as archive:
+            return Golden({k: archive[k] for k in archive.files}, {}, {}, path)
+    except (OSError, ValueError, EOFError) as exc:
+        raise GoldenError(f"{path}: not readable outputs ({exc})") from None

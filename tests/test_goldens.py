@@ -1,0 +1,143 @@
+"""The golden file format: round trips, determinism, and refusing bad files clearly."""
+
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pytest_trtcompare.goldens import (
+    MAGIC,
+    GoldenError,
+    golden_path,
+    read_golden,
+    read_header,
+    safe_file_stem,
+    write_golden,
+)
+
+OUTPUTS = {
+    "logits": np.linspace(-3, 3, 40, dtype=np.float32).reshape(4, 10),
+    "ids": np.arange(4, dtype=np.int64),
+    "mask": np.array([True, False]),
+    "half": np.ones((2, 2), np.float16),
+    "bf16": np.linspace(0, 1, 5).astype(ml_dtypes.bfloat16),
+    "scalar": np.float64(2.5),
+    "empty": np.zeros((0, 3), np.float32),
+}
+
+
+def test_round_trip_keeps_values_dtypes_and_shapes(tmp_path):
+    path = tmp_path / "g.golden"
+    assert write_golden(path, OUTPUTS, {"x": np.ones(3)}, {"seed": 1}) == "created"
+    golden = read_golden(path)
+    assert list(golden.outputs) == list(OUTPUTS)
+    for name, value in OUTPUTS.items():
+        loaded = golden.outputs[name]
+        assert loaded.dtype == np.asarray(value).dtype and loaded.shape == np.shape(value)
+        np.testing.assert_array_equal(loaded.astype(np.float64), np.asarray(value, np.float64))
+    assert golden.inputs["x"].tolist() == [1.0, 1.0, 1.0] and golden.meta == {"seed": 1}
+
+
+def test_identical_data_gives_identical_bytes(tmp_path):
+    first, second = tmp_path / "a.golden", tmp_path / "b.golden"
+    write_golden(first, OUTPUTS, meta={"runner": {"version": "1"}})
+    write_golden(
+        second, {k: np.copy(v) for k, v in OUTPUTS.items()}, meta={"runner": {"version": "1"}}
+    )
+    assert first.read_bytes() == second.read_bytes()
+    assert write_golden(first, OUTPUTS, meta={"runner": {"version": "1"}}) == "unchanged"
+    assert write_golden(first, {**OUTPUTS, "ids": np.arange(4) + 1}) == "updated"
+
+
+def test_file_size_is_the_raw_bytes_plus_a_small_header(tmp_path):
+    path = tmp_path / "big.golden"
+    array = np.zeros(1 << 20, np.float32)
+    write_golden(path, {"y": array})
+    assert array.nbytes < path.stat().st_size < array.nbytes + 4096
+    assert path.read_bytes().startswith(MAGIC)
+    # readable with numpy alone: the header says where the bytes are
+    header = read_header(path)
+    offset = header["tensors"][0]["offset"]
+    assert np.array_equal(np.fromfile(path, np.float32, offset=offset), array)
+
+
+def test_truncated_golden_names_the_file(tmp_path):
+    path = tmp_path / "t.golden"
+    write_golden(path, {"y": np.ones(1000, np.float32)})
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(GoldenError, match=r"t\.golden: truncated golden \(tensor 'y' runs past"):
+        read_golden(path)
+    path.write_bytes(path.read_bytes()[:30])
+    with pytest.raises(GoldenError, match=r"t\.golden: truncated or corrupt golden"):
+        read_golden(path)
+
+
+def test_corrupt_header_and_foreign_files_name_the_file(tmp_path):
+    path = tmp_path / "c.golden"
+    write_golden(path, {"y": np.ones(4)})
+    data = bytearray(path.read_bytes())
+    start = data.index(b"{")
+    data[start : start + 10] = b"#" * 10
+    path.write_bytes(bytes(data))
+    with pytest.raises(GoldenError, match=r"c\.golden: corrupt golden header"):
+        read_golden(path)
+    foreign = tmp_path / "f.golden"
+    np.save(foreign.with_suffix(".npy"), np.ones(2))
+    foreign.write_bytes(foreign.with_suffix(".npy").read_bytes())
+    with pytest.raises(GoldenError, match=r"f\.golden: not a pytest-trtcompare golden"):
+        read_golden(foreign)
+
+
+def test_object_arrays_are_refused_both_ways(tmp_path):
+    with pytest.raises(Exception, match="object array"):
+        write_golden(tmp_path / "o.golden", {"y": np.array([object()], dtype=object)})
+    path = tmp_path / "p.golden"
+    write_golden(path, {"y": np.ones(2)})
+    data = path.read_bytes()
+    tampered = data.replace(b'"dtype":"<f8"', b'"dtype":"|O8"')
+    path.write_bytes(tampered)
+    with pytest.raises(GoldenError, match="refuses dtype '|O8'"):
+        read_golden(path)
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "..", "/etc/passwd", "x\\y", "..."])
+def test_names_cannot_leave_the_goldens_folder(tmp_path, name):
+    folder = tmp_path / "goldens"
+    path = golden_path(folder, "test_x", name)
+    assert path.parent == folder
+    write_golden(path, {name: np.ones(1)})  # the output name is data, never a path
+    assert read_golden(path).outputs[name].tolist() == [1.0]
+    assert [p.parent for p in tmp_path.rglob("*.golden")] == [folder]
+
+
+def test_distinct_ids_never_share_a_file():
+    ids = ["t[bs=1]", "t[bs-1]", "t[bs_1]", "t[bs 1]", "T[bs_1]", "t[bs/1]", "t[bs\\1]"]
+    stems = {safe_file_stem(i) for i in ids}
+    assert len(stems) == len(ids)
+    assert safe_file_stem("test_a[fp16-bs8]") == "test_a[fp16-bs8]"  # readable when safe
+
+
+def test_no_temp_files_left_and_old_golden_kept_on_failure(tmp_path, monkeypatch):
+    path = tmp_path / "k.golden"
+    write_golden(path, {"y": np.ones(3)})
+    before = path.read_bytes()
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pytest_trtcompare.goldens._write_body", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_golden(path, {"y": np.zeros(3)})
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.golden"]
+
+
+def test_header_is_json_with_the_metadata(tmp_path):
+    path = tmp_path / "m.golden"
+    write_golden(path, {"y": np.ones(2)}, meta={"precision": "fp16", "seed": 3})
+    header = read_header(path)
+    assert header["meta"] == {"precision": "fp16", "seed": 3}
+    assert json.loads(json.dumps(header)) == header

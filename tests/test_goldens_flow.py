@@ -1,0 +1,158 @@
+"""The golden user flow through pytester, each scenario with and without -n 2."""
+
+from __future__ import annotations
+
+import pytest
+
+XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+
+GOLDEN_TESTS = """
+import os
+import numpy as np
+import pytest
+from pytest_trtcompare.runners.base import TensorSpec
+
+SPECS = [TensorSpec("x", "float32", (4, 8))]
+DRIFT = float(os.environ.get("DRIFT", "0"))
+
+def model(feed):
+    y = np.tanh(feed["x"] @ np.linspace(-1, 1, 24, dtype=np.float32).reshape(8, 3))
+    y[1, 2] += DRIFT
+    return {"y": y, "ids": np.argsort(y, axis=1)}
+
+@pytest.mark.parametrize("bs", ["bs=1", "bs-1", "bs_1"])
+def test_model(golden, bs):
+    feed = golden.inputs(SPECS)
+    golden.check(model(feed), atol=1e-4, rtol=1e-4)
+
+def test_two_goldens(golden):
+    golden.check({"a": np.arange(3.0)}, name="first")
+    golden.check({"b": np.ones(2)}, name="second")
+"""
+
+
+def _run(pytester, *args):
+    if "-n" in args:
+        return pytester.runpytest_subprocess(*args)
+    return pytester.runpytest(*args)
+
+
+def _goldens(pytester):
+    folder = pytester.path / "goldens" / "test_golden_flow"
+    return sorted(p.name for p in folder.glob("*.golden")) if folder.is_dir() else []
+
+
+def _snapshot(pytester):
+    folder = pytester.path / "goldens" / "test_golden_flow"
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
+    pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
+    missing = _run(pytester, *xdist)
+    missing.assert_outcomes(failed=4)
+    missing.stdout.fnmatch_lines(
+        [
+            "*golden goldens/test_golden_flow/test_model*.golden does not exist (nothing was written)*",
+            "*pytest --update-goldens test_golden_flow.py::test_model*",
+        ]
+    )
+    assert _goldens(pytester) == []  # a missing golden writes nothing
+
+    created = _run(pytester, "--update-goldens", *xdist)
+    created.assert_outcomes(passed=4)
+    created.stdout.fnmatch_lines(["*goldens*", "created 5, updated 0, unchanged 0, unused 0"])
+    names = _goldens(pytester)
+    assert len(names) == 5  # bs=1 / bs-1 / bs_1 each get their own file
+    assert "test_model[bs-1].golden" in names and "test_model[bs_1].golden" in names
+    assert any(name.startswith("test_model[bs_1]~") for name in names)  # bs=1, sanitised
+    before = _snapshot(pytester)
+    assert not [n for n in before if n.endswith(".tmp") or n.startswith(".")]
+
+    _run(pytester, *xdist).assert_outcomes(passed=4)
+    again = _run(pytester, "--update-goldens", *xdist)
+    again.stdout.fnmatch_lines(["created 0, updated 0, unchanged 5, unused 0"])
+    assert _snapshot(pytester) == before  # byte-identical on regeneration
+
+    monkeypatch.setenv("DRIFT", "0.01")
+    drift = _run(pytester, *xdist)
+    drift.assert_outcomes(passed=1, failed=3)
+    drift.stdout.fnmatch_lines(
+        [
+            "*1 of 2 outputs out of tolerance: y*",
+            "*greatest abs error 0.01 at (1, 2)*",
+            "*golden: goldens/test_golden_flow/test_model*.golden*",
+        ]
+    )
+    assert _snapshot(pytester) == before  # a failing comparison never touches the golden
+    refreshed = _run(pytester, "--update-goldens", *xdist)
+    refreshed.stdout.fnmatch_lines(["created 0, updated 3, unchanged 2, unused 0"])
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist):
+    pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
+    _run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
+    folder = pytester.path / "goldens" / "test_golden_flow"
+    (folder / "test_removed_long_ago.golden").write_bytes(
+        (folder / "test_two_goldens.first.golden").read_bytes()
+    )
+    partial = _run(pytester, "-k", "two_goldens", *xdist)  # -k: nothing can be called unused
+    partial.stdout.fnmatch_lines(["*unused 0*"])
+    full = _run(pytester, *xdist)
+    full.stdout.fnmatch_lines(
+        [
+            "*unused 1*",
+            "*unused: goldens/test_golden_flow/test_removed_long_ago.golden*",
+            "*--prune-goldens*",
+        ]
+    )
+    pruned = _run(pytester, "--prune-goldens", *xdist)
+    pruned.stdout.fnmatch_lines(["*unused 1 (pruned 1)*"])
+    assert not (folder / "test_removed_long_ago.golden").exists()
+    assert len(_goldens(pytester)) == 5
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_stored_inputs_are_reused(pytester, xdist):
+    pytester.makepyfile(
+        test_golden_flow="""
+        import numpy as np
+        from pytest_trtcompare.runners.base import TensorSpec
+
+        def test_inputs_come_back(golden):
+            feed = golden.inputs([TensorSpec("x", "float32", (3,))], seed=7)
+            golden.check({"y": feed["x"] * 2})
+        """
+    )
+    _run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    test = pytester.path / "test_golden_flow.py"
+    test.write_text(test.read_text().replace("seed=7", "seed=8"))  # stored inputs win
+    _run(pytester, *xdist).assert_outcomes(passed=1)
+
+
+def test_goldens_dir_option_and_ini(pytester):
+    pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
+    pytester.runpytest("--update-goldens", "--goldens-dir", "store").assert_outcomes(passed=4)
+    assert len(list((pytester.path / "store" / "test_golden_flow").glob("*.golden"))) == 5
+    pytester.makeini("[pytest]\ntrtcompare_goldens_dir = ini_store\n")
+    pytester.runpytest("--update-goldens").assert_outcomes(passed=4)
+    assert len(list((pytester.path / "ini_store" / "test_golden_flow").glob("*.golden"))) == 5
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
+    pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
+    _run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
+    broken = pytester.path / "goldens" / "test_golden_flow" / "test_two_goldens.first.golden"
+    broken.write_bytes(broken.read_bytes()[:-8])
+    result = _run(pytester, *xdist)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_two_goldens.first.golden: truncated golden (* bytes, its header describes *)*",
+            "*regenerate it with: pytest --update-goldens test_golden_flow.py::test_two_goldens*",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
