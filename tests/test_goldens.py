@@ -99,7 +99,7 @@ def test_object_arrays_are_refused_both_ways(tmp_path):
     data = path.read_bytes()
     tampered = data.replace(b'"dtype":"<f8"', b'"dtype":"|O8"')
     path.write_bytes(tampered)
-    with pytest.raises(GoldenError, match="refuses dtype '|O8'"):
+    with pytest.raises(GoldenError, match=r"refuses dtype '\|O8'"):
         read_golden(path)
 
 

@@ -54,7 +54,8 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     missing.assert_outcomes(failed=4)
     missing.stdout.fnmatch_lines(
         [
-            "*golden goldens/test_golden_flow/test_model*.golden does not exist (nothing was written)*",
+            "*golden goldens/test_golden_flow/test_model*.golden does not exist "
+            "(nothing was written)*",
             "*pytest --update-goldens test_golden_flow.py::test_model*",
         ]
     )
