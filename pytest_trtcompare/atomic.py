@@ -16,8 +16,11 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """Replace `path` with what `write` writes: readers see the old file or the new one, never
     a part; on any error (or interrupt) the temp file is removed and the old file stays."""
     path = Path(path)
+    mode = _mode_for(path)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        with contextlib.suppress(OSError, AttributeError):  # mkstemp makes 0600 files
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
@@ -33,6 +36,16 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's permissions, or what a new file would get (0666 less the umask)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 _WRITEBACK: Any = None  # libc sync_file_range, False where unavailable

@@ -131,11 +131,14 @@ class GoldenPlugin:
             return
         write = terminalreporter.write_line
         terminalreporter.section("goldens")
-        write(
+        counts = (
             f"created {len(stats.created)}, updated {len(stats.updated)}, "
-            f"unchanged {len(stats.unchanged)}, unused {len(self.unused)}"
-            + (f" (pruned {len(self.pruned)})" if self.prune else "")
+            f"unchanged {len(stats.unchanged)}"
+            if self.update
+            else f"checked {len(stats.used)}"
         )
+        pruned = f" (pruned {len(self.pruned)})" if self.prune else ""
+        write(f"{counts}, unused {len(self.unused)}{pruned}")
         for label, paths in (("created", stats.created), ("updated", stats.updated)):
             for path in sorted(paths):
                 write(f"  {label}: {self._show(path)}")

@@ -141,3 +141,18 @@ def test_header_is_json_with_the_metadata(tmp_path):
     header = read_header(path)
     assert header["meta"] == {"precision": "fp16", "seed": 3}
     assert json.loads(json.dumps(header)) == header
+
+
+def test_new_goldens_get_normal_permissions_and_keep_changed_ones(tmp_path):
+    import os
+
+    path = tmp_path / "perm.golden"
+    previous = os.umask(0o022)
+    try:
+        write_golden(path, {"y": np.ones(1)})
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    path.chmod(0o664)
+    write_golden(path, {"y": np.zeros(1)})
+    assert path.stat().st_mode & 0o777 == 0o664
