@@ -256,6 +256,9 @@ class GoldenFixture:
             )
         golden = self._load(path)
         result = compare_outputs(outputs, golden.outputs, {"": table.default, **table.per_output})
+        from .compare_plugin import record
+
+        record(self.item, result, "golden", reference=f"golden {path.name}")
         if not result.passed:
             raise OutputMismatchError(
                 f"{result.report()}\n\ngolden: {self.plugin._show(str(path))}", result

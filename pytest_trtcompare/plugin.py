@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from . import report
-from .compare import ComparisonResult, assert_outputs_close
+from .compare import ComparisonResult, OutputMismatchError, compare_outputs
+from .compare_plugin import record
 from .errors import RunnerSkip, ToleranceError
 from .settings import ToleranceSettings, parse_precisions, parse_tolerance_table
 from .tolerance import CHECKS, PRECISIONS, ToleranceSpec
@@ -34,12 +35,7 @@ MARKERS = {
 }
 
 #: Options registered now whose features land in later releases: (dest, text for users).
-_NOT_YET = (
-    ("trtcompare_frameworks", "compare_frameworks tests"),
-    ("trtcompare_report", "the accuracy summary report"),
-    ("trtcompare_artifacts", "failure artifacts"),
-    ("trt_engine_cache", "the TensorRT runner"),
-)
+_NOT_YET = (("trtcompare_artifacts", "failure artifacts"),)
 
 
 _NOT_YET_INI = (("trtcompare_artifacts", "failure artifacts"),)
@@ -198,13 +194,6 @@ def _refuse_features_not_yet_available(config: pytest.Config) -> None:
                 f"ini {ini_key}: {feature} are not yet available in pytest-trtcompare "
                 f"{version} (see CHANGELOG.md); remove the setting"
             )
-    precisions = config.stash[_PRECISIONS_KEY]
-    if precisions != ("fp32",):
-        raise pytest.UsageError(
-            f"--trt-precision {','.join(precisions)}: precision "
-            f"parametrization is not yet available in pytest-trtcompare {version} (see "
-            f"CHANGELOG.md); use compare(..., precision=...) for precision tolerances"
-        )
 
 
 def _option_flags(config: pytest.Config, dest: str) -> Iterable[str]:
@@ -229,10 +218,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_VERBOSITY_KEY] = report.default_verbosity
     report.set_default_verbosity(config.option.verbose)
     _refuse_features_not_yet_available(config)
+    from .compare_plugin import ComparePlugin
     from .golden_plugin import GoldenPlugin
 
+    settings = config.stash[_SETTINGS_KEY]
+    config.pluginmanager.register(GoldenPlugin(config, settings), "trtcompare-goldens")
     config.pluginmanager.register(
-        GoldenPlugin(config, config.stash[_SETTINGS_KEY]), "trtcompare-goldens"
+        ComparePlugin(config, settings, config.stash[_PRECISIONS_KEY]), "trtcompare-compare"
     )
 
 
@@ -245,16 +237,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from .frameworks import header_line
 
     return [header_line()]
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    for name in MARKERS:
-        if item.get_closest_marker(name) is not None:
-            pytest.fail(
-                f"@pytest.mark.{name} is registered but not yet available in this version of "
-                f"pytest-trtcompare; use the `compare` fixture or assert_outputs_close",
-                pytrace=False,
-            )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -294,8 +276,12 @@ def compare(request: pytest.FixtureRequest) -> CompareFixture:
     ) -> ComparisonResult:
         __tracebackhide__ = True
         table = settings.resolve(precision, tolerance, **fields)
-        return assert_outputs_close(
+        result = compare_outputs(
             actual, expected, {"": table.default, **table.per_output}, names=names
         )
+        record(request.node, result, "compare")
+        if not result.passed:
+            raise OutputMismatchError(result.report(), result)
+        return result
 
     return _compare

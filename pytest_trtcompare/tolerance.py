@@ -129,14 +129,28 @@ def _as_tolerance(value: ToleranceLike, base: Tolerance, where: str) -> Toleranc
     raise ToleranceError(f"{where}: expected a Tolerance or a mapping of fields, got {value!r}")
 
 
+def _is_field_mapping(spec: Mapping[str, Any]) -> bool:
+    """{"atol": 1e-3, ...}: fields of one tolerance, not a table keyed by output name."""
+    return bool(spec) and all(
+        key in FIELD_NAMES and not isinstance(value, (Tolerance, Mapping))
+        for key, value in spec.items()
+    )
+
+
 class ToleranceTable:
-    """Per-output tolerances with a default under the key "" (Polygraphy's `out0:1e-3`)."""
+    """Per-output tolerances with a default under the key "" (Polygraphy's `out0:1e-3`).
+
+    A mapping whose keys are all tolerance fields ({"atol": 1e-3, "rtol": 0}) is read as the
+    fields of the default tolerance instead.
+    """
 
     def __init__(self, spec: ToleranceSpec = None, **overrides: Any) -> None:
         default = Tolerance()
         per_output: dict[str, Tolerance] = {}
         if isinstance(spec, Tolerance):
             default = spec
+        elif isinstance(spec, Mapping) and _is_field_mapping(spec):
+            default = _as_tolerance(spec, default, "tolerance")  # {"atol": 1e-3, "rtol": 0}
         elif isinstance(spec, Mapping):
             if "" in spec:
                 default = _as_tolerance(spec[""], default, "tolerance['']")

@@ -238,3 +238,10 @@ def test_no_numpy_warnings_escape():
             atol=0,
             rtol=0,
         ).report()
+
+
+def test_a_mapping_of_fields_is_one_tolerance():
+    result = compare_outputs({"y": [1.01]}, {"y": [1.0]}, {"atol": 0.1, "rtol": 0})
+    assert result.passed and result.outputs["y"].tolerance.atol == 0.1
+    table = compare_outputs({"atol": [1.01]}, {"atol": [1.0]}, {"atol": {"atol": 0.1}})
+    assert table.passed  # an output named like a field still takes a table entry

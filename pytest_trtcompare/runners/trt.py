@@ -137,18 +137,22 @@ class TensorRTRunner(Runner):
     def _cached_or_built(
         self, engine_cache: Any, timing_cache: Any, workspace: int | None
     ) -> bytes:
-        cache_dir = Path(engine_cache) if engine_cache else None
-        if cache_dir is not None:
-            cached = cache_dir / f"{self._cache_key()}.engine"
+        if not engine_cache:
+            return self._build(timing_cache, workspace)
+        from filelock import FileLock
+
+        from ..atomic import atomic_write_bytes
+
+        cache_dir = Path(engine_cache)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        cached = cache_dir / f"{self._cache_key()}.engine"
+        # xdist workers share the cache: one builds, the others wait and load its engine
+        with FileLock(str(cached.with_suffix(".lock"))):
             if cached.is_file():
                 self.route = f"cached engine {cached.name}"
                 return cached.read_bytes()
-        plan = self._build(timing_cache, workspace)
-        if cache_dir is not None:
-            from ..atomic import atomic_write_bytes
-
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(cache_dir / f"{self._cache_key()}.engine", plan)
+            plan = self._build(timing_cache, workspace)
+            atomic_write_bytes(cached, plan)
         return plan
 
     def _weak_typing_flag(self) -> Any:

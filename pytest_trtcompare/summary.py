@@ -1,0 +1,143 @@
+"""The accuracy summary: one record per (test, output), its margin to tolerance, and the
+JSON report. Records travel as `user_properties` on test reports, so they reach the xdist
+controller and JUnit XML unchanged."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .compare import ComparisonResult
+from .report import num
+
+PROPERTY = "trtcompare"
+
+
+@dataclass(frozen=True)
+class Record:
+    test: str
+    output: str
+    passed: bool
+    margin: float
+    max_abs_error: float
+    max_rel_error: float
+    check: str
+    atol: float
+    rtol: float
+    source: str  # "compare_frameworks", "compare" or "golden"
+    target: str | None = None
+    reference: str | None = None
+
+
+def records(
+    result: ComparisonResult, test: str, source: str, target: str | None, reference: str | None
+) -> list[Record]:
+    out = []
+    for name, output in result.outputs.items():
+        out.append(
+            Record(
+                test=test,
+                output=name,
+                passed=output.passed,
+                margin=output.margin,
+                max_abs_error=output.max_abs_error,
+                max_rel_error=output.max_rel_error,
+                check=output.tolerance.check,
+                atol=output.tolerance.atol,
+                rtol=output.tolerance.rtol,
+                source=source,
+                target=target,
+                reference=reference,
+            )
+        )
+    for name in (*result.missing_in_actual, *result.missing_in_expected):
+        out.append(
+            Record(
+                test,
+                name,
+                False,
+                math.inf,
+                math.nan,
+                math.nan,
+                "-",
+                0,
+                0,
+                source,
+                target,
+                reference,
+            )
+        )
+    return out
+
+
+def to_properties(items: Iterable[Record]) -> list[tuple[str, Any]]:
+    """JUnit properties: the key figures per output, plus one JSON record each for us."""
+    properties: list[tuple[str, Any]] = []
+    for record in items:
+        properties.append((f"{PROPERTY}.{record.output}.margin", _json_number(record.margin)))
+        properties.append(
+            (f"{PROPERTY}.{record.output}.max_abs_error", _json_number(record.max_abs_error))
+        )
+        properties.append((PROPERTY, json.dumps(_jsonable(asdict(record)), sort_keys=True)))
+    return properties
+
+
+def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
+    found = []
+    for key, value in properties:
+        if key == PROPERTY:
+            data = json.loads(value)
+            data["margin"] = float(data["margin"])
+            found.append(Record(**data))
+    return found
+
+
+def _json_number(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (_json_number(v) if isinstance(v, float) else v) for k, v in data.items()}
+
+
+def format_summary(items: list[Record], limit: int | None) -> list[str]:
+    """Lines of the "accuracy summary", closest to failing first."""
+    ordered = sorted(items, key=lambda r: (-r.margin if not math.isnan(r.margin) else 0, r.test))
+    shown = ordered if limit is None else ordered[:limit]
+    rows = [
+        (
+            num(r.margin, 3),
+            "ok" if r.passed else "FAIL",
+            f"{r.test} :: {r.output}",
+            f"abs {num(r.max_abs_error, 3)}  rel {num(r.max_rel_error, 3)}",
+            f"{r.check} atol={num(r.atol, 2)} rtol={num(r.rtol, 2)}",
+        )
+        for r in shown
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_HEADS)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(_HEADS, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    if len(ordered) > len(shown):
+        lines.append(f"... {len(ordered) - len(shown)} more (all of them with -v)")
+    return lines
+
+
+_HEADS = ("margin", "", "test :: output", "worst error", "tolerance")
+
+
+def report_json(
+    items: list[Record], runners: Mapping[str, Any], builds: Mapping[str, Any], version: str
+) -> str:
+    """--trtcompare-report: every record, the runners' descriptions, the build counts."""
+    document = {
+        "plugin_version": version,
+        "outputs": [_jsonable(asdict(r)) for r in sorted(items, key=lambda r: -r.margin)],
+        "runners": dict(sorted(runners.items())),
+        "runner_builds": builds,
+    }
+    return json.dumps(document, indent=2, sort_keys=True, default=str)
