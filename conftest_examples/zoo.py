@@ -3,8 +3,8 @@
 Those files keep the graph of each model (resnet50, squeezenet, shufflenet, ...) but replace
 every weight by a `ConstantOfShape` node. `light_model()` swaps each of those for a seeded
 random initializer of the same shape, scaled so activations stay in range, also in float16
-(LeCun init for conv / gemm weights, batch-norm scales below 1 for the residual sums). No download: the files are in
-site-packages.
+(LeCun init for conv / gemm weights, batch-norm scales below 1 for the residual sums).
+No download: the files are in site-packages.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def _weights(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.
 def _drop_final_softmax(graph: onnx.GraphProto) -> None:
     """Make the output the logits: random weights give near-uniform, uninformative softmaxes."""
     output = graph.output[0].name
-    softmax = next((n for n in graph.node if n.op_type == "Softmax" and n.output[0] == output), None)
+    producers = [n for n in graph.node if n.output[0] == output and n.op_type == "Softmax"]
+    softmax = producers[0] if producers else None
     if softmax is None:
         return
     logits = softmax.input[0]

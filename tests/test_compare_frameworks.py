@@ -124,7 +124,7 @@ def test_failing_target_reports_and_leads_the_summary(pytester, xdist):
         ]
     )
     lines = result.stdout.lines
-    first_row = lines[next(i for i, l in enumerate(lines) if l.startswith("margin")) + 1]
+    first_row = lines[next(i for i, line in enumerate(lines) if line.startswith("margin")) + 1]
     assert "FAIL" in first_row and "onnxref-bf16" in first_row
 
 
