@@ -67,8 +67,15 @@ class RunnersFixture:
         )
 
     @property
-    def builds(self) -> dict[str, int]:
-        return {f"{name}-{precision}": n for (name, precision), n in self._cache.builds.items()}
+    def builds(self) -> dict[str, dict[str, int]]:
+        """{"onnxrt-fp32": {"builds": 3, "models": 3}, ...}: equal counts = once per model."""
+        return {
+            f"{name}-{precision}": {
+                "builds": n,
+                "models": len(self._cache.models[(name, precision)]),
+            }
+            for (name, precision), n in self._cache.builds.items()
+        }
 
 
 class ComparePlugin:
@@ -87,7 +94,7 @@ class ComparePlugin:
         self.cases = CaseRunner(settings, engine_cache)
         self.records: list[summary.Record] = []
         self.descriptions: dict[str, Any] = {}
-        self.builds: dict[str, dict[str, int]] = {}
+        self.builds: dict[str, dict[str, dict[str, int]]] = {}
 
     # -- parametrization ---------------------------------------------------------------------
     def _test_precisions(self, definition: Any) -> list[str]:
@@ -303,7 +310,11 @@ class ComparePlugin:
             terminalreporter.write_line(line)
         if self.builds:
             for worker, builds in sorted(self.builds.items()):
-                counts = ", ".join(f"{name} x{n}" for name, n in sorted(builds.items()))
+                counts = ", ".join(
+                    f"{name} x{n['builds']}"
+                    + (f" ({n['models']} models)" if n["models"] > 1 else "")
+                    for name, n in sorted(builds.items())
+                )
                 terminalreporter.write_line(f"runners built ({worker}): {counts}")
         path = self.config.getoption("trtcompare_report")
         if path:

@@ -45,6 +45,7 @@ class RunnerCache:
         self._runners: dict[Hashable, Runner] = {}
         self._digests: dict[tuple[str, float, int], str] = {}
         self.builds: Counter[tuple[str, str]] = Counter()
+        self.models: dict[tuple[str, str], set[Hashable]] = {}  # distinct models per runner kind
 
     def model_key(self, model: Any) -> Hashable:
         if isinstance(model, (str, os.PathLike)):
@@ -63,12 +64,14 @@ class RunnerCache:
         return ("object", id(model))
 
     def get(self, name: str, model: Any, precision: str = "fp32", **options: Any) -> Runner:
-        key = (self.model_key(model), name, precision, _freeze(options))
+        model_key = self.model_key(model)
+        key = (model_key, name, precision, _freeze(options))
         runner = self._runners.get(key)
         if runner is None:
             runner = runners.create(name, model, precision, **options)
             self._runners[key] = runner
             self.builds[(name, precision)] += 1
+            self.models.setdefault((name, precision), set()).add(model_key)
         return runner
 
     def close(self) -> None:
