@@ -44,6 +44,7 @@ class RunnerCache:
     def __init__(self) -> None:
         self._runners: dict[Hashable, Runner] = {}
         self._digests: dict[tuple[str, float, int], str] = {}
+        self._proto_digests: dict[int, tuple[onnx.ModelProto, str]] = {}  # id -> (proto, digest)
         self.builds: Counter[tuple[str, str]] = Counter()
         self.models: dict[tuple[str, str], set[Hashable]] = {}  # distinct models per runner kind
 
@@ -58,7 +59,12 @@ class RunnerCache:
                 self._digests[file_key] = hashlib.sha256(path.read_bytes()).hexdigest()
             return ("onnx", self._digests[file_key])
         if isinstance(model, onnx.ModelProto):
-            return ("onnx", hashlib.sha256(model.SerializeToString()).hexdigest())
+            # hashing a big model costs; do it once per object (kept alive, so ids stay unique)
+            known = self._proto_digests.get(id(model))
+            if known is None or known[0] is not model:
+                known = (model, hashlib.sha256(model.SerializeToString()).hexdigest())
+                self._proto_digests[id(model)] = known
+            return ("onnx", known[1])
         if isinstance(model, (bytes, bytearray)):
             return ("onnx", hashlib.sha256(bytes(model)).hexdigest())
         return ("object", id(model))
