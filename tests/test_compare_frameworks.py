@@ -326,3 +326,21 @@ def test_one_worker_runs_a_model_builds_each_runner_once(pytester):
     builds = [line for line in result.stdout.lines if line.startswith("runners built")]
     assert len(builds) == 1  # one worker ran the whole module
     assert builds[0].endswith("onnxref-fp16 x1, onnxref-fp32 x1, onnxrt-fp32 x1")
+
+
+def test_explicit_inputs_from_a_file(pytester):
+    pytester.makeconftest(CONFTEST)
+    import numpy as np
+
+    np.savez(pytester.path / "feed.npz", x=np.full((3, 8), 0.5, np.float32))
+    pytester.makepyfile(
+        test_model="""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxrt", "onnxref"],
+                                        inputs="feed.npz")
+        def test_model(comparison):
+            assert comparison.outputs["y"].shape == (3, 4)  # the file's batch of 3
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
