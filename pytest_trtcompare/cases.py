@@ -153,6 +153,7 @@ class CaseOutcome:
     reference: dict[str, Any] | None
     feeds: list[Feed]
     problem: str | None = None  # why the item fails without a comparison (missing golden)
+    failing_arrays: tuple[Any, Any] | None = None  # (actual, expected) of the first failure
 
     @property
     def worst(self) -> ComparisonResult:
@@ -229,13 +230,18 @@ class CaseRunner:
             order = getattr(reference, "layer_order", None) or list(expected[0])
             available = set(target.output_names())
             names = [name for name in order if name in available]
-        results = [
-            compare_outputs(target.infer(feed), want, tolerance, names=names)
-            for feed, want in zip(feeds, expected, strict=True)
-        ]
-        if spec.outputs == "all":
-            results = [dataclasses.replace(r, per_layer=True) for r in results]
-        return CaseOutcome(results, target.describe(), reference.describe(), feeds)
+        results, failing = [], None
+        for feed, want in zip(feeds, expected, strict=True):
+            got = target.infer(feed)
+            result = compare_outputs(got, want, tolerance, names=names)
+            if spec.outputs == "all":
+                result = dataclasses.replace(result, per_layer=True)
+            if failing is None and not result.passed:
+                failing = (got, want)  # kept for the failure artifacts
+            results.append(result)
+        return CaseOutcome(
+            results, target.describe(), reference.describe(), feeds, failing_arrays=failing
+        )
 
     def target_outputs(
         self, spec: CompareSpec, case: Case, feeds: list[Feed] | None = None

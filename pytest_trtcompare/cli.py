@@ -60,6 +60,13 @@ def _diff(args: argparse.Namespace) -> int:
     expected = load_reference(Path(args.b), runner=args.runner).outputs
     result = compare_outputs(actual, expected, **fields)
     print(result.report(verbosity=args.verbose))
+    if args.plots and not result.passed:
+        from . import artifacts
+
+        made = artifacts.write(result, actual, expected, Path(args.plots))
+        if made is not None:
+            print()
+            print(made.describe())
     return 0 if result.passed else 1
 
 
@@ -114,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--rule", choices=RULES)
     diff.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
     diff.add_argument("-v", "--verbose", action="count", default=0)
+    diff.add_argument(
+        "--plots", metavar="DIR", help="on a mismatch, write arrays and pictures of it here"
+    )
     diff.set_defaults(run=_diff)
 
     imp = commands.add_parser(

@@ -10,10 +10,12 @@ them from the reports; runner build counts come from workers through `workeroutp
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.metadata
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,40 @@ def record(
     """Add a comparison's records to the item (the summary, the JSON report, JUnit)."""
     records = summary.records(result, _display_id(item), source, target, reference)
     item.user_properties.extend(summary.to_properties(records))
+
+
+_ARTIFACTS = pytest.StashKey[list[Path]]()
+
+
+def artifacts_root(config: pytest.Config) -> Path:
+    """--trtcompare-artifacts, else ini trtcompare_artifacts, else under pytest's basetemp."""
+    option = config.getoption("trtcompare_artifacts")
+    if option:
+        return Path(config.invocation_params.dir / str(option)).resolve()
+    ini = config.getini("trtcompare_artifacts")
+    if ini:
+        return (config.rootpath / str(ini)).resolve()
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        return Path(factory.getbasetemp()) / "trtcompare-artifacts"
+    return Path(config.rootpath) / ".trtcompare-artifacts"
+
+
+def failure_artifacts(
+    item: pytest.Item, result: ComparisonResult, actual: Any, expected: Any
+) -> str:
+    """Write a failing comparison's arrays and pictures; the text to add to its report."""
+    from . import artifacts
+
+    folder = artifacts.folder_for(artifacts_root(item.config), item.nodeid)
+    try:
+        made = artifacts.write(result, actual, expected, folder)
+    except Exception as exc:  # pictures must never hide the comparison's own verdict
+        return f"\n\n(artifacts could not be written to {folder}: {exc})"
+    if made is None:
+        return ""
+    item.stash.setdefault(_ARTIFACTS, []).extend(made.files)
+    return "\n\n" + made.describe()
 
 
 def _display_id(item: pytest.Item) -> str:
@@ -226,7 +262,9 @@ class ComparePlugin:
         result = compare_outputs(
             outputs[0], stored.outputs, self.cases.tolerance(spec, case.precision)
         )
-        return CaseOutcome([result], target.describe(), {"runner": f"golden {path.name}"}, feeds)
+        failing = None if result.passed else (outputs[0], stored.outputs)
+        reference = {"runner": f"golden {path.name}"}
+        return CaseOutcome([result], target.describe(), reference, feeds, failing_arrays=failing)
 
     @pytest.fixture
     def comparison(self, request: pytest.FixtureRequest) -> ComparisonResult:
@@ -275,7 +313,30 @@ class ComparePlugin:
                 f"{outcome.target.get('runner')} vs "
                 f"{(outcome.reference or {}).get('runner')}: {which}"
             )
-            raise OutputMismatchError(header + failing[0].report(), failing[0])
+            extra = ""
+            if outcome.failing_arrays is not None:
+                extra = failure_artifacts(item, failing[0], *outcome.failing_arrays)
+            raise OutputMismatchError(header + failing[0].report() + extra, failing[0])
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """pytest-html, when installed, shows the pictures of a failing test in its row."""
+        report = yield
+        files = item.stash.get(_ARTIFACTS, None)
+        if report.when == "call" and files:
+            try:
+                from pytest_html import extras
+            except ImportError:
+                return report
+            pictures = [
+                extras.png(base64.b64encode(path.read_bytes()).decode(), name=path.name)
+                for path in files
+                if path.suffix == ".png" and path.is_file()
+            ]
+            report.extras = [*getattr(report, "extras", []), *pictures]  # type: ignore[attr-defined]
+        return report
 
     # -- summary -----------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -287,7 +348,10 @@ class ComparePlugin:
         builds = RunnersFixture(self.cases).builds
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         if workeroutput is not None:
-            workeroutput[WORKER_KEY] = {"builds": builds, "descriptions": self.descriptions}
+            # plain JSON types only: execnet refuses e.g. torch's TorchVersion (a str subclass)
+            # and would drop the whole workeroutput
+            payload = {"builds": builds, "descriptions": self.descriptions}
+            workeroutput[WORKER_KEY] = json.loads(json.dumps(payload, default=str))
             return
         if builds:
             self.builds[worker] = builds

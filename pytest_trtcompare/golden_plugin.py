@@ -18,7 +18,15 @@ import pytest
 
 from .compare import ComparisonResult, OutputMismatchError, compare_outputs
 from .errors import FeedError
-from .goldens import GoldenError, GoldenStats, golden_path, iter_goldens, read_golden, write_golden
+from .goldens import (
+    GoldenError,
+    GoldenStats,
+    golden_path,
+    iter_goldens,
+    read_golden,
+    read_header,
+    write_golden,
+)
 from .inputs import synthetic_feed
 from .runners.base import TensorSpec, check_feed
 from .settings import ToleranceSettings
@@ -109,14 +117,27 @@ class GoldenPlugin:
             mine["partial"] = mine["partial"] or state["partial"]
 
     def _find_unused(self, session: pytest.Session) -> None:
+        """A golden is unused when its module ran in full and either its own test ran without
+        using it, or its test function no longer exists. A test that was not collected in
+        this run (another precision or framework selected) never makes a golden unused."""
         if session.shouldstop or session.shouldfail:
             return
         for state in self.modules.values():
             complete = not state["partial"] and all(i in self.passed for i in state["items"])
             if not complete or not state["items"]:
                 continue
+            items = set(state["items"])
+            functions = {_function_id(nodeid) for nodeid in items}
             for path in iter_goldens(Path(state["folder"])):
-                if str(path) not in self.stats.used:
+                if str(path) in self.stats.used:
+                    continue
+                try:
+                    test = read_header(path).get("meta", {}).get("test")
+                except GoldenError:
+                    continue  # a broken golden is reported by the test that reads it
+                if not isinstance(test, str):
+                    continue  # imported goldens name no test: never called unused
+                if test in items or _function_id(test) not in functions:
                     self.unused.append(str(path))
         if self.prune:
             for name in self.unused:
@@ -153,6 +174,11 @@ class GoldenPlugin:
             return str(Path(path).relative_to(self.config.rootpath))
         except ValueError:
             return path
+
+
+def _function_id(nodeid: str) -> str:
+    """'mod.py::TestA::test_x[fp16-bs8]' -> 'mod.py::TestA::test_x'."""
+    return nodeid.split("[", 1)[0]
 
 
 class GoldenFixture:
@@ -260,7 +286,10 @@ class GoldenFixture:
 
         record(self.item, result, "golden", reference=f"golden {path.name}")
         if not result.passed:
+            from .compare_plugin import failure_artifacts
+
+            extra = failure_artifacts(self.item, result, outputs, golden.outputs)
             raise OutputMismatchError(
-                f"{result.report()}\n\ngolden: {self.plugin._show(str(path))}", result
+                f"{result.report()}\n\ngolden: {self.plugin._show(str(path))}{extra}", result
             )
         return result

@@ -14,7 +14,7 @@ import pytest
 
 from . import report
 from .compare import ComparisonResult, OutputMismatchError, compare_outputs
-from .compare_plugin import record
+from .compare_plugin import failure_artifacts, record
 from .errors import RunnerSkip, ToleranceError
 from .settings import ToleranceSettings, parse_precisions, parse_tolerance_table
 from .tolerance import CHECKS, PRECISIONS, ToleranceSpec
@@ -33,12 +33,6 @@ MARKERS = {
     "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
     "shapes": "shapes(*shape_sets): input shape sets, e.g. {'input': (1, 3, 224, 224)}",
 }
-
-#: Options registered now whose features land in later releases: (dest, text for users).
-_NOT_YET = (("trtcompare_artifacts", "failure artifacts"),)
-
-
-_NOT_YET_INI = (("trtcompare_artifacts", "failure artifacts"),)
 
 
 def _precision_list(text: str) -> tuple[str, ...]:
@@ -179,32 +173,6 @@ def _precisions(config: pytest.Config) -> tuple[str, ...]:
         raise pytest.UsageError(f"ini trtcompare_precisions: {exc}") from None
 
 
-def _refuse_features_not_yet_available(config: pytest.Config) -> None:
-    version = importlib.metadata.version("pytest-trtcompare")
-    for dest, feature in _NOT_YET:
-        if config.getoption(dest):
-            flag = next((o for o in _option_flags(config, dest)), "--" + dest.replace("_", "-"))
-            raise pytest.UsageError(
-                f"{flag}: {feature} are not yet available in pytest-trtcompare {version} "
-                f"(see CHANGELOG.md); remove the option"
-            )
-    for ini_key, feature in _NOT_YET_INI:
-        if config.getini(ini_key):
-            raise pytest.UsageError(
-                f"ini {ini_key}: {feature} are not yet available in pytest-trtcompare "
-                f"{version} (see CHANGELOG.md); remove the setting"
-            )
-
-
-def _option_flags(config: pytest.Config, dest: str) -> Iterable[str]:
-    parser = config._parser
-    groups = [*parser._groups, parser._anonymous]
-    for group in groups:
-        for option in group.options:
-            if option.dest == dest:
-                yield option.names()[0]
-
-
 _SETTINGS_KEY = pytest.StashKey[ToleranceSettings]()
 _PRECISIONS_KEY = pytest.StashKey[tuple[str, ...]]()
 _VERBOSITY_KEY = pytest.StashKey[int]()
@@ -217,7 +185,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PRECISIONS_KEY] = _precisions(config)
     config.stash[_VERBOSITY_KEY] = report.default_verbosity
     report.set_default_verbosity(config.option.verbose)
-    _refuse_features_not_yet_available(config)
     from .compare_plugin import ComparePlugin
     from .golden_plugin import GoldenPlugin
 
@@ -281,7 +248,8 @@ def compare(request: pytest.FixtureRequest) -> CompareFixture:
         )
         record(request.node, result, "compare")
         if not result.passed:
-            raise OutputMismatchError(result.report(), result)
+            extra = failure_artifacts(request.node, result, actual, expected)
+            raise OutputMismatchError(result.report() + extra, result)
         return result
 
     return _compare

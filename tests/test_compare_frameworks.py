@@ -344,3 +344,51 @@ def test_explicit_inputs_from_a_file(pytester):
         """
     )
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_goldens_of_unselected_precisions_are_never_unused(pytester, xdist):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_model="""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxrt"], golden=True)
+        @pytest.mark.shapes({"x": (2, 8)})
+        def test_model():
+            pass
+        """
+    )
+    _run(pytester, "--update-goldens", "--trt-precision", "fp32,fp16", *xdist).assert_outcomes(
+        passed=2
+    )
+    pruned = _run(pytester, "--prune-goldens", "--trt-precision", "fp32", *xdist)
+    pruned.stdout.fnmatch_lines(["checked 1, unused 0 (pruned 0)"])
+    assert len(list((pytester.path / "goldens" / "test_model").glob("*.golden"))) == 2
+
+
+def test_worker_output_survives_torch_descriptions(pytester):
+    pytest.importorskip("torch")
+    pytester.makepyfile(
+        helpers="""
+        def identity(feed):
+            return {"output": feed["x"]}
+        """,
+        test_model="""
+        import pytest
+        import torch
+
+        @pytest.mark.compare_frameworks(
+            frameworks=["torch", "callable:helpers:identity"], reference="torch",
+            model=torch.nn.Identity(), options={"torch": {"input_names": ["x"]}},
+        )
+        @pytest.mark.shapes({"x": (3,)})
+        def test_identity():
+            pass
+        """,
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest_subprocess("-n", "2", "--trtcompare-report", "r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["runners built (gw*): *torch-fp32 x1*"])
+    assert "torch-fp32" in (pytester.path / "r.json").read_text()

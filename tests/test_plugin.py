@@ -132,26 +132,6 @@ def test_bad_ini_tolerance_table_names_the_line(pytester):
     result.stderr.fnmatch_lines(["*trtcompare_tolerances line 'fp16: atlo=1e-2'*'atlo=1e-2'*"])
 
 
-@pytest.mark.parametrize(
-    "option",
-    [["--trtcompare-artifacts", "a"]],
-)
-def test_options_of_later_releases_say_not_yet_available(pytester, option):
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest(*option)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{option[0]}*not yet available in pytest-trtcompare*"])
-
-
-@pytest.mark.parametrize("ini_key", ["trtcompare_artifacts"])
-def test_ini_keys_of_later_releases_say_not_yet_available(pytester, ini_key):
-    pytester.makeini(f"[pytest]\n{ini_key} = somewhere\n")
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*ini {ini_key}:*not yet available*"])
-
-
 def test_markers_are_registered(pytester):
     markers = pytester.runpytest("--markers")
     markers.stdout.fnmatch_lines(

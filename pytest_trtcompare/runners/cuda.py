@@ -84,7 +84,7 @@ class PyCudaApi:
     binding = "pycuda"
 
     def __init__(self) -> None:
-        import pycuda.driver as driver  # type: ignore[import-not-found]
+        import pycuda.driver as driver
 
         driver.init()
         self.driver = driver

@@ -72,7 +72,7 @@ def _modelopt_autocast(model: onnx.ModelProto, precision: str) -> onnx.ModelProt
     """ModelOpt AutoCast (`convert_to_mixed_precision`, which reads a file and keeps the
     nodes it finds sensitive in float32); None when its API is not the one we know."""
     try:
-        from modelopt.onnx.autocast import convert_to_mixed_precision  # type: ignore[import-not-found]
+        from modelopt.onnx.autocast import convert_to_mixed_precision
     except ImportError:
         return None
     parameters = inspect.signature(convert_to_mixed_precision).parameters
