@@ -43,6 +43,23 @@ def _ml_dtypes_kind(dtype: np.dtype) -> Kind | None:
         return None
 
 
+def dtype_from_name(name: str) -> np.dtype:
+    """numpy dtype of a name, ml_dtypes' too ('bfloat16', 'float8_e4m3fn'); ValueError if none."""
+    if name == "bfloat16" or name.startswith("float8"):
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ValueError(f"{name} needs ml_dtypes: pip install ml_dtypes") from None
+        if not hasattr(ml_dtypes, name):
+            raise ValueError(f"ml_dtypes has no dtype {name!r}")
+        low_precision: np.dtype = np.dtype(getattr(ml_dtypes, name))
+        return low_precision
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise ValueError(f"unknown dtype {name!r}") from None
+
+
 def dtype_kind(dtype: np.dtype) -> Kind | None:
     """Numeric kind of a dtype, or None when it cannot be compared numerically."""
     if dtype.kind == "b":

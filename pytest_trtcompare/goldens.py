@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .arrays import as_output_mapping
+from .arrays import as_output_mapping, dtype_from_name
 from .atomic import atomic_write, start_writeback
 from .errors import TrtCompareError
 
@@ -86,18 +86,11 @@ def _dtype_text(array: np.ndarray, where: str) -> str:
 
 
 def _dtype_from_text(text: str, source: str) -> np.dtype:
-    if text in _ML_DTYPES:
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise GoldenError(f"{source}: holds {text} arrays; install ml_dtypes") from None
-        low_precision: np.dtype = np.dtype(getattr(ml_dtypes, text))
-        return low_precision
     try:
-        dtype = np.dtype(text)
-    except TypeError:
-        raise GoldenError(f"{source}: unknown dtype {text!r}") from None
-    if dtype.kind not in "biuf" or dtype.hasobject:
+        dtype = dtype_from_name(text)
+    except ValueError as exc:
+        raise GoldenError(f"{source}: {exc}") from None
+    if dtype.name not in _ML_DTYPES and (dtype.kind not in "biuf" or dtype.hasobject):
         raise GoldenError(f"{source}: refuses dtype {text!r} (only bool, integer and float)")
     return dtype
 

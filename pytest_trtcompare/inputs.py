@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, numpy_helper
 
+from .arrays import dtype_from_name
 from .errors import InputDataError
 from .runners.base import TensorSpec, shape_fits
 
@@ -69,17 +70,10 @@ def concrete_shape(spec: TensorSpec, shapes: Mapping[str, Sequence[int]] | None)
 
 
 def _numpy_dtype(name: str) -> np.dtype:
-    if name == "bfloat16" or name.startswith("float8"):
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise InputDataError(f"{name} inputs need ml_dtypes: pip install ml_dtypes") from None
-        low_precision: np.dtype = np.dtype(getattr(ml_dtypes, name))
-        return low_precision
     try:
-        return np.dtype(name)
-    except TypeError:
-        raise InputDataError(f"cannot make synthetic data of dtype {name!r}") from None
+        return dtype_from_name(name)
+    except ValueError as exc:
+        raise InputDataError(f"cannot make synthetic data of dtype {name!r}: {exc}") from None
 
 
 def synthetic_feed(

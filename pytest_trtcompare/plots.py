@@ -33,6 +33,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
 def heatmap_view(abs_error: np.ndarray) -> tuple[np.ndarray, str, str]:
     """(2-D image, y label, x label) of an error array of any rank (documented reduction)."""
     if abs_error.ndim == 0:
@@ -66,10 +73,7 @@ def heatmap(abs_error: np.ndarray, path: Path, title: str) -> Path:
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _save(plt, figure, path)
 
 
 def histogram(
@@ -97,10 +101,7 @@ def histogram(
         axes.set_ylabel("elements")
         axes.set_yscale("log")
     figure.suptitle(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _save(plt, figure, path)
 
 
 def layer_plot(
@@ -128,7 +129,4 @@ def layer_plot(
     axes.set_ylabel("largest error / allowed error")
     axes.set_title(title)
     axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _save(plt, figure, path)
