@@ -48,6 +48,7 @@ class CompareSpec:
     inputs: Any = None
     models: Mapping[str, Any] = field(default_factory=dict)  # framework -> its own model
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    isolate: bool | None = None  # run the runners in worker processes (TensorRT: by default)
 
     @classmethod
     def from_marker(cls, kwargs: Mapping[str, Any], where: str) -> CompareSpec:
@@ -164,8 +165,11 @@ class CaseOutcome:
 class CaseRunner:
     """Runs cases with session-wide caches of runners, feeds and reference outputs."""
 
-    def __init__(self, settings: ToleranceSettings, engine_cache: str | None = None) -> None:
+    def __init__(
+        self, settings: ToleranceSettings, engine_cache: str | None = None, isolate: bool = False
+    ) -> None:
         self.settings = settings
+        self.isolate = isolate
         self.runners = RunnerCache()
         self.engine_cache = engine_cache
         self._feeds: dict[Hashable, list[Feed]] = {}
@@ -173,6 +177,8 @@ class CaseRunner:
 
     def runner(self, spec: CompareSpec, framework: str, precision: str, case: Case) -> Any:
         options = dict(spec.options.get(framework.split(":")[0], {}))
+        if spec.isolate is not None or self.isolate:
+            options.setdefault("isolate", spec.isolate if spec.isolate is not None else True)
         if spec.outputs is not None:
             options.setdefault("outputs", spec.outputs)
         if framework == "trt":

@@ -27,6 +27,7 @@ from .compare import ComparisonResult, OutputMismatchError
 from .errors import TrtCompareError
 from .goldens import GoldenError, read_golden, write_golden
 from .runners import Runner
+from .runners.isolated import RunnerCrashed
 from .settings import ToleranceSettings, parse_precisions
 
 CASE_FIXTURE = "trtcompare_case"
@@ -127,7 +128,9 @@ class ComparePlugin:
             engine_cache = str((config.invocation_params.dir / engine_cache).resolve())
         elif getattr(config, "cache", None) is not None:
             engine_cache = str(config.cache.mkdir("trtcompare-engines"))
-        self.cases = CaseRunner(settings, engine_cache)
+        self.cases = CaseRunner(
+            settings, engine_cache, isolate=bool(config.getoption("trtcompare_isolate"))
+        )
         self.records: list[summary.Record] = []
         self.descriptions: dict[str, Any] = {}
         self.builds: dict[str, dict[str, dict[str, int]]] = {}
@@ -206,9 +209,16 @@ class ComparePlugin:
     def trtcompare_case(self, request: pytest.FixtureRequest) -> CaseOutcome:
         """Runs this item's comparison (or golden write) and keeps the outcome on the item."""
         spec, case = request.param
-        outcome = (
-            self._golden_case(request, spec, case) if spec.golden else self.cases.run(spec, case)
-        )
+        try:
+            outcome = (
+                self._golden_case(request, spec, case)
+                if spec.golden
+                else self.cases.run(spec, case)
+            )
+        except RunnerCrashed as exc:  # this item fails; the session goes on
+            crashed = CaseOutcome([], {}, None, [], problem=str(exc))
+            request.node.stash[_OUTCOME] = crashed
+            return crashed
         request.node.stash[_OUTCOME] = outcome
         if outcome.results:
             record(

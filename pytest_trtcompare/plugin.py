@@ -133,6 +133,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where built TensorRT engines are cached",
     )
+    group.addoption(
+        "--trtcompare-isolate",
+        dest="trtcompare_isolate",
+        action="store_true",
+        help="run every compare_frameworks runner in a worker process, so a crash fails one "
+        "test, not the session (TensorRT always is, unless isolate=False)",
+    )
     parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
     parser.addini(
         "trtcompare_tolerances",

@@ -12,7 +12,7 @@ import importlib.metadata
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import UnknownFrameworkError
+from ..errors import FrameworkUnavailable, UnknownFrameworkError
 from .base import Runner, TensorSpec, check_feed
 
 __all__ = ["Runner", "TensorSpec", "check_feed", "create", "known_runners"]
@@ -55,12 +55,34 @@ def _factory(name: str) -> Callable[..., Runner]:
     )
 
 
-def create(name: str, model: Any = None, precision: str = "fp32", **options: Any) -> Runner:
+def create(
+    name: str,
+    model: Any = None,
+    precision: str = "fp32",
+    *,
+    isolate: bool | None = None,
+    **options: Any,
+) -> Runner:
     """Build the runner `name` for `model` at `precision`.
 
-    Raises FrameworkUnavailable / PrecisionUnsupported (skips under pytest) when this machine
-    cannot run it, UnknownFrameworkError for a name nobody registered.
+    `isolate=True` runs it in a worker process (a crash fails the comparison, not the
+    session; `timeout=` seconds bounds each call). TensorRT is isolated unless
+    `isolate=False`. Raises FrameworkUnavailable / PrecisionUnsupported (skips under pytest)
+    when this machine cannot run it, UnknownFrameworkError for a name nobody registered.
     """
+    if isolate is None:
+        isolate = name == "trt"
+    if isolate:
+        from .isolated import IsolatedRunner
+
+        if name == "trt":  # say so before paying for a worker process
+            from .trt import _NOT_INSTALLED, tensorrt_installed
+
+            if not tensorrt_installed():
+                raise FrameworkUnavailable(_NOT_INSTALLED)
+
+        return IsolatedRunner(name, model, precision, **options)
+    options.pop("timeout", None)
     if name.startswith("callable:"):
         return _factory("callable")(name.removeprefix("callable:"), precision, **options)
     return _factory(name)(model, precision, **options)

@@ -1,0 +1,240 @@
+"""Run a runner in a worker process, so a crash (signal, abort, OOM kill) or a hang fails one
+comparison instead of the whole pytest session.
+
+The worker is started with the "spawn" method and gets the runner's name, model, precision and
+options once. Arrays cross as (dtype, shape, raw bytes), or, above 16 MiB, as `.npy` files in
+a private temp folder; object arrays never cross and nothing is unpickled into an array. The
+worker's stderr goes to a file, whose tail is quoted when it dies. After a crash the next
+call starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import TrtCompareError
+from .base import Runner, TensorSpec
+
+_FILE_THRESHOLD = 16 << 20
+_STDERR_TAIL = 2000
+
+
+class RunnerCrashed(TrtCompareError):
+    """The isolated runner's process died or hung; the message says how, with its stderr."""
+
+
+def _pack(arrays: dict[str, np.ndarray], folder: Path, prefix: str) -> dict[str, Any]:
+    packed: dict[str, Any] = {}
+    for index, (name, value) in enumerate(arrays.items()):
+        array = np.ascontiguousarray(value)
+        if array.dtype.hasobject:
+            raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
+        if array.nbytes > _FILE_THRESHOLD:
+            path = folder / f"{prefix}-{index}.npy"
+            np.save(path, array, allow_pickle=False)
+            packed[name] = ("file", str(path))
+        else:
+            packed[name] = ("bytes", array.dtype.str, array.shape, array.tobytes())
+    return packed
+
+
+def _unpack(packed: dict[str, Any]) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name, item in packed.items():
+        if item[0] == "file":
+            arrays[name] = np.load(item[1], allow_pickle=False)
+        else:
+            _, dtype, shape, data = item
+            arrays[name] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
+    return arrays
+
+
+def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str) -> None:
+    """The worker: build the runner once, then answer infer requests until told to stop."""
+    with open(stderr_path, "ab", buffering=0) as stderr:
+        os.dup2(stderr.fileno(), 2)
+    from . import create
+
+    try:
+        runner = create(spec["name"], spec["model"], spec["precision"], **spec["options"])
+        specs = [(s.name, s.dtype, s.shape) for s in runner.input_specs()]
+        connection.send(("ready", specs, runner.output_names(), runner.describe()))
+    except BaseException as exc:  # the parent re-raises it with its type name
+        connection.send(("error", type(exc).__name__, str(exc)))
+        return
+    calls = 0
+    while True:
+        message = connection.recv()
+        if message[0] == "close":
+            runner.close()
+            return
+        try:
+            outputs = runner.infer(_unpack(message[1]))
+            calls += 1
+            connection.send(("outputs", _pack(outputs, Path(folder), f"out{calls}")))
+        except BaseException as exc:
+            connection.send(("error", type(exc).__name__, str(exc)))
+
+
+class IsolatedRunner(Runner):
+    """The runner `name` built in a worker process (see the module docstring)."""
+
+    framework = "isolated"
+    precisions = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")  # the inner runner decides
+
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        precision: str = "fp32",
+        *,
+        timeout: float | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(precision)
+        self.inner = name
+        self.timeout = timeout
+        self._spec = {
+            "name": name,
+            "model": _sendable(model),
+            "precision": precision,
+            "options": options,
+        }
+        self._folder = Path(tempfile.mkdtemp(prefix="trtcompare-isolated-"))
+        self._stderr = self._folder / "stderr.txt"
+        self._process: Any = None
+        self._connection: Any = None
+        self._start()
+
+    # -- process management ------------------------------------------------------------------
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        self._stderr.write_bytes(b"")
+        self._process = context.Process(
+            target=_serve,
+            args=(child, self._spec, str(self._stderr), str(self._folder)),
+            daemon=True,
+        )
+        self._process.start()
+        child.close()
+        self._connection = parent
+        reply = self._receive("starting")
+        if reply[0] == "error":
+            self._stop()
+            raise _rebuild(reply[1], reply[2])
+        _, specs, self._outputs, self._describe = reply
+        self._specs = [
+            TensorSpec(name, dtype, None if shape is None else tuple(shape))
+            for name, dtype, shape in specs
+        ]
+
+    def _stop(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        self._process = None
+
+    def _crash_text(self, what: str) -> str:
+        code = self._process.exitcode if self._process is not None else None
+        if code is not None and code < 0:
+            how = f"crashed with {signal.Signals(-code).name}"
+        elif code is not None:
+            how = f"exited with status {code}"
+        else:
+            how = what
+        tail = self._stderr.read_bytes()[-_STDERR_TAIL:].decode(errors="replace").strip()
+        text = f"runner {self.name} {how}"
+        return f"{text}; the end of its stderr:\n{tail}" if tail else text
+
+    def _receive(self, doing: str) -> Any:
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            if self._connection.poll(0.05):
+                try:
+                    return self._connection.recv()
+                except (EOFError, OSError):
+                    break
+            if not self._process.is_alive():
+                time.sleep(0.05)  # let a last message or stderr line land
+                if self._connection.poll(0):
+                    try:
+                        return self._connection.recv()
+                    except (EOFError, OSError):
+                        pass
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                self._stop()
+                text = self._crash_text("")
+                raise RunnerCrashed(
+                    f"runner {self.name} timed out after {self.timeout:g} s while {doing}"
+                    + (text.split(";", 1)[1] if ";" in text else "")
+                )
+        self._process.join(5)
+        text = self._crash_text("died")
+        self._process = None
+        raise RunnerCrashed(text)
+
+    # -- runner protocol ---------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.inner}-{self.precision}"
+
+    def input_specs(self) -> list[TensorSpec]:
+        return list(self._specs)
+
+    def output_names(self) -> list[str]:
+        return list(self._outputs)
+
+    def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._process is None or not self._process.is_alive():
+            self._start()  # a fresh worker after a crash
+        self._connection.send(("infer", _pack(feed, self._folder, "in")))
+        reply = self._receive("running")
+        if reply[0] == "error":
+            raise _rebuild(reply[1], reply[2])
+        return _unpack(reply[1])
+
+    def describe(self) -> dict[str, Any]:
+        return {**self._describe, "isolated": True}
+
+    def close(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            try:
+                self._connection.send(("close",))
+                self._process.join(5)
+            except (OSError, BrokenPipeError):
+                pass
+        self._stop()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _sendable(model: Any) -> Any:
+    """ModelProto as bytes (cheaper and version-proof); the rest is sent as it is."""
+    import onnx
+
+    return model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+
+
+def _rebuild(type_name: str, text: str) -> Exception:
+    """The worker's exception, as the same pytest-trtcompare error type where there is one."""
+    from .. import errors
+
+    error_type = getattr(errors, type_name, None)
+    if isinstance(error_type, type) and issubclass(error_type, Exception):
+        return error_type(text)
+    return TrtCompareError(f"{type_name} in the isolated runner: {text}")
