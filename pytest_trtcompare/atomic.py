@@ -17,7 +17,10 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     a part; on any error (or interrupt) the temp file is removed and the old file stays."""
     path = Path(path)
     mode = _mode_for(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the writer's pid in the name: a temp file left by a killed process can be recognised
+    fd, temp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
     try:
         with contextlib.suppress(OSError, AttributeError):  # mkstemp makes 0600 files
             os.fchmod(fd, mode)
@@ -66,6 +69,32 @@ def start_writeback(handle: BinaryIO, start: int, length: int) -> None:
     if _WRITEBACK:
         handle.flush()
         _WRITEBACK(handle.fileno(), start, length, _SYNC_FILE_RANGE_WRITE)
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Delete temp files of writers that no longer run (a SIGKILL leaves them behind)."""
+    removed = []
+    for temp in Path(folder).glob(".*.tmp"):
+        try:
+            pid = int(temp.name[: -len(".tmp")].rsplit(".", 2)[-2])
+        except (ValueError, IndexError):
+            continue
+        if _alive(pid):
+            continue  # another process (an xdist worker) is writing it right now
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+            removed.append(temp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from .atomic import remove_stale_temps
 from .compare import ComparisonResult, OutputMismatchError, compare_outputs
 from .errors import FeedError
 from .goldens import (
@@ -120,6 +121,8 @@ class GoldenPlugin:
         """A golden is unused when its module ran in full and either its own test ran without
         using it, or its test function no longer exists. A test that was not collected in
         this run (another precision or framework selected) never makes a golden unused."""
+        for state in self.modules.values():
+            remove_stale_temps(Path(state["folder"]))  # left behind by killed runs
         if session.shouldstop or session.shouldfail:
             return
         for state in self.modules.values():

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .arrays import as_output_mapping, dtype_from_name
-from .atomic import atomic_write, start_writeback
+from .atomic import atomic_write, remove_stale_temps, start_writeback
 from .errors import TrtCompareError
 
 MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN\n"
@@ -262,6 +262,7 @@ def write_golden(
         return "unchanged"
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent)
     with _lock(path):
 
         def write(handle: BinaryIO) -> None:
