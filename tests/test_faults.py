@@ -10,7 +10,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 from pytest_trtcompare.goldens import read_golden
 
