@@ -90,9 +90,13 @@ def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
     for key, value in properties:
         if key == PROPERTY:
             data = json.loads(value)
-            data["margin"] = float(data["margin"])
+            for name in _NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
+                data[name] = float(data[name])
             found.append(Record(**data))
     return found
+
+
+_NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol")
 
 
 def _json_number(value: float) -> float | str:
