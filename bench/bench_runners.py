@@ -102,6 +102,21 @@ def measure(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, floa
     return min(bare), min(ours)
 
 
+def isolation(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, float]:
+    """Per call: in-process runner vs the same runner in a worker process (isolate=True)."""
+    inside = runners.create("onnxrt", model)
+    outside = runners.create("onnxrt", model, isolate=True)
+    for _ in range(50):
+        inside.infer(feed)
+        outside.infer(feed)
+    local, isolated = [], []
+    for _ in range(ROUNDS):
+        local.append(_best(lambda: inside.infer(feed), calls))
+        isolated.append(_best(lambda: outside.infer(feed), calls))
+    outside.close()
+    return min(local), min(isolated)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
@@ -121,6 +136,15 @@ def main() -> None:
         rows.append({"model": label, "bare_us": bare * 1e6, "runner_us": ours * 1e6})
         print(
             f"| {label} | {bare * 1e6:.1f} | {ours * 1e6:.1f} | {100 * (ours / bare - 1):+.1f}% |"
+        )
+    print("\n| model | runner.infer (µs) | isolate=True (µs) | added per call (µs) |")
+    print("|---|---:|---:|---:|")
+    for label, (model, feed) in cases.items():
+        local, isolated = isolation(model, feed, max(100, args.calls // 10))
+        rows.append({"model": label, "isolated_us": isolated * 1e6, "local_us": local * 1e6})
+        print(
+            f"| {label} | {local * 1e6:.1f} | {isolated * 1e6:.1f} | "
+            f"{(isolated - local) * 1e6:.1f} |"
         )
     print(f"\nmachine: {platform.machine()}, onnxruntime {ort.__version__}")
     if args.json:
