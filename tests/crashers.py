@@ -37,3 +37,10 @@ def crash_on_negative(feed):
     if float(np.asarray(feed["x"]).min()) < 0:
         ctypes.string_at(0)
     return {"y": feed["x"] + 1}
+
+
+def killed(feed):
+    """What the OOM killer does to a process."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)

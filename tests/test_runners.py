@@ -241,3 +241,10 @@ def test_runner_cache_builds_each_runner_once(chain, tmp_path):
     assert cache.get("onnxrt", path, "fp16") is not first
     assert cache.builds == {("onnxrt", "fp32"): 1, ("onnxrt", "fp16"): 1}
     cache.close()
+
+
+def test_an_ir_version_onnxruntime_lacks_gets_a_hint():
+    model = layer_chain()
+    model.ir_version = 99
+    with pytest.raises(ModelLoadError, match=r"save it with an older ir_version"):
+        runners.create("onnxrt", model)
