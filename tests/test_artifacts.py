@@ -9,7 +9,7 @@ from pytest_trtcompare import compare_outputs, plots
 from pytest_trtcompare.artifacts import write
 from pytest_trtcompare.cli import main
 
-XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+from .pytester_helpers import XDIST, run
 
 
 def _drifted_block():
@@ -105,8 +105,7 @@ def test_drift(compare, case):
 def test_failing_items_name_their_own_artifact_folder(pytester, xdist):
     pytest.importorskip("matplotlib")
     pytester.makepyfile(test_drift=FAILING)
-    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
-    result = run("--trtcompare-artifacts", "arts", *xdist)
+    result = run(pytester, "--trtcompare-artifacts", "arts", *xdist)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         ["*artifacts: *arts/test_drift.py__test_drift*a*", "*fmap.heatmap.png*"]

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+from .pytester_helpers import XDIST, run
 
 CONFTEST = """
 import numpy as np
@@ -50,17 +50,11 @@ def _outcome(result, nodeid):
     return None
 
 
-def _run(pytester, *args):
-    if "-n" in args:
-        return pytester.runpytest_subprocess(*args)
-    return pytester.runpytest(*args)
-
-
 @pytest.mark.parametrize("xdist", XDIST)
 def test_new_user_project_four_items_summary_and_report(pytester, xdist):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_model=NEW_USER_TEST)
-    result = _run(
+    result = run(
         pytester,
         "--trt-precision",
         "fp32,fp16",
@@ -114,7 +108,7 @@ def test_failing_target_reports_and_leads_the_summary(pytester, xdist):
             pass
         """
     )
-    result = _run(pytester, "--trt-precision", "fp32,bf16", *xdist)
+    result = run(pytester, "--trt-precision", "fp32,bf16", *xdist)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -217,11 +211,11 @@ def test_golden_mode(pytester, xdist):
             pass
         """
     )
-    _run(pytester, *xdist).assert_outcomes(failed=2)
-    created = _run(pytester, "--update-goldens", *xdist)
+    run(pytester, *xdist).assert_outcomes(failed=2)
+    created = run(pytester, "--update-goldens", *xdist)
     created.assert_outcomes(passed=2)
     created.stdout.fnmatch_lines(["*created 2*"])
-    again = _run(pytester, "--trtcompare-report", "r.json", *xdist)
+    again = run(pytester, "--trtcompare-report", "r.json", *xdist)
     again.assert_outcomes(passed=2)
     report = json.loads((pytester.path / "r.json").read_text())
     assert {entry["reference"] for entry in report["outputs"]} == {
@@ -291,9 +285,9 @@ def test_ini_tolerances_and_command_line_precedence(pytester, xdist):
     pytester.makeconftest(CONFTEST)
     pytester.makeini("[pytest]\ntrtcompare_tolerances =\n    bf16: atol=1e-7 rtol=1e-7\n")
     pytester.makepyfile(test_model=NEW_USER_TEST)
-    strict = _run(pytester, "--trt-precision", "bf16", *xdist)
+    strict = run(pytester, "--trt-precision", "bf16", *xdist)
     strict.assert_outcomes(failed=2)  # the ini's bf16 tolerance is far too tight
-    loose = _run(pytester, "--trt-precision", "bf16", "--trt-atol", "0.1", *xdist)
+    loose = run(pytester, "--trt-precision", "bf16", "--trt-atol", "0.1", *xdist)
     loose.assert_outcomes(passed=2)  # the command line wins
 
 
@@ -359,10 +353,10 @@ def test_goldens_of_unselected_precisions_are_never_unused(pytester, xdist):
             pass
         """
     )
-    _run(pytester, "--update-goldens", "--trt-precision", "fp32,fp16", *xdist).assert_outcomes(
+    run(pytester, "--update-goldens", "--trt-precision", "fp32,fp16", *xdist).assert_outcomes(
         passed=2
     )
-    pruned = _run(pytester, "--prune-goldens", "--trt-precision", "fp32", *xdist)
+    pruned = run(pytester, "--prune-goldens", "--trt-precision", "fp32", *xdist)
     pruned.stdout.fnmatch_lines(["checked 1, unused 0 (pruned 0)"])
     assert len(list((pytester.path / "goldens" / "test_model").glob("*.golden"))) == 2
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+from .pytester_helpers import XDIST, run
 
 GOLDEN_TESTS = """
 import os
@@ -31,12 +31,6 @@ def test_two_goldens(golden):
 """
 
 
-def _run(pytester, *args):
-    if "-n" in args:
-        return pytester.runpytest_subprocess(*args)
-    return pytester.runpytest(*args)
-
-
 def _goldens(pytester):
     folder = pytester.path / "goldens" / "test_golden_flow"
     return sorted(p.name for p in folder.glob("*.golden")) if folder.is_dir() else []
@@ -50,7 +44,7 @@ def _snapshot(pytester):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    missing = _run(pytester, *xdist)
+    missing = run(pytester, *xdist)
     missing.assert_outcomes(failed=4)
     missing.stdout.fnmatch_lines(
         [
@@ -61,7 +55,7 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     )
     assert _goldens(pytester) == []  # a missing golden writes nothing
 
-    created = _run(pytester, "--update-goldens", *xdist)
+    created = run(pytester, "--update-goldens", *xdist)
     created.assert_outcomes(passed=4)
     created.stdout.fnmatch_lines(["*goldens*", "created 5, updated 0, unchanged 0, unused 0"])
     names = _goldens(pytester)
@@ -71,13 +65,13 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     before = _snapshot(pytester)
     assert not [n for n in before if n.endswith(".tmp") or n.startswith(".")]
 
-    _run(pytester, *xdist).assert_outcomes(passed=4)
-    again = _run(pytester, "--update-goldens", *xdist)
+    run(pytester, *xdist).assert_outcomes(passed=4)
+    again = run(pytester, "--update-goldens", *xdist)
     again.stdout.fnmatch_lines(["created 0, updated 0, unchanged 5, unused 0"])
     assert _snapshot(pytester) == before  # byte-identical on regeneration
 
     monkeypatch.setenv("DRIFT", "0.01")
-    drift = _run(pytester, *xdist)
+    drift = run(pytester, *xdist)
     drift.assert_outcomes(passed=1, failed=3)
     drift.stdout.fnmatch_lines(
         [
@@ -87,21 +81,21 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
         ]
     )
     assert _snapshot(pytester) == before  # a failing comparison never touches the golden
-    refreshed = _run(pytester, "--update-goldens", *xdist)
+    refreshed = run(pytester, "--update-goldens", *xdist)
     refreshed.stdout.fnmatch_lines(["created 0, updated 3, unchanged 2, unused 0"])
 
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    _run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
     folder = pytester.path / "goldens" / "test_golden_flow"
     (folder / "test_removed_long_ago.golden").write_bytes(
         (folder / "test_two_goldens.first.golden").read_bytes()
     )
-    partial = _run(pytester, "-k", "two_goldens", *xdist)  # -k: nothing can be called unused
+    partial = run(pytester, "-k", "two_goldens", *xdist)  # -k: nothing can be called unused
     partial.stdout.fnmatch_lines(["checked 2, unused 0"])
-    full = _run(pytester, *xdist)
+    full = run(pytester, *xdist)
     full.stdout.fnmatch_lines(
         [
             "*unused 1*",
@@ -109,7 +103,7 @@ def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist
             "*--prune-goldens*",
         ]
     )
-    pruned = _run(pytester, "--prune-goldens", *xdist)
+    pruned = run(pytester, "--prune-goldens", *xdist)
     pruned.stdout.fnmatch_lines(["*unused 1 (pruned 1)*"])
     assert not (folder / "test_removed_long_ago.golden").exists()
     assert len(_goldens(pytester)) == 5
@@ -127,10 +121,10 @@ def test_stored_inputs_are_reused(pytester, xdist):
             golden.check({"y": feed["x"] * 2})
         """
     )
-    _run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
     test = pytester.path / "test_golden_flow.py"
     test.write_text(test.read_text().replace("seed=7", "seed=8"))  # stored inputs win
-    _run(pytester, *xdist).assert_outcomes(passed=1)
+    run(pytester, *xdist).assert_outcomes(passed=1)
 
 
 def test_goldens_dir_option_and_ini(pytester):
@@ -145,10 +139,10 @@ def test_goldens_dir_option_and_ini(pytester):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    _run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
     broken = pytester.path / "goldens" / "test_golden_flow" / "test_two_goldens.first.golden"
     broken.write_bytes(broken.read_bytes()[:-8])
-    result = _run(pytester, *xdist)
+    result = run(pytester, *xdist)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [

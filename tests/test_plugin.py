@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+from .pytester_helpers import XDIST, run
 
 COMPARE_TESTS = """
 import numpy as np
@@ -20,16 +20,10 @@ def test_drifted(compare):
 """
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    if "-n" in args:
-        return pytester.runpytest_subprocess(*args)
-    return pytester.runpytest(*args)
-
-
 @pytest.mark.parametrize("xdist", XDIST)
 def test_compare_fixture_reports_drift(pytester, xdist):
     pytester.makepyfile(COMPARE_TESTS)
-    result = _run(pytester, "--strict-markers", *xdist)
+    result = run(pytester, "--strict-markers", *xdist)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -45,7 +39,7 @@ def test_compare_fixture_reports_drift(pytester, xdist):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_report_survives_assert_plain(pytester, xdist):
     pytester.makepyfile(COMPARE_TESTS)
-    result = _run(pytester, "--assert=plain", *xdist)
+    result = run(pytester, "--assert=plain", *xdist)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*worst elements:*", "*error histogram*"])
 
@@ -53,16 +47,16 @@ def test_report_survives_assert_plain(pytester, xdist):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_verbose_flag_gives_the_fuller_report(pytester, xdist):
     pytester.makepyfile(COMPARE_TESTS)
-    quiet = _run(pytester, *xdist)
+    quiet = run(pytester, *xdist)
     assert "rel error: mean" not in quiet.stdout.str()
-    verbose = _run(pytester, "-v", *xdist)
+    verbose = run(pytester, "-v", *xdist)
     verbose.stdout.fnmatch_lines(["*rel error: mean*"])
 
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_command_line_tolerance_overrides_the_call(pytester, xdist):
     pytester.makepyfile(COMPARE_TESTS)
-    result = _run(pytester, "--trt-atol", "0.1", *xdist)
+    result = run(pytester, "--trt-atol", "0.1", *xdist)
     result.assert_outcomes(passed=2)
 
 
@@ -208,7 +202,7 @@ def test_runs():
 @pytest.mark.parametrize("xdist", XDIST)
 def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
     pytester.makepyfile(RUNNER_SKIPS)
-    result = _run(pytester, "-rs", *xdist)
+    result = run(pytester, "-rs", *xdist)
     result.assert_outcomes(passed=1, skipped=3)
     result.stdout.fnmatch_lines_random(
         [
