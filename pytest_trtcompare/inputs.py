@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto, numpy_helper
 
 from .arrays import dtype_from_name
 from .errors import InputDataError
@@ -135,7 +134,9 @@ def _load_polygraphy(path: Path) -> list[Feed]:
     return feeds
 
 
-def _read_tensor(path: Path) -> TensorProto:
+def _read_tensor(path: Path) -> Any:
+    from onnx import TensorProto  # onnx only when test data is read (pytest start-up)
+
     tensor = TensorProto()
     try:
         tensor.ParseFromString(path.read_bytes())
@@ -151,6 +152,8 @@ def load_onnx_test_data(
 
     Tensors are named by their TensorProto name, else by `names` (the model's inputs) in order.
     """
+    from onnx import numpy_helper  # onnx only when test data is read (pytest start-up)
+
     sets = sorted(p for p in directory.glob("test_data_set_*") if p.is_dir()) or [directory]
     feeds = []
     for data_set in sets:

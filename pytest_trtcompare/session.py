@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 
 from . import runners
 from .compare import ComparisonResult, compare_outputs
@@ -44,7 +43,7 @@ class RunnerCache:
     def __init__(self) -> None:
         self._runners: dict[Hashable, Runner] = {}
         self._digests: dict[tuple[str, float, int], str] = {}
-        self._proto_digests: dict[int, tuple[onnx.ModelProto, str]] = {}  # id -> (proto, digest)
+        self._proto_digests: dict[int, tuple[Any, str]] = {}  # id -> (ModelProto, digest)
         self.builds: Counter[tuple[str, str]] = Counter()
         self.models: dict[tuple[str, str], set[Hashable]] = {}  # distinct models per runner kind
 
@@ -58,7 +57,7 @@ class RunnerCache:
             if file_key not in self._digests:
                 self._digests[file_key] = hashlib.sha256(path.read_bytes()).hexdigest()
             return ("onnx", self._digests[file_key])
-        if isinstance(model, onnx.ModelProto):
+        if type(model).__name__ == "ModelProto" and hasattr(model, "SerializeToString"):
             # hashing a big model costs; do it once per object (kept alive, so ids stay unique)
             known = self._proto_digests.get(id(model))
             if known is None or known[0] is not model:
