@@ -23,12 +23,6 @@ from .session import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
 from .tolerance import PRECISIONS
 
-_RUNNER_MODULES = {
-    "onnxrt": ("fp32", "fp16", "bf16"),
-    "onnxref": ("fp32", "fp16", "bf16"),
-    "torch": ("fp32", "tf32", "fp16", "bf16"),
-    "trt": ("fp32", "tf32", "fp16", "bf16", "int8", "fp8"),
-}
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
 
@@ -94,8 +88,17 @@ class CompareSpec:
 
 
 def supported_precisions(framework: str) -> tuple[str, ...]:
-    """Precisions a framework's runner can run (all for callables and unknown runners)."""
-    return _RUNNER_MODULES.get(framework, PRECISIONS)
+    """The precisions the framework's runner class declares (all of them for an unknown
+    runner: creating it will skip with the known names)."""
+    from . import runners
+    from .errors import UnknownFrameworkError
+
+    try:
+        factory = runners.runner_factory(framework)
+    except UnknownFrameworkError:
+        return PRECISIONS
+    declared = getattr(factory, "precisions", None)
+    return tuple(declared) if declared else PRECISIONS
 
 
 def shape_set_ids(shape_sets: Sequence[Mapping[str, Sequence[int]]]) -> list[str]:

@@ -262,10 +262,7 @@ class ComparePlugin:
             return CaseOutcome([], target.describe(), None, feeds)
         goldens.stats.used.add(str(path))
         if stored is None:
-            problem = (
-                f"golden {goldens._show(str(path))} does not exist (nothing was written); "
-                f"create it with:\n  pytest --update-goldens {request.node.nodeid}"
-            )
+            problem = goldens.missing_message(path, request.node.nodeid)
             return CaseOutcome([], target.describe(), None, feeds, problem)
         from .compare import compare_outputs
 

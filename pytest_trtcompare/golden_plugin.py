@@ -172,6 +172,12 @@ class GoldenPlugin:
         if self.unused and not self.prune:
             write("  (delete unused goldens with --prune-goldens)")
 
+    def missing_message(self, path: Path, nodeid: str) -> str:
+        return (
+            f"golden {self._show(str(path))} does not exist (nothing was written); "
+            f"create it with:\n  pytest --update-goldens {nodeid}"
+        )
+
     def _show(self, path: str) -> str:
         try:
             return str(Path(path).relative_to(self.config.rootpath))
@@ -278,11 +284,7 @@ class GoldenFixture:
             self.plugin.stats.record(outcome, path)
             return None
         if not path.exists():
-            pytest.fail(
-                f"golden {self.plugin._show(str(path))} does not exist (nothing was written); "
-                f"create it with:\n  pytest --update-goldens {self.item.nodeid}",
-                pytrace=False,
-            )
+            pytest.fail(self.plugin.missing_message(path, self.item.nodeid), pytrace=False)
         golden = self._load(path)
         result = compare_outputs(outputs, golden.outputs, {"": table.default, **table.per_output})
         from .compare_plugin import record

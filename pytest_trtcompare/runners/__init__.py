@@ -42,7 +42,7 @@ def known_runners() -> dict[str, str]:
     return names
 
 
-def _factory(name: str) -> Callable[..., Runner]:
+def runner_factory(name: str) -> Callable[..., Runner]:
     if name in _BUILTIN:
         return _load(_BUILTIN[name])
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -84,5 +84,5 @@ def create(
         return IsolatedRunner(name, model, precision, **options)
     options.pop("timeout", None)
     if name.startswith("callable:"):
-        return _factory("callable")(name.removeprefix("callable:"), precision, **options)
-    return _factory(name)(model, precision, **options)
+        return runner_factory("callable")(name.removeprefix("callable:"), precision, **options)
+    return runner_factory(name)(model, precision, **options)
