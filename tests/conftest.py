@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 
 from hypothesis import HealthCheck, settings
@@ -11,3 +13,10 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("default")
+
+# pytester's in-process runs (runpytest) drop the modules first imported inside them when they
+# end, and native extensions cannot load twice in one process (onnx aborts it; onnxruntime and
+# torch raise). The plugin imports these lazily, so load them once here, in the outer process.
+for _name in ("onnx", "onnxruntime", "torch"):
+    if importlib.util.find_spec(_name) is not None:
+        importlib.import_module(_name)
