@@ -11,6 +11,7 @@ them from the reports; runner build counts come from workers through `workeroutp
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -25,7 +26,6 @@ from . import summary
 from .cases import Case, CaseOutcome, CaseRunner, CompareSpec, expand
 from .compare import ComparisonResult, OutputMismatchError
 from .errors import TrtCompareError
-from .goldens import GoldenError, read_golden, write_golden
 from .runners import Runner
 from .runners.isolated import RunnerCrashed
 from .settings import ToleranceSettings, parse_precisions
@@ -241,34 +241,27 @@ class ComparePlugin:
         goldens = self.config.pluginmanager.get_plugin("trtcompare-goldens")
         assert isinstance(goldens, GoldenPlugin)
         path = GoldenFixture(goldens, request.node).path()
-        stored = None
-        if path.exists():
-            try:
-                stored = read_golden(path)
-            except GoldenError as exc:
-                pytest.fail(str(exc), pytrace=False)
+        stored = goldens.stored(path, request.node.nodeid)
         feeds = [stored.inputs] if stored is not None and stored.inputs else None
         target, feeds, outputs = self.cases.target_outputs(spec, case, feeds)
+        tolerance = self.cases.tolerance(spec, case.precision)
         if goldens.update:
             meta = {
-                "test": request.node.nodeid,
                 "precision": case.precision,
+                "tolerance": dataclasses.asdict(tolerance[""]),
                 "runner": target.describe(),
                 "seed": spec.seed,
                 "shapes": {k: list(v) for k, v in (case.shapes or {}).items()},
             }
-            goldens.stats.record(write_golden(path, outputs[0], feeds[0], meta), path)
-            goldens.stats.used.add(str(path))
-            return CaseOutcome([], target.describe(), None, feeds)
+            problem = goldens.write(request.node, path, outputs[0], feeds[0], meta)
+            return CaseOutcome([], target.describe(), None, feeds, problem)
         goldens.stats.used.add(str(path))
         if stored is None:
             problem = goldens.missing_message(path, request.node.nodeid)
             return CaseOutcome([], target.describe(), None, feeds, problem)
         from .compare import compare_outputs
 
-        result = compare_outputs(
-            outputs[0], stored.outputs, self.cases.tolerance(spec, case.precision)
-        )
+        result = compare_outputs(outputs[0], stored.outputs, tolerance)
         failing = None if result.passed else (outputs[0], stored.outputs)
         reference = {"runner": f"golden {path.name}"}
         return CaseOutcome([result], target.describe(), reference, feeds, failing_arrays=failing)

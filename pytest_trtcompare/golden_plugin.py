@@ -20,6 +20,7 @@ from .atomic import remove_stale_temps
 from .compare import ComparisonResult, OutputMismatchError, compare_outputs
 from .errors import FeedError
 from .goldens import (
+    Golden,
     GoldenError,
     GoldenStats,
     golden_path,
@@ -172,6 +173,38 @@ class GoldenPlugin:
         if self.unused and not self.prune:
             write("  (delete unused goldens with --prune-goldens)")
 
+    def write(
+        self, item: pytest.Item, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]
+    ) -> str | None:
+        """Write (or find unchanged) one golden; the message to fail the test with when the
+        write failed (the old golden is kept)."""
+        full_meta = {
+            "test": item.nodeid,
+            "plugin_version": importlib.metadata.version("pytest-trtcompare"),
+            **meta,
+        }
+        try:
+            outcome = write_golden(path, outputs, inputs, full_meta)
+        except (GoldenError, OSError) as exc:
+            return f"cannot write golden {path}: {exc} (the old golden is kept)"
+        self.stats.record(outcome, path)
+        self.stats.used.add(str(path))
+        return None
+
+    def stored(self, path: Path, nodeid: str) -> Golden | None:
+        """The golden at `path`; None when there is none, or when it is unreadable and
+        --update-goldens is about to replace it. Otherwise an unreadable golden fails the
+        test with the file named and the command that regenerates it."""
+        if not path.exists():
+            return None
+        try:
+            return read_golden(path)
+        except GoldenError as exc:
+            problem = f"{exc}\n(regenerate it with: pytest --update-goldens {nodeid})"
+        if self.update:
+            return None
+        pytest.fail(problem, pytrace=False)
+
     def missing_message(self, path: Path, nodeid: str) -> str:
         return (
             f"golden {self._show(str(path))} does not exist (nothing was written); "
@@ -206,15 +239,6 @@ class GoldenFixture:
         except GoldenError as exc:
             pytest.fail(str(exc), pytrace=False)
 
-    def _load(self, path: Path) -> Any:
-        try:
-            return read_golden(path)
-        except GoldenError as exc:
-            pytest.fail(
-                f"{exc}\n(regenerate it with: pytest --update-goldens {self.item.nodeid})",
-                pytrace=False,
-            )
-
     def inputs(
         self,
         runner_or_specs: Any,
@@ -233,11 +257,11 @@ class GoldenFixture:
         )
         path = self.path(name)
         feed = None
-        if path.exists():
-            stored = self._load(path).inputs
+        golden = self.plugin.stored(path, self.item.nodeid)
+        if golden is not None:
             try:
-                check_feed(specs, stored, "golden inputs")
-                feed = stored
+                check_feed(specs, golden.inputs, "golden inputs")
+                feed = golden.inputs
             except FeedError:
                 feed = None  # the model's inputs changed: make new ones (stored on update)
         if feed is None:
@@ -268,24 +292,19 @@ class GoldenFixture:
         table = self.plugin.settings.resolve(precision, tolerance, **fields)
         if self.plugin.update:
             meta = {
-                "test": self.item.nodeid,
                 "name": name,
-                "plugin_version": importlib.metadata.version("pytest-trtcompare"),
                 "precision": precision,
                 "tolerance": dataclasses.asdict(table.default),
                 **self._meta.get(name, {}),
             }
-            try:
-                outcome = write_golden(path, outputs, self._inputs.get(name, {}), meta)
-            except (GoldenError, OSError) as exc:
-                pytest.fail(
-                    f"cannot write golden {path}: {exc} (the old golden is kept)", pytrace=False
-                )
-            self.plugin.stats.record(outcome, path)
+            problem = self.plugin.write(self.item, path, outputs, self._inputs.get(name, {}), meta)
+            if problem:
+                pytest.fail(problem, pytrace=False)
             return None
         if not path.exists():
             pytest.fail(self.plugin.missing_message(path, self.item.nodeid), pytrace=False)
-        golden = self._load(path)
+        golden = self.plugin.stored(path, self.item.nodeid)
+        assert golden is not None  # it exists, and unreadable ones fail outside update mode
         result = compare_outputs(outputs, golden.outputs, {"": table.default, **table.per_output})
         from .compare_plugin import record
 

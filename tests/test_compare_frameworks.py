@@ -386,3 +386,49 @@ def test_worker_output_survives_torch_descriptions(pytester):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["runners built (gw*): *torch-fp32 x1*"])
     assert "torch-fp32" in (pytester.path / "r.json").read_text()
+
+
+def test_golden_mode_metadata_and_a_full_disk(pytester):
+    from pytest_trtcompare.goldens import read_header
+
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_model="""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxrt"], golden=True)
+        @pytest.mark.shapes({"x": (20000, 8)})
+        def test_model():
+            pass
+        """
+    )
+    run(pytester, "--update-goldens").assert_outcomes(passed=1)
+    (path,) = list(pytester.path.rglob("*.golden"))
+    meta = read_header(path)["meta"]
+    assert meta["plugin_version"] and meta["tolerance"]["atol"] == 1e-5
+    assert meta["test"] == "test_model.py::test_model[onnxrt-fp32-bs20000]"
+    before = path.read_bytes()
+    path.write_bytes(before[:-64])  # truncated: the error says to regenerate it, so that works
+    run(pytester, "--update-goldens").assert_outcomes(passed=1)
+    assert path.read_bytes() == before
+    pytester.makeconftest(
+        CONFTEST
+        + """
+import resource, signal
+import onnx
+from onnx import numpy_helper
+
+def pytest_sessionstart(session):
+    model = onnx.load("model.onnx")  # new weights: the update has something to write
+    weight = model.graph.initializer[0]
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 2, "W"))
+    onnx.save(model, "model.onnx")
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))  # a full disk
+"""
+    )
+    result = pytester.runpytest_subprocess("--update-goldens")  # the rlimit must not reach us
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*cannot write golden*File too large (the old golden is kept)*"])
+    assert path.read_bytes() == before and "INTERNALERROR" not in result.stdout.str()
+    assert "During handling" not in result.stdout.str()  # one message, no chained traceback

@@ -151,3 +151,14 @@ def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
         ]
     )
     assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_update_regenerates_an_unreadable_golden(pytester):
+    pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
+    run(pytester, "--update-goldens").assert_outcomes(passed=4)
+    broken = pytester.path / "goldens" / "test_golden_flow" / "test_model[bs-1].golden"
+    good = broken.read_bytes()
+    broken.write_bytes(good[: len(good) // 2])
+    run(pytester).assert_outcomes(passed=3, failed=1)  # names the file and the command
+    run(pytester, "--update-goldens").assert_outcomes(passed=4)  # and the command works
+    assert broken.read_bytes() == good
