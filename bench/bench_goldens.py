@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_trtcompare.goldens import read_golden, write_golden
+from pytest_trtcompare.goldens.store import read_golden, write_golden
 
 MiB = 1024 * 1024
 REPEATS = 3

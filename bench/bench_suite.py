@@ -83,7 +83,7 @@ import time
 import numpy as np
 from benchmodels import cnn
 from pytest_trtcompare import runners
-from pytest_trtcompare.session import make_feeds
+from pytest_trtcompare.session.runs import make_feeds
 
 model = cnn()
 reference = runners.create("onnxrt", model)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_trtcompare import runners
-from pytest_trtcompare.session import compare_layers, make_feeds
+from pytest_trtcompare.session.runs import compare_layers, make_feeds
 
 from .models import mlp_model
 

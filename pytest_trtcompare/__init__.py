@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .compare import (
+from .engine.compare import (
     ComparisonResult,
     ElementError,
     OutputComparison,
@@ -10,8 +10,8 @@ from .compare import (
     assert_outputs_close,
     compare_outputs,
 )
+from .engine.tolerance import Tolerance
 from .errors import InvalidOutputError, ToleranceError, ToleranceWarning, TrtCompareError
-from .tolerance import Tolerance
 
 __version__ = "0.1.0"
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from . import plots
-from .arrays import as_output_mapping
-from .compare import ComparisonResult
-from .goldens import safe_file_stem
+from .engine.arrays import as_output_mapping
+from .engine.compare import ComparisonResult
+from .goldens.store import safe_file_stem
 
 
 @dataclass

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import compare_outputs
+from .engine.compare import compare_outputs
+from .engine.report import num
+from .engine.tolerance import CHECKS, RULES
 from .errors import TrtCompareError
-from .goldens import write_golden
-from .interop import (
+from .goldens.interop import (
     load_reference,
     polygraphy_runs,
     write_polygraphy_inputs,
     write_polygraphy_outputs,
 )
-from .polygraphy_json import iterate_json
-from .report import num
-from .tolerance import CHECKS, RULES
+from .goldens.polygraphy_json import iterate_json
+from .goldens.store import write_golden
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import dtype_from_name
+from .engine.arrays import dtype_from_name
 from .errors import InputDataError
 from .runners.base import TensorSpec, shape_fits
 
@@ -122,7 +122,7 @@ def _load_npz(path: Path) -> list[Feed]:
 
 
 def _load_polygraphy(path: Path) -> list[Feed]:
-    from .polygraphy_json import iterate_json
+    from .goldens.polygraphy_json import iterate_json
 
     feeds = []
     for index, item in enumerate(iterate_json(path)):

@@ -232,7 +232,7 @@ def test_plain_tests_get_precisions_shapes_and_runners(pytester):
 
         @pytest.mark.shapes({"x": (1, 8)}, {"x": (3, 8)})
         def test_runner_factory(runners, trt_precision, input_shapes, compare):
-            from pytest_trtcompare.session import make_feeds
+            from pytest_trtcompare.session.runs import make_feeds
             reference = runners.onnxrt("model.onnx")
             target = runners.create("onnxref", "model.onnx", trt_precision)
             assert runners.onnxrt("model.onnx") is reference  # built once per session
@@ -389,7 +389,7 @@ def test_worker_output_survives_torch_descriptions(pytester):
 
 
 def test_golden_mode_metadata_and_a_full_disk(pytester):
-    from pytest_trtcompare.goldens import read_header
+    from pytest_trtcompare.goldens.store import read_header
 
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(

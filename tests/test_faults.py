@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from pytest_trtcompare.goldens import read_golden
+from pytest_trtcompare.goldens.store import read_golden
 
 BIG_GOLDEN_TEST = """
 import os

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_trtcompare import Tolerance, assert_outputs_close, compare_outputs
-from pytest_trtcompare.indices import top_k_indices
+from pytest_trtcompare.engine.indices import top_k_indices
 
 comparator = pytest.importorskip("polygraphy.comparator")
 

@@ -14,13 +14,13 @@ import pytest
 
 from pytest_trtcompare import runners
 from pytest_trtcompare.cli import main
-from pytest_trtcompare.goldens import read_golden, write_golden
-from pytest_trtcompare.interop import (
+from pytest_trtcompare.goldens.interop import (
     load_reference,
     read_polygraphy_outputs,
     write_polygraphy_inputs,
     write_polygraphy_outputs,
 )
+from pytest_trtcompare.goldens.store import read_golden, write_golden
 
 from .onnx_models import layer_chain
 

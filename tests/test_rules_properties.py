@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import pytest_trtcompare._errors_chunked as chunked
-import pytest_trtcompare.stats as stats_module
+import pytest_trtcompare.engine._errors_chunked as chunked
+import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
 
 from .reference import reference_verdict

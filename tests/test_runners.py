@@ -15,7 +15,7 @@ from pytest_trtcompare.errors import (
 )
 from pytest_trtcompare.inputs import synthetic_feed
 from pytest_trtcompare.runners.base import TensorSpec
-from pytest_trtcompare.session import RunnerCache, compare_layers, compare_runners, make_feeds
+from pytest_trtcompare.session.runs import RunnerCache, compare_layers, compare_runners, make_feeds
 
 from .onnx_models import chain_weights, layer_chain, multi_input
 

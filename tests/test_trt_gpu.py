@@ -48,7 +48,7 @@ def test_tensorrt_agrees_with_onnxruntime(tmp_path, precision, tol):
 
 
 def test_tensorrt_per_layer_finds_the_perturbed_layer(tmp_path):
-    from pytest_trtcompare.session import compare_layers
+    from pytest_trtcompare.session.runs import compare_layers
 
     reference = runners.create("onnxrt", layer_chain(), outputs="all")
     feed = synthetic_feed(reference.input_specs(), shapes={"x": (4, 16)})

@@ -156,7 +156,7 @@ def test_int8_needs_a_qdq_model(fake, chain):
 
 def test_per_layer_comparison_through_tensorrt(fake, feed):
     fake()
-    from pytest_trtcompare.session import compare_layers
+    from pytest_trtcompare.session.runs import compare_layers
 
     target = runners.create(
         "trt", layer_chain(perturb_layer=1), shapes=SHAPES, outputs="all", isolate=False

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..engine.tolerance import PRECISIONS
 from ..errors import FeedError, PrecisionUnsupported
-from ..tolerance import PRECISIONS
 
 Dim = int | str | None
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import as_named_array
+from ..engine.arrays import as_named_array
+from ..engine.tolerance import PRECISIONS
 from ..errors import FeedError, ModelLoadError
-from ..tolerance import PRECISIONS
 from .base import Runner, TensorSpec, specs_from
 
 

@@ -141,7 +141,7 @@ class TensorRTRunner(Runner):
             return self._build(timing_cache, workspace)
         from filelock import FileLock
 
-        from ..atomic import atomic_write_bytes
+        from ..goldens.atomic import atomic_write_bytes
 
         cache_dir = Path(engine_cache)
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +206,7 @@ class TensorRTRunner(Runner):
                 f"at {self.precision} (see the TensorRT log above)"
             )
         if cache is not None and timing_cache:
-            from ..atomic import atomic_write_bytes
+            from ..goldens.atomic import atomic_write_bytes
 
             atomic_write_bytes(Path(timing_cache), bytes(cache.serialize()))
         return bytes(plan)

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputDataError
+from ..inputs import load_onnx_test_data
 from .atomic import atomic_write_bytes
-from .errors import InputDataError
-from .goldens import SUFFIX, Golden, GoldenError, read_golden
-from .inputs import load_onnx_test_data
 from .polygraphy_json import TYPE_MARKER, iterate_json
+from .store import SUFFIX, Golden, GoldenError, read_golden
 
 DEFAULT_RUNNER_NAME = "pytest-trtcompare"
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import InvalidOutputError
+from ..errors import InvalidOutputError
 
 Kind = Literal["bool", "int", "uint", "float"]
 
@@ -75,9 +75,23 @@ def dtype_kind(dtype: np.dtype) -> Kind | None:
     return None
 
 
-def _from_torch(value: Any) -> tuple[np.ndarray, str]:
-    tensor = value.detach().cpu()
-    dtype_name = str(tensor.dtype).removeprefix("torch.")
+def _from_torch(value: Any, where: str) -> tuple[np.ndarray, str]:
+    dtype_name = str(value.dtype).removeprefix("torch.")
+    if getattr(value, "is_meta", False):
+        raise InvalidOutputError(f"{where} is a torch tensor on the meta device: it has no values")
+    if getattr(value, "is_quantized", False):
+        raise InvalidOutputError(
+            f"{where} is a quantized torch tensor ({dtype_name}): pass tensor.dequantize()"
+        )
+    if getattr(value, "is_complex", lambda: False)() or dtype_name.startswith("complex"):
+        raise InvalidOutputError(
+            f"{where} is a complex tensor ({dtype_name}); only bool, integer and float "
+            "outputs compare"
+        )
+    tensor = value.detach()
+    if tensor.layout != _torch_strided():
+        tensor = tensor.to_dense()  # sparse COO / CSR: compare the values they stand for
+    tensor = tensor.cpu()
     if dtype_name == "bfloat16":
         try:
             import ml_dtypes
@@ -92,6 +106,12 @@ def _from_torch(value: Any) -> tuple[np.ndarray, str]:
     return tensor.numpy(), dtype_name
 
 
+def _torch_strided() -> Any:
+    import torch
+
+    return torch.strided
+
+
 def _is_torch_tensor(value: Any) -> bool:
     return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach")
 
@@ -102,7 +122,7 @@ def as_named_array(value: Any, output: str, side: str) -> NamedArray:
     if isinstance(value, (str, bytes)):
         raise InvalidOutputError(f"{where} is a {type(value).__name__}, not an array")
     if _is_torch_tensor(value):
-        array, dtype_name = _from_torch(value)
+        array, dtype_name = _from_torch(value, where)
     else:
         try:
             array = np.asarray(value)
@@ -122,15 +142,41 @@ def as_named_array(value: Any, output: str, side: str) -> NamedArray:
             "m": "a timedelta tensor",
         }.get(array.dtype.kind, f"of unsupported dtype {array.dtype}")
         raise InvalidOutputError(f"{where} is {what}; only bool, integer and float outputs compare")
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:
+        _check_float64_range(array, where)
     return NamedArray(array=array, dtype_name=dtype_name, kind=kind)
 
 
+def _check_float64_range(array: np.ndarray, where: str) -> None:
+    """long double is compared in float64: values beyond its range would become inf there
+    and compare equal, so refuse them instead of passing silently."""
+    finite = np.isfinite(array)
+    with np.errstate(over="ignore"):
+        overflow = finite & ~np.isfinite(array.astype(np.float64))
+    if overflow.any():
+        index = tuple(int(i) for i in np.argwhere(overflow)[0])
+        raise InvalidOutputError(
+            f"{where} is {array.dtype} with values beyond float64's range (e.g. at {index}); "
+            "comparisons run in float64: scale the output or compare it as float64"
+        )
+
+
 def as_output_mapping(outputs: Any, side: str) -> dict[str, NamedArray]:
-    """A mapping of name to array-like (or one bare array) as {name: NamedArray}."""
+    """A mapping of name to array-like (or one bare array) as {name: NamedArray}.
+
+    Names are compared as text, so two keys that read the same (1 and "1") are an error."""
     if isinstance(outputs, Mapping):
-        return {
-            str(name): as_named_array(value, str(name), side) for name, value in outputs.items()
-        }
+        named: dict[str, NamedArray] = {}
+        keys: dict[str, Any] = {}
+        for name, value in outputs.items():
+            text = str(name)
+            if text in keys:
+                raise InvalidOutputError(
+                    f"{side} has two outputs named {text!r}: keys {keys[text]!r} and {name!r}"
+                )
+            keys[text] = name
+            named[text] = as_named_array(value, text, side)
+        return named
     if isinstance(outputs, (str, bytes)) or outputs is None:
         raise InvalidOutputError(
             f"{side} must be a mapping of output name to array (or one array), "

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ToleranceError
-from .tolerance import FIELD_NAMES, PRECISIONS, Tolerance, ToleranceSpec, ToleranceTable
+from ..engine.tolerance import FIELD_NAMES, PRECISIONS, Tolerance, ToleranceSpec, ToleranceTable
+from ..errors import ToleranceError
 
 _FLOAT_FIELDS = {"atol", "rtol", "quantile"}
 _INT_FIELDS = {"index_tolerance"}

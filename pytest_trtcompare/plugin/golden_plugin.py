@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from .atomic import remove_stale_temps
-from .compare import ComparisonResult, OutputMismatchError, compare_outputs
-from .errors import FeedError
-from .goldens import (
+from ..engine.compare import ComparisonResult, OutputMismatchError, compare_outputs
+from ..engine.tolerance import ToleranceSpec
+from ..errors import FeedError
+from ..goldens.atomic import remove_stale_temps
+from ..goldens.store import (
     Golden,
     GoldenError,
     GoldenStats,
@@ -29,10 +30,9 @@ from .goldens import (
     read_header,
     write_golden,
 )
-from .inputs import synthetic_feed
-from .runners.base import TensorSpec, check_feed
-from .settings import ToleranceSettings
-from .tolerance import ToleranceSpec
+from ..inputs import synthetic_feed
+from ..runners.base import TensorSpec, check_feed
+from ..session.settings import ToleranceSettings
 
 WORKER_KEY = "trtcompare_goldens"
 
@@ -314,6 +314,7 @@ class GoldenFixture:
 
             extra = failure_artifacts(self.item, result, outputs, golden.outputs)
             raise OutputMismatchError(
-                f"{result.report()}\n\ngolden: {self.plugin._show(str(path))}{extra}", result
+                f"{result.report(self.item.config.option.verbose)}\n\ngolden: {self.plugin._show(str(path))}{extra}",
+                result,
             )
         return result

@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .compare import ComparisonResult, ElementError, OutputComparison
+from .outputs import ElementError, OutputComparison
 
-#: Set by the pytest plugin from -v so reports inside tests follow pytest's verbosity.
-default_verbosity = 0
+
+class ResultView(Protocol):
+    """What the report reads of a ComparisonResult (results.py imports this module)."""
+
+    @property
+    def outputs(self) -> Mapping[str, OutputComparison]: ...
+    @property
+    def missing_in_actual(self) -> tuple[str, ...]: ...
+    @property
+    def missing_in_expected(self) -> tuple[str, ...]: ...
+    @property
+    def actual_names(self) -> tuple[str, ...]: ...
+    @property
+    def expected_names(self) -> tuple[str, ...]: ...
+    @property
+    def per_layer(self) -> bool: ...
+    @property
+    def first_divergence(self) -> str | None: ...
+    @property
+    def failed_outputs(self) -> Sequence[OutputComparison]: ...
+
 
 _BAR_WIDTH = 32
-
-
-def set_default_verbosity(verbosity: int) -> None:
-    global default_verbosity
-    default_verbosity = max(0, int(verbosity))
 
 
 def num(value: float | int | bool | None, digits: int = 4) -> str:
@@ -40,7 +54,7 @@ def _dtypes(out: OutputComparison) -> str:
     return f"{out.actual_dtype} vs {out.expected_dtype}, shape {out.shape}"
 
 
-def _summary_line(result: ComparisonResult) -> str:
+def _summary_line(result: ResultView) -> str:
     failed = [out for out in result.failed_outputs if out.problem is None]
     unusable = [out for out in result.failed_outputs if out.problem is not None]
     parts = []
@@ -55,9 +69,8 @@ def _summary_line(result: ComparisonResult) -> str:
     return "; ".join(parts) if parts else f"all {len(result.outputs)} outputs within tolerance"
 
 
-def format_result(result: ComparisonResult, verbosity: int | None = None) -> str:
+def format_result(result: ResultView, verbosity: int = 0) -> str:
     """The whole report: summary line, failing outputs in detail, passing ones in one line."""
-    verbosity = default_verbosity if verbosity is None else verbosity
     lines = [_summary_line(result)]
     if result.per_layer and result.first_divergence is not None:
         lines.append(

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from . import runners
-from .compare import ComparisonResult, compare_outputs
-from .inputs import Feed, load_feeds, synthetic_feeds
-from .runners.base import Runner
-from .tolerance import ToleranceSpec
+from .. import runners
+from ..engine.compare import ComparisonResult, compare_outputs
+from ..engine.tolerance import ToleranceSpec
+from ..inputs import Feed, load_feeds, synthetic_feeds
+from ..runners.base import Runner
 
 #: Intermediate tensors fetched per run in a per-layer comparison (bounds memory).
 LAYER_GROUP = 64

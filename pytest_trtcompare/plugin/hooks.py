@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
-from . import report
-from .compare import ComparisonResult, OutputMismatchError, compare_outputs
+from ..engine.compare import ComparisonResult, OutputMismatchError, compare_outputs
+from ..engine.tolerance import CHECKS, PRECISIONS, ToleranceSpec
+from ..errors import RunnerSkip, ToleranceError
+from ..session.settings import ToleranceSettings, parse_precisions, parse_tolerance_table
 from .compare_plugin import failure_artifacts, record
-from .errors import RunnerSkip, ToleranceError
-from .settings import ToleranceSettings, parse_precisions, parse_tolerance_table
-from .tolerance import CHECKS, PRECISIONS, ToleranceSpec
 
 UPDATE_GOLDENS = "--update-goldens"
 UPDATE_GOLDENS_FALLBACK = "--trt-update-goldens"
@@ -182,7 +181,6 @@ def _precisions(config: pytest.Config) -> tuple[str, ...]:
 
 _SETTINGS_KEY = pytest.StashKey[ToleranceSettings]()
 _PRECISIONS_KEY = pytest.StashKey[tuple[str, ...]]()
-_VERBOSITY_KEY = pytest.StashKey[int]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -190,8 +188,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", text)
     config.stash[_SETTINGS_KEY] = _tolerance_settings(config)
     config.stash[_PRECISIONS_KEY] = _precisions(config)
-    config.stash[_VERBOSITY_KEY] = report.default_verbosity
-    report.set_default_verbosity(config.option.verbose)
     from .compare_plugin import ComparePlugin
     from .golden_plugin import GoldenPlugin
 
@@ -202,13 +198,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _VERBOSITY_KEY in config.stash:
-        report.set_default_verbosity(config.stash[_VERBOSITY_KEY])
-
-
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from .frameworks import header_line
+    from ..runners.frameworks import header_line
 
     return [header_line()]
 
@@ -256,7 +247,7 @@ def compare(request: pytest.FixtureRequest) -> CompareFixture:
         record(request.node, result, "compare")
         if not result.passed:
             extra = failure_artifacts(request.node, result, actual, expected)
-            raise OutputMismatchError(result.report() + extra, result)
+            raise OutputMismatchError(result.report(request.config.option.verbose) + extra, result)
         return result
 
     return _compare

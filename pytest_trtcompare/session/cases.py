@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from .compare import ComparisonResult, compare_outputs
-from .errors import ToleranceError
-from .inputs import Feed
-from .session import RunnerCache, _freeze, make_feeds
+from ..engine.compare import ComparisonResult, compare_outputs
+from ..engine.tolerance import PRECISIONS
+from ..errors import ToleranceError
+from ..inputs import Feed
+from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
-from .tolerance import PRECISIONS
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
@@ -90,8 +90,8 @@ class CompareSpec:
 def supported_precisions(framework: str) -> tuple[str, ...]:
     """The precisions the framework's runner class declares (all of them for an unknown
     runner: creating it will skip with the known names)."""
-    from . import runners
-    from .errors import UnknownFrameworkError
+    from .. import runners
+    from ..errors import UnknownFrameworkError
 
     try:
         factory = runners.runner_factory(framework)

@@ -58,8 +58,8 @@ def _device_problem(name: str) -> str | None:
     """TensorRT needs a CUDA device; the probe creates no TensorRT object."""
     if name != "tensorrt":
         return None
-    from .errors import FrameworkUnavailable
-    from .runners.cuda import load_cuda_api
+    from ..errors import FrameworkUnavailable
+    from .cuda import load_cuda_api
 
     try:
         load_cuda_api()

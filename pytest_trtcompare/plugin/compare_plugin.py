@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
+from ..engine.compare import ComparisonResult, OutputMismatchError
+from ..errors import TrtCompareError
+from ..runners import Runner
+from ..runners.isolated import RunnerCrashed
+from ..session.cases import Case, CaseOutcome, CaseRunner, CompareSpec, expand
+from ..session.settings import ToleranceSettings, parse_precisions
 from . import summary
-from .cases import Case, CaseOutcome, CaseRunner, CompareSpec, expand
-from .compare import ComparisonResult, OutputMismatchError
-from .errors import TrtCompareError
-from .runners import Runner
-from .runners.isolated import RunnerCrashed
-from .settings import ToleranceSettings, parse_precisions
 
 CASE_FIXTURE = "trtcompare_case"
 WORKER_KEY = "trtcompare_builds"
@@ -68,7 +68,7 @@ def failure_artifacts(
     item: pytest.Item, result: ComparisonResult, actual: Any, expected: Any
 ) -> str:
     """Write a failing comparison's arrays and pictures; the text to add to its report."""
-    from . import artifacts
+    from .. import artifacts
 
     folder = artifacts.folder_for(artifacts_root(item.config), item.nodeid)
     try:
@@ -179,7 +179,7 @@ class ComparePlugin:
         if "trt_precision" in metafunc.fixturenames:
             metafunc.parametrize("trt_precision", precisions, ids=precisions)
         if "input_shapes" in metafunc.fixturenames and sets:
-            from .cases import shape_set_ids
+            from ..session.cases import shape_set_ids
 
             metafunc.parametrize("input_shapes", sets, ids=shape_ids or shape_set_ids(sets))
 
@@ -259,7 +259,7 @@ class ComparePlugin:
         if stored is None:
             problem = goldens.missing_message(path, request.node.nodeid)
             return CaseOutcome([], target.describe(), None, feeds, problem)
-        from .compare import compare_outputs
+        from ..engine.compare import compare_outputs
 
         result = compare_outputs(outputs[0], stored.outputs, tolerance)
         failing = None if result.passed else (outputs[0], stored.outputs)
@@ -316,7 +316,9 @@ class ComparePlugin:
             extra = ""
             if outcome.failing_arrays is not None:
                 extra = failure_artifacts(item, failing[0], *outcome.failing_arrays)
-            raise OutputMismatchError(header + failing[0].report() + extra, failing[0])
+            raise OutputMismatchError(
+                header + failing[0].report(item.config.option.verbose) + extra, failing[0]
+            )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

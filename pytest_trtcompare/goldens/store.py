@@ -26,9 +26,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .arrays import as_output_mapping, dtype_from_name
+from ..engine.arrays import as_output_mapping, dtype_from_name
+from ..errors import TrtCompareError
 from .atomic import atomic_write, remove_stale_temps, start_writeback
-from .errors import TrtCompareError
 
 MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN\n"
 FORMAT_VERSION = 1

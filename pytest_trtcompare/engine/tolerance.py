@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ToleranceError, ToleranceWarning
+import numpy as np
+
+from ..errors import ToleranceError, ToleranceWarning
 
 CHECKS = ("elemwise", "max", "mean", "median", "quantile", "indices")
 RULES = ("polygraphy", "allclose")
@@ -49,24 +52,34 @@ class Tolerance:
     postprocess: str | None = None
 
     def __post_init__(self) -> None:
-        for field in ("atol", "rtol"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ToleranceError(f"{field} must be a number, got {value!r}")
+        for name in ("atol", "rtol"):
+            value = _real(name, getattr(self, name))
             if not math.isfinite(value) or value < 0:
-                raise ToleranceError(f"{field} must be finite and >= 0, got {value!r}")
-            object.__setattr__(self, field, float(value))
-        if self.check not in CHECKS:
-            raise ToleranceError(f"check={self.check!r} is not one of {', '.join(CHECKS)}")
-        if self.rule not in RULES:
-            raise ToleranceError(f"rule={self.rule!r} is not one of {', '.join(RULES)}")
-        if isinstance(self.quantile, bool) or not 0.0 <= float(self.quantile) <= 1.0:
+                raise ToleranceError(f"{name} must be finite and >= 0, got {value!r}")
+            object.__setattr__(self, name, value)
+        for name, allowed in (("check", CHECKS), ("rule", RULES)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise ToleranceError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+        quantile = _real("quantile", self.quantile)
+        if not 0.0 <= quantile <= 1.0:
             raise ToleranceError(f"quantile must be in [0, 1], got {self.quantile!r}")
-        object.__setattr__(self, "quantile", float(self.quantile))
-        if isinstance(self.index_tolerance, bool) or not isinstance(self.index_tolerance, int):
-            raise ToleranceError(f"index_tolerance must be an int, got {self.index_tolerance!r}")
-        if self.index_tolerance < 0:
-            raise ToleranceError(f"index_tolerance must be >= 0, got {self.index_tolerance}")
+        object.__setattr__(self, "quantile", quantile)
+        for name in ("nan_equal", "inf_equal"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise ToleranceError(
+                    f"{name} must be True or False, got {value!r} ({type(value).__name__})"
+                )
+            object.__setattr__(self, name, bool(value))
+        index_tolerance = self.index_tolerance
+        if isinstance(index_tolerance, (bool, np.bool_)) or not isinstance(
+            index_tolerance, numbers.Integral
+        ):
+            raise ToleranceError(f"index_tolerance must be an int, got {index_tolerance!r}")
+        if index_tolerance < 0:
+            raise ToleranceError(f"index_tolerance must be >= 0, got {index_tolerance}")
+        object.__setattr__(self, "index_tolerance", int(index_tolerance))
         if self.postprocess is not None:
             parse_top_k(self.postprocess)
 
@@ -100,6 +113,13 @@ class Tolerance:
         if self.rule != "polygraphy":
             text += f" rule={self.rule}"
         return text
+
+
+def _real(name: str, value: Any) -> float:
+    """A Python or numpy real number as float; anything else (bool, str, None) is an error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ToleranceError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
 
 
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Tolerance))
@@ -159,8 +179,9 @@ class ToleranceTable:
                     per_output[str(name)] = _as_tolerance(value, default, f"tolerance[{name!r}]")
         elif spec is not None:
             raise ToleranceError(
-                f"tolerance must be a Tolerance or a mapping of output name to Tolerance, "
-                f"got {type(spec).__name__}"
+                f"tolerance must be a Tolerance, a dict of its fields ({{'atol': 1e-3, "
+                f"'rtol': 1e-3}}) or a dict of output name to either; got {spec!r} "
+                f"({type(spec).__name__})"
             )
         if overrides:
             default = default.replace(**overrides)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputDataError
+from ..errors import InputDataError
 
 TYPE_MARKER = "polygraphy_class"
 LEGACY_TYPE_MARKER = "polygraphy_serialized_json_type"

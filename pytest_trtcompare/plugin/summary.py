@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .compare import ComparisonResult
-from .report import num
+from ..engine.compare import ComparisonResult
+from ..engine.report import num
 
 PROPERTY = "trtcompare"
 

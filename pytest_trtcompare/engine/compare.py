@@ -1,0 +1,251 @@
+"""Comparison of named outputs under explicit tolerances: verdicts and statistics.
+
+Pure numpy. `compare_outputs` never raises for a numeric mismatch (it returns a result that
+says so); `assert_outputs_close` raises `OutputMismatchError` with the full report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidOutputError
+from . import stats as _stats
+from ._errors_chunked import ChunkComputer
+from .arrays import Kind, NamedArray, as_output_mapping
+from .indices import compare_indices, top_k_indices
+from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
+from .results import ComparisonResult, OutputMismatchError
+from .tolerance import Tolerance, ToleranceSpec, ToleranceTable, parse_top_k
+
+__all__ = [
+    "ComparisonResult",
+    "ElementError",
+    "OutputComparison",
+    "OutputMismatchError",
+    "Tolerance",
+    "assert_outputs_close",
+    "compare_outputs",
+]
+
+
+def compare_outputs(
+    actual: Any,
+    expected: Any,
+    tolerance: ToleranceSpec = None,
+    *,
+    names: Iterable[str] | None = None,
+    **tolerance_fields: Any,
+) -> ComparisonResult:
+    """Compare outputs name by name; `expected` is the reference (denominator of rel error).
+
+    `names` restricts the comparison to a subset (missing names outside it are not failures).
+    Keyword tolerance fields (atol=..., check=...) override every entry of `tolerance`.
+    """
+    table = ToleranceTable(tolerance, **tolerance_fields)
+    actual_map = as_output_mapping(actual, "actual")
+    expected_map = as_output_mapping(expected, "expected")
+    if isinstance(names, str):
+        names = [names]  # one name, not its characters
+    restricted = None if names is None else tuple(dict.fromkeys(str(n) for n in names))
+    if restricted is None:
+        selected = list(actual_map) + [n for n in expected_map if n not in actual_map]
+    else:
+        selected = list(restricted)
+    table.warn_unknown(selected)
+    missing_actual = tuple(n for n in selected if n not in actual_map)
+    missing_expected = tuple(n for n in selected if n not in expected_map)
+    outputs = {
+        name: compare_one(name, actual_map[name], expected_map[name], table[name])
+        for name in selected
+        if name in actual_map and name in expected_map
+    }
+    return ComparisonResult(
+        outputs=outputs,
+        missing_in_actual=missing_actual,
+        missing_in_expected=missing_expected,
+        actual_names=tuple(actual_map),
+        expected_names=tuple(expected_map),
+        restricted_to=restricted,
+    )
+
+
+def assert_outputs_close(
+    actual: Any,
+    expected: Any,
+    tolerance: ToleranceSpec = None,
+    *,
+    names: Iterable[str] | None = None,
+    **tolerance_fields: Any,
+) -> ComparisonResult:
+    """Compare and raise OutputMismatchError (an AssertionError) with the report on failure."""
+    __tracebackhide__ = True
+    result = compare_outputs(actual, expected, tolerance, names=names, **tolerance_fields)
+    if not result.passed:
+        raise OutputMismatchError(result.report(), result)
+    return result
+
+
+def compare_one(
+    name: str, actual: NamedArray, expected: NamedArray, tol: Tolerance
+) -> OutputComparison:
+    """Compare one pair of arrays under one tolerance."""
+    header: dict[str, Any] = dict(
+        name=name,
+        tolerance=tol,
+        actual_dtype=actual.dtype_name,
+        expected_dtype=expected.dtype_name,
+        shape=tuple(actual.array.shape),
+        expected_shape=tuple(expected.array.shape),
+    )
+    if actual.array.shape != expected.array.shape:
+        problem = f"shape {actual.array.shape} differs from expected shape {expected.array.shape}"
+        return OutputComparison(passed=False, problem=problem, margin=math.inf, **header)
+    a, e = actual.array, expected.array
+    a_kind, e_kind = actual.kind, expected.kind
+    if tol.postprocess is not None:
+        k, axis = parse_top_k(tol.postprocess)
+        try:
+            a, e = top_k_indices(a, k, axis), top_k_indices(e, k, axis)
+        except np.exceptions.AxisError:
+            raise InvalidOutputError(
+                f"output {name!r}: postprocess={tol.postprocess!r} needs axis {axis}, "
+                f"but the output has shape {actual.array.shape}"
+            ) from None
+        a_kind = e_kind = "int"
+        header["postprocessed"] = tol.postprocess
+    if tol.check == "indices":
+        return _indices_result(a, e, tol, header)
+    return _values_result(a, e, a_kind, e_kind, tol, header)
+
+
+def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
+    value = values.reshape(-1)[flat]
+    return float(value) if values.dtype.kind == "V" else value.item()  # ml_dtypes: as float
+
+
+def _element_at(
+    a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind, flat: int, tol: Tolerance
+) -> ElementError:
+    """One element's values and errors, recomputed exactly as the chunked pass does."""
+    computer = ChunkComputer(a_kind, e_kind, tol, capacity=1)
+    chunk = computer.compute(a.reshape(-1)[flat : flat + 1], e.reshape(-1)[flat : flat + 1], flat)
+    compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
+    return ElementError(
+        index=tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.ndim else (),
+        actual=_value_at(a, flat),
+        expected=_value_at(e, flat),
+        abs_error=float(chunk.abs_err[0]) if compared else math.nan,
+        rel_error=float(chunk.rel_err[0]) if compared else math.nan,
+        ratio=float(chunk.ratio[0]) if compared else math.nan,
+    )
+
+
+def _values_result(
+    a: np.ndarray,
+    e: np.ndarray,
+    a_kind: Kind,
+    e_kind: Kind,
+    tol: Tolerance,
+    header: dict[str, Any],
+) -> OutputComparison:
+    s = _stats.scan(a, e, a_kind, e_kind, tol)
+    extra: dict[str, Any] = {}
+    if tol.check in ("median", "quantile"):
+        extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
+    stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
+    if tol.check == "elemwise":
+        passed = s.mismatches == 0
+        margin = s.margin
+    else:
+        passed = s.nan_errors == 0 and not (stat_abs > tol.atol and stat_rel > tol.rtol)
+        margin = (
+            math.inf
+            if s.nan_errors
+            else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
+        )
+    if not passed:
+        if "median_abs_error" not in extra:
+            extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
+        details = _stats.failure_details(a, e, a_kind, e_kind, tol, WORST_ELEMENTS)
+        extra["worst"] = tuple(
+            _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst
+        )
+        extra["histogram"] = details.histogram
+        if tol.check == "elemwise":
+            extra["required_atol_at_rtol"] = details.required_atol
+            extra["required_rtol_at_atol"] = details.required_rtol
+    return OutputComparison(
+        passed=passed,
+        count=s.count,
+        mismatches=s.mismatches,
+        max_abs_error=s.max_abs,
+        max_rel_error=s.max_rel,
+        greatest_abs=_element_at(a, e, a_kind, e_kind, s.max_abs_at, tol)
+        if s.max_abs_at >= 0
+        else None,
+        greatest_rel=_element_at(a, e, a_kind, e_kind, s.max_rel_at, tol)
+        if s.max_rel_at >= 0
+        else None,
+        mean_abs_error=s.mean_abs,
+        mean_rel_error=s.mean_rel,
+        nan_errors=s.nan_errors,
+        nan_actual=s.nan_actual,
+        nan_expected=s.nan_expected,
+        inf_actual=s.inf_actual,
+        inf_expected=s.inf_expected,
+        nan_positions_match=not s.nan_positions_differ,
+        cosine_similarity=s.cosine_similarity,
+        required_atol=stat_abs,
+        required_rtol=stat_rel,
+        margin=margin,
+        **extra,
+        **header,
+    )
+
+
+def _order_stats(
+    a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance, compared: int
+) -> dict[str, float]:
+    med_abs, med_rel, q_abs, q_rel = _stats.order_statistics(a, e, a_kind, e_kind, tol, compared)
+    return dict(
+        median_abs_error=med_abs,
+        median_rel_error=med_rel,
+        quantile_abs_error=q_abs,
+        quantile_rel_error=q_rel,
+    )
+
+
+def _checked_statistic(
+    check: str, s: _stats.ErrorStats, extra: Mapping[str, Any]
+) -> tuple[float, float]:
+    """The (abs, rel) statistic a check compares with (atol, rtol)."""
+    if check in ("elemwise", "max"):
+        return s.max_abs, s.max_rel
+    if check == "mean":
+        return s.mean_abs, s.mean_rel
+    prefix = "median" if check == "median" else "quantile"
+    return extra[f"{prefix}_abs_error"], extra[f"{prefix}_rel_error"]
+
+
+def _ratio(value: float, allowed: float) -> float:
+    if allowed > 0:
+        return value / allowed
+    return 0.0 if value == 0 else math.inf
+
+
+def _indices_result(
+    a: np.ndarray, e: np.ndarray, tol: Tolerance, header: dict[str, Any]
+) -> OutputComparison:
+    stats = compare_indices(a, e, tol.index_tolerance)
+    return OutputComparison(
+        passed=stats.failing_rows == 0,
+        count=stats.rows,
+        mismatches=stats.failing_rows,
+        margin=_ratio(stats.required_index_tolerance, tol.index_tolerance),
+        indices=stats,
+        **header,
+    )

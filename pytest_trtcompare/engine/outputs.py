@@ -1,0 +1,70 @@
+"""Per-output results: one element's errors and one output's verdict and statistics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .indices import IndexStats
+from .tolerance import Tolerance
+
+#: Worst elements kept for the report (the report shows 10, or more with -v).
+WORST_ELEMENTS = 25
+
+
+@dataclass(frozen=True)
+class ElementError:
+    """One element of an output: where it is, both values and its errors."""
+
+    index: tuple[int, ...]
+    actual: float | int | bool
+    expected: float | int | bool
+    abs_error: float
+    rel_error: float
+    ratio: float = math.nan  # abs error / allowed error (> 1: out of tolerance)
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """Verdict and statistics of one output. Error statistics are over non-NaN errors."""
+
+    name: str
+    passed: bool
+    tolerance: Tolerance
+    actual_dtype: str
+    expected_dtype: str
+    shape: tuple[int, ...]
+    expected_shape: tuple[int, ...]
+    problem: str | None = None  # set when the values could not be compared (shape mismatch)
+    count: int = 0
+    mismatches: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    greatest_abs: ElementError | None = None
+    greatest_rel: ElementError | None = None
+    mean_abs_error: float = 0.0
+    mean_rel_error: float = 0.0
+    median_abs_error: float | None = None  # computed when the check or a report needs it
+    median_rel_error: float | None = None
+    quantile_abs_error: float | None = None
+    quantile_rel_error: float | None = None
+    nan_errors: int = 0
+    nan_actual: int = 0
+    nan_expected: int = 0
+    inf_actual: int = 0
+    inf_expected: int = 0
+    nan_positions_match: bool = True
+    cosine_similarity: float = 1.0
+    required_atol: float = 0.0  # "would pass with atol >= X" (the checked statistic)
+    required_rtol: float = 0.0
+    required_atol_at_rtol: float | None = None  # sharper: atol needed with rtol unchanged
+    required_rtol_at_atol: float | None = None
+    margin: float = 0.0  # worst error / allowed error: > 1 fails
+    worst: tuple[ElementError, ...] = ()
+    histogram: tuple[tuple[int | None, int], ...] = ()
+    indices: IndexStats | None = None
+    postprocessed: str | None = None
+
+    @property
+    def mismatch_share(self) -> float:
+        return self.mismatches / self.count if self.count else 0.0

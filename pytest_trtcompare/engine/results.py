@@ -1,0 +1,63 @@
+"""The result of a comparison and the error that carries it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .outputs import OutputComparison
+from .report import format_result
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Per-output results plus the names that only one side had."""
+
+    outputs: Mapping[str, OutputComparison]
+    missing_in_actual: tuple[str, ...] = ()
+    missing_in_expected: tuple[str, ...] = ()
+    actual_names: tuple[str, ...] = ()
+    expected_names: tuple[str, ...] = ()
+    restricted_to: tuple[str, ...] | None = field(default=None)
+    per_layer: bool = False  # outputs are a model's intermediate tensors in topological order
+
+    @property
+    def first_divergence(self) -> str | None:
+        """The first output over tolerance, in comparison order (topological for per-layer)."""
+        return next((out.name for out in self.outputs.values() if not out.passed), None)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.missing_in_actual or self.missing_in_expected) and all(
+            out.passed for out in self.outputs.values()
+        )
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def failed_outputs(self) -> list[OutputComparison]:
+        return [out for out in self.outputs.values() if not out.passed]
+
+    @property
+    def margin(self) -> float:
+        """The largest margin over outputs (inf when names are missing)."""
+        if self.missing_in_actual or self.missing_in_expected:
+            return math.inf
+        return max((out.margin for out in self.outputs.values()), default=0.0)
+
+    def report(self, verbosity: int = 0) -> str:
+        """The failure report (pass lines only for passing outputs); -v adds rows."""
+        return format_result(self, verbosity)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+class OutputMismatchError(AssertionError):
+    """Raised by `assert_outputs_close`; `.result` holds the full ComparisonResult."""
+
+    def __init__(self, message: str, result: ComparisonResult) -> None:
+        super().__init__(message)
+        self.result = result

@@ -1,0 +1,8 @@
+"""What one comparison does, without pytest: specs -> inputs -> runners -> outputs -> compare
+-> outcome, with session-wide runner caches and per-layer comparison."""
+
+from __future__ import annotations
+
+from .runs import LAYER_GROUP, RunnerCache, compare_layers, compare_runners, make_feeds
+
+__all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
