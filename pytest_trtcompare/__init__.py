@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .engine.compare import (
     ComparisonResult,
     ElementError,
@@ -15,12 +18,35 @@ from .errors import InvalidOutputError, ToleranceError, ToleranceWarning, TrtCom
 
 __version__ = "0.1.0"
 
+#: The fixtures' types, for annotations (`def test_x(golden: GoldenFixture)`); imported on
+#: first use so that the comparison engine alone never imports pytest.
+_FIXTURE_TYPES = {
+    "CompareFixture": "fixtures",
+    "RunnersFixture": "fixtures",
+    "GoldenFixture": "golden_fixture",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FIXTURE_TYPES:
+        module = importlib.import_module(f".plugin.{_FIXTURE_TYPES[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from .plugin.fixtures import CompareFixture, RunnersFixture
+    from .plugin.golden_fixture import GoldenFixture
+
 __all__ = [
+    "CompareFixture",
     "ComparisonResult",
     "ElementError",
+    "GoldenFixture",
     "InvalidOutputError",
     "OutputComparison",
     "OutputMismatchError",
+    "RunnersFixture",
     "Tolerance",
     "ToleranceError",
     "ToleranceWarning",

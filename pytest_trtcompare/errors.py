@@ -47,6 +47,12 @@ class PrecisionUnsupported(RunnerSkip):
     """The runner cannot run at the requested precision on this machine."""
 
 
-class UnknownFrameworkError(RunnerSkip, ValueError):
-    """A runner name that no built-in or registered runner has (a third-party runner that is
-    not installed here, or a typo): the message lists the known names."""
+class UnknownFrameworkError(TrtCompareError, ValueError):
+    """A runner name that no built-in or registered runner has (a typo, or a third-party
+    runner whose package is not installed): the message lists the known names. A user
+    mistake, so an error, never a skip."""
+
+
+class MarkerError(TrtCompareError, ValueError):
+    """A marker argument of the wrong type or value; the message names the test, the
+    argument, what it got and what it takes."""

@@ -4,6 +4,7 @@ import importlib
 import importlib.util
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -20,3 +21,10 @@ settings.load_profile("default")
 for _name in ("onnx", "onnxruntime", "torch"):
     if importlib.util.find_spec(_name) is not None:
         importlib.import_module(_name)
+
+
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytester runs print to an 80-column terminal, where pytest drops the message of a long
+    node id from the short summary; the scenario tests read those messages."""
+    monkeypatch.setenv("COLUMNS", "240")

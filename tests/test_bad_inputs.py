@@ -63,12 +63,14 @@ def test_bad_inputs_inside_one_session(pytester):
     result = pytester.runpytest("-rs")
     out = result.stdout.str()
     assert "INTERNALERROR" not in out
-    result.assert_outcomes(passed=3, failed=4, skipped=1, errors=1)  # shapes: a setup error
+    # a framework typo is a mistake (a failure), never a skip; shapes: a setup error
+    result.assert_outcomes(passed=3, failed=5, errors=1)
     result.stdout.fnmatch_lines_random(
         [
             "*ModelLoadError: <model bytes> is not a valid ONNX model*",
             "*ModelLoadError: onnxruntime cannot load model <ModelProto>*undefined_input*",
-            "*unknown runner 'tensorflw'; known runners: callable, onnxref, onnxrt, torch, trt*",
+            "*UnknownFrameworkError: unknown framework 'tensorflw'; known frameworks: callable, "
+            "onnxref, onnxrt, torch, trt*",
             "*shapes name input(s) [[]'nope'[]] that the model does not have*",
             "*FeedError: onnxrt-fp32: input 'x' is float64, the model expects float32*",
             "*NaN: actual 1, expected 0 (positions differ)*",

@@ -159,9 +159,7 @@ def test_bad_marker_arguments_are_clear_collection_errors(pytester):
     )
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        ["*compare_frameworks got unknown argument(s) [[]'atol'[]]; it takes*"]
-    )
+    result.stdout.fnmatch_lines(["*compare_frameworks got unknown argument(s) atol; it takes*"])
     assert "Traceback" not in result.stdout.str() and "During handling" not in result.stdout.str()
     pytester.makepyfile(
         test_model="""
@@ -175,7 +173,9 @@ def test_bad_marker_arguments_are_clear_collection_errors(pytester):
     )
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*precisions: unknown precision fp64; valid precisions*"])
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.precisions got 'fp64' (str); it takes precision names from fp32*"]
+    )
 
 
 def test_missing_model_fails_its_items_clearly(pytester):
@@ -193,7 +193,7 @@ def test_missing_model_fails_its_items_clearly(pytester):
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*ModelLoadError: model file 'nope.onnx' does not exist*"])
+    result.stdout.fnmatch_lines(["*ModelLoadError: model file '*/nope.onnx' does not exist*"])
     assert "INTERNALERROR" not in result.stdout.str()
 
 

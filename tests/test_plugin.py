@@ -202,12 +202,14 @@ def test_runs():
 @pytest.mark.parametrize("xdist", XDIST)
 def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
     pytester.makepyfile(RUNNER_SKIPS)
-    result = run(pytester, "-rs", *xdist)
-    result.assert_outcomes(passed=1, skipped=3)
+    result = run(pytester, "-rsf", *xdist)
+    result.assert_outcomes(passed=1, skipped=2, failed=1)  # a typo is a mistake, not a skip
     result.stdout.fnmatch_lines_random(
         [
             "*tensorrt is not installed: pip install pytest-trtcompare[[]tensorrt[]]*",
-            "*unknown runner 'tensorflw'; known runners: callable, onnxref, onnxrt, torch, trt*",
             "*onnxrt bf16 on CPUExecutionProvider*",
+            "FAILED *test_unknown_framework - *UnknownFrameworkError: unknown framework "
+            "'tensorflw'; known frameworks: callable, onnxref, onnxrt, torch, trt*",
         ]
     )
+    assert "pytest_trtcompare/" not in result.stdout.str()

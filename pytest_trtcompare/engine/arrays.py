@@ -89,27 +89,20 @@ def _from_torch(value: Any, where: str) -> tuple[np.ndarray, str]:
             "outputs compare"
         )
     tensor = value.detach()
-    if tensor.layout != _torch_strided():
+    if str(tensor.layout) != "torch.strided":
         tensor = tensor.to_dense()  # sparse COO / CSR: compare the values they stand for
     tensor = tensor.cpu()
-    if dtype_name == "bfloat16":
+    if dtype_name == "bfloat16":  # float32 holds every bfloat16 exactly
         try:
             import ml_dtypes
-            import torch
 
-            return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16), dtype_name
+            return tensor.float().numpy().astype(ml_dtypes.bfloat16), dtype_name
         except ImportError:
             return tensor.float().numpy(), dtype_name
     if dtype_name.startswith("float8"):
         # numpy has no float8; float32 holds every float8 value exactly.
         return tensor.float().numpy(), dtype_name
     return tensor.numpy(), dtype_name
-
-
-def _torch_strided() -> Any:
-    import torch
-
-    return torch.strided
 
 
 def _is_torch_tensor(value: Any) -> bool:

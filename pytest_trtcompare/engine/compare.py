@@ -85,7 +85,7 @@ def assert_outputs_close(
     __tracebackhide__ = True
     result = compare_outputs(actual, expected, tolerance, names=names, **tolerance_fields)
     if not result.passed:
-        raise OutputMismatchError(result.report(), result)
+        raise OutputMismatchError(result.report(), result, (actual, expected))
     return result
 
 

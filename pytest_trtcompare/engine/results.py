@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .outputs import OutputComparison
 from .report import format_result
@@ -56,8 +57,16 @@ class ComparisonResult:
 
 
 class OutputMismatchError(AssertionError):
-    """Raised by `assert_outputs_close`; `.result` holds the full ComparisonResult."""
+    """Raised by `assert_outputs_close`; `.result` holds the full ComparisonResult and
+    `.arrays` the (actual, expected) outputs when known (for failure artifacts)."""
 
-    def __init__(self, message: str, result: ComparisonResult) -> None:
+    def __init__(
+        self, message: str, result: ComparisonResult, arrays: tuple[Any, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.result = result
+        self.arrays = arrays
+        self.settled = False  # set once the pytest plugin has recorded and reported it
+
+
+OutputMismatchError.__module__ = "pytest_trtcompare"  # its public home, shown by pytest

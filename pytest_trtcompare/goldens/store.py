@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,9 @@ def _write_body(handle: BinaryIO, entries: list[tuple[str, str, np.ndarray]]) ->
 def read_header(path: Path) -> dict[str, Any]:
     """The golden's JSON header (meta and tensor table), checked against the file size."""
     source = str(path)
+    problem = golden_file_problem(path)
+    if problem:
+        raise GoldenError(problem)  # never open a FIFO: it would block
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
@@ -209,7 +213,7 @@ def read_header(path: Path) -> dict[str, Any]:
 def read_golden(path: Path) -> Golden:
     """Load a golden; every array is read straight into its own buffer (no extra copy)."""
     path = Path(path)
-    if not path.is_file():
+    if _file_kind(path) == "missing":
         raise GoldenError(f"golden {path} does not exist")
     header = read_header(path)
     groups: dict[str, dict[str, np.ndarray]] = {"outputs": {}, "inputs": {}}
@@ -286,8 +290,37 @@ def _lock(path: Path) -> Any:
 
 
 def iter_goldens(folder: Path) -> Iterator[Path]:
+    """The golden files of a folder: regular files (or links to them) only, so a FIFO or a
+    directory named *.golden never blocks or breaks a scan."""
     if folder.is_dir():
-        yield from sorted(folder.glob(f"*{SUFFIX}"))
+        for path in sorted(folder.glob(f"*{SUFFIX}")):
+            if _file_kind(path) == "file":
+                yield path
+
+
+def _file_kind(path: Path) -> str:
+    """'file', 'missing', or what else stands at the path ('a directory', 'a FIFO' ...)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "missing" if not path.is_symlink() else "a broken symlink"
+    except OSError as exc:  # a symlink loop, a permission problem
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return "not a regular file"
+
+
+def golden_file_problem(path: Path) -> str | None:
+    """None when `path` is a regular file (or a link to one) or nothing; else what it is."""
+    kind = _file_kind(path)
+    if kind in ("file", "missing"):
+        return None
+    return f"{path}: is {kind}, not a golden file" if kind.startswith("a ") else f"{path}: {kind}"
 
 
 @dataclass

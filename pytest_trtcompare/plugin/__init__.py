@@ -1,19 +1,199 @@
-"""The pytest plugin (entry point `pytest11: trtcompare`): the hooks pytest finds here."""
+"""The pytest plugin (entry point `pytest11: trtcompare`): every hook, each a few lines that
+hand over to the module that owns the behaviour.
+
+options.py builds the settings once; markers.py parametrizes; fixtures.py runs comparisons;
+outcome.py turns every comparison's Outcome into the test's result; goldens.py and
+reporting.py keep what the session did and print it.
+"""
 
 from __future__ import annotations
 
-from .hooks import (
+import base64
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from ..engine.results import OutputMismatchError
+from ..errors import RunnerSkip, TrtCompareError
+from ..session.outcome import Kind
+from . import argv, markers, options
+from .fixtures import (
+    OUTCOME,
+    CompareFixture,
+    RunnersFixture,
     compare,
-    pytest_addoption,
-    pytest_configure,
-    pytest_report_header,
-    pytest_runtest_makereport,
+    comparison,
+    golden,
+    input_shapes,
+    runners,
+    trt_precision,
+    trtcompare_case,
 )
+from .golden_fixture import GoldenFixture
+from .outcome import ARTIFACT_FILES, enrich_bare_mismatch, settle
+from .state import STATE, PluginState, state_of
 
 __all__ = [
+    "CompareFixture",
+    "GoldenFixture",
+    "RunnersFixture",
     "compare",
-    "pytest_addoption",
-    "pytest_configure",
-    "pytest_report_header",
-    "pytest_runtest_makereport",
+    "comparison",
+    "golden",
+    "input_shapes",
+    "runners",
+    "trt_precision",
+    "trtcompare_case",
 ]
+
+WORKER_KEY = "trtcompare"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
+    withdrawn = argv.withdraw_update_goldens(parser)
+    try:
+        yield
+    finally:
+        argv.restore_update_goldens(parser, withdrawn)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for text in markers.MARKERS.values():
+        config.addinivalue_line("markers", text)
+    state = PluginState.build(options.build_settings(config))
+    config.stash[STATE] = state
+    config.pluginmanager.register(_SessionHooks(state), "trtcompare-session")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from ..runners.frameworks import header_line
+
+    return [header_line()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    markers.generate_tests(metafunc)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads xdist_group to form the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    markers.group_items(config, items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state_of(session.config).goldens.collected(session.items)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        state_of(items[0].config).goldens.collected(items, partial=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A compare_frameworks verdict comes before the body's own checks; an
+    OutputMismatchError from the body gets its record, artifacts and verbosity."""
+    __tracebackhide__ = True
+    settings = state_of(item.config).settings
+    outcome = item.stash.get(OUTCOME, None)
+    if outcome is not None and outcome.kind not in (Kind.SKIPPED, Kind.ERROR):
+        settle(item, settings, outcome, in_body=False)
+    try:
+        return (yield)
+    except OutputMismatchError as error:
+        enrich_bare_mismatch(item, settings, error)
+        raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A runner that cannot run here skips; our own errors show as their message alone;
+    pytest-html, when installed, shows the pictures of a failing test in its row."""
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, RunnerSkip) and not report.skipped:
+        path, line, _ = item.reportinfo()
+        report.outcome = "skipped"
+        report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {error}")
+    elif isinstance(error, TrtCompareError) and report.failed:
+        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}")
+    files = item.stash.get(ARTIFACT_FILES, None)
+    if report.when == "call" and files:
+        _html_pictures(report, files)
+    return report
+
+
+def _message_only(item: pytest.Item, message: str) -> Any:
+    """What pytest.fail(message, pytrace=False) shows: the message, in the short summary too."""
+    try:
+        pytest.fail(message, pytrace=False)
+    except pytest.fail.Exception:
+        info = pytest.ExceptionInfo.from_current()
+    return item._repr_failure_py(info, style="value")
+
+
+def _html_pictures(report: pytest.TestReport, files: list[Any]) -> None:
+    try:
+        from pytest_html import extras
+    except ImportError:
+        return
+    pictures = [
+        extras.png(base64.b64encode(path.read_bytes()).decode(), name=path.name)
+        for path in files
+        if path.suffix == ".png" and path.is_file()
+    ]
+    setattr(report, "extras", [*getattr(report, "extras", []), *pictures])  # noqa: B010
+
+
+class _SessionHooks:
+    """Hooks that need the session's state and receive no config (logreport, nodedown)."""
+
+    def __init__(self, state: PluginState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.passed:
+            self.state.goldens.passed.add(report.nodeid)
+        self.state.reporter.logreport(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+        if data:
+            self.state.goldens.merge_worker(data["goldens"])
+            self.state.reporter.merge_worker(str(node.gateway.id), data["report"])
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        config = session.config
+        builds = RunnersFixture(self.state.cases.runners).builds
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKER_KEY] = {
+                "goldens": self.state.goldens.worker_payload(),
+                "report": self.state.reporter.worker_payload(builds),
+            }
+        else:
+            if builds:
+                self.state.reporter.builds["main"] = builds
+            self.state.goldens.find_unused(session)
+        self.state.cases.runners.close()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(terminalreporter.config, "workerinput"):
+            return
+        lines = self.state.goldens.summary_lines()
+        if lines:
+            terminalreporter.section("goldens")
+            for line in lines:
+                terminalreporter.write_line(line)
+        self.state.reporter.terminal_summary(terminalreporter)

@@ -63,7 +63,7 @@ def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str)
     """The worker: build the runner once, then answer infer requests until told to stop."""
     with open(stderr_path, "ab", buffering=0) as stderr:
         os.dup2(stderr.fileno(), 2)
-    from . import create
+    from .registry import create_local as create
 
     try:
         runner = create(spec["name"], spec["model"], spec["precision"], **spec["options"])

@@ -3,7 +3,8 @@
 A case is one (target framework, precision, shape set). The reference framework runs in fp32;
 with `golden=True` the stored golden is the reference and every listed framework is a target.
 `CaseRunner` keeps runners, feeds and reference outputs for the whole session, so N items on
-one model build each runner once and run the reference once per shape set.
+one model build each runner once and run the reference once per shape set. Every case ends
+as one `Outcome` (session/outcome.py), whatever happened.
 """
 
 from __future__ import annotations
@@ -11,80 +12,24 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..engine.compare import ComparisonResult, compare_outputs
+from ..engine.compare import compare_outputs
 from ..engine.tolerance import PRECISIONS
-from ..errors import ToleranceError
+from ..errors import RunnerSkip, TrtCompareError
+from ..goldens.store import Golden, GoldenError
 from ..inputs import Feed
+from ..runners.isolated import RunnerCrashed
+from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
+from .spec import CompareSpec
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
-
-
-@dataclass(frozen=True)
-class CompareSpec:
-    """The compare_frameworks marker's arguments, validated."""
-
-    model: Any = None
-    frameworks: tuple[str, ...] = ()
-    reference: str | None = None
-    golden: bool = False
-    tolerance: Any = None
-    outputs: Any = None
-    seed: int = 1
-    val_range: Any = None
-    iterations: int = 1
-    inputs: Any = None
-    models: Mapping[str, Any] = field(default_factory=dict)  # framework -> its own model
-    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    isolate: bool | None = None  # run the runners in worker processes (TensorRT: by default)
-
-    @classmethod
-    def from_marker(cls, kwargs: Mapping[str, Any], where: str) -> CompareSpec:
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise ToleranceError(
-                f"{where}: compare_frameworks got unknown argument(s) {unknown}; "
-                f"it takes {', '.join(sorted(known))}"
-            )
-        frameworks = kwargs.get("frameworks") or ()
-        if isinstance(frameworks, str):
-            frameworks = (frameworks,)
-        spec = cls(**{**kwargs, "frameworks": tuple(frameworks)})
-        if not spec.frameworks:
-            raise ToleranceError(f"{where}: compare_frameworks needs frameworks=[...]")
-        if spec.reference is not None and spec.reference not in spec.frameworks:
-            raise ToleranceError(
-                f"{where}: reference={spec.reference!r} is not in "
-                f"frameworks={list(spec.frameworks)}"
-            )
-        if not spec.golden and len(spec.frameworks) < 2:
-            raise ToleranceError(
-                f"{where}: compare_frameworks needs two frameworks (or golden=True)"
-            )
-        return spec
-
-    @property
-    def reference_framework(self) -> str | None:
-        if self.golden:
-            return None
-        if self.reference is not None:
-            return self.reference
-        return "onnxrt" if "onnxrt" in self.frameworks else self.frameworks[0]
-
-    @property
-    def targets(self) -> tuple[str, ...]:
-        reference = self.reference_framework
-        return tuple(f for f in self.frameworks if f != reference)
-
-    def model_for(self, framework: str) -> Any:
-        return self.models.get(framework.split(":")[0], self.model)
 
 
 def supported_precisions(framework: str) -> tuple[str, ...]:
@@ -95,8 +40,8 @@ def supported_precisions(framework: str) -> tuple[str, ...]:
 
     try:
         factory = runners.runner_factory(framework)
-    except UnknownFrameworkError:
-        return PRECISIONS
+    except (UnknownFrameworkError, RunnerSkip):
+        return PRECISIONS  # creating it will say why it cannot run
     declared = getattr(factory, "precisions", None)
     return tuple(declared) if declared else PRECISIONS
 
@@ -132,11 +77,19 @@ def expand(
     shape_sets: Sequence[Mapping[str, Sequence[int]]],
     shape_ids: Sequence[str] | None = None,
     only: Sequence[str] | None = None,
-) -> list[Case]:
-    """One case per target x precision it supports x shape set, in that order."""
+) -> tuple[list[Case], str]:
+    """One case per target x precision it supports x shape set, in that order; when there
+    are none, the reason (which targets, which precisions they support)."""
     sets = [{k: tuple(int(d) for d in v) for k, v in s.items()} for s in shape_sets]
     ids = list(shape_ids) if shape_ids else shape_set_ids(sets)
     targets = [t for t in spec.targets if not only or t.split(":")[0] in only or t in only]
+    if not precisions:
+        return [], "no precision selected (@pytest.mark.precisions and --trt-precision share none)"
+    if not targets:
+        return [], (
+            f"--frameworks {','.join(only or ())} selects none of this test's targets "
+            f"({', '.join(spec.targets)})"
+        )
     cases = []
     for target in targets:
         for precision in precisions:
@@ -145,24 +98,24 @@ def expand(
             variants: list[tuple[Any, str | None]] = list(zip(sets, ids, strict=True))
             for shapes, shape_id in variants or [(None, None)]:
                 cases.append(Case(target, precision, shapes, shape_id, tuple(sets)))
-    return cases
+    if cases:
+        return cases, ""
+    supported = "; ".join(
+        f"{t}: {', '.join(supported_precisions(t.split(':')[0]))}" for t in targets
+    )
+    return [], f"no target runs at {', '.join(precisions)} (targets support {supported})"
 
 
-@dataclass
-class CaseOutcome:
-    """What one item did: per-iteration results (None when it wrote a golden)."""
-
-    results: list[ComparisonResult]
-    target: dict[str, Any]
-    reference: dict[str, Any] | None
-    feeds: list[Feed]
-    problem: str | None = None  # why the item fails without a comparison (missing golden)
-    failing_arrays: tuple[Any, Any] | None = None  # (actual, expected) of the first failure
+class GoldenAccess(Protocol):
+    """The golden store as the pytest layer runs it (stats, update mode, messages)."""
 
     @property
-    def worst(self) -> ComparisonResult:
-        failing = [r for r in self.results if not r.passed]
-        return failing[0] if failing else max(self.results, key=lambda r: r.margin)
+    def updating(self) -> bool: ...
+    def read(self, path: Path) -> Golden | None: ...
+    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str | None: ...
+    def missing_message(self, path: Path) -> str: ...
+    def compared(self, path: Path) -> None: ...
+    def show(self, path: Path) -> str: ...
 
 
 class CaseRunner:
@@ -228,8 +181,11 @@ class CaseRunner:
         table = self.settings.resolve(precision, spec.tolerance)
         return {"": table.default, **table.per_output}
 
-    def run(self, spec: CompareSpec, case: Case) -> CaseOutcome:
+    def run(self, spec: CompareSpec, case: Case) -> Outcome:
         """Target against the reference framework on every feed."""
+        return _guarded(lambda: self._run(spec, case))
+
+    def _run(self, spec: CompareSpec, case: Case) -> Outcome:
         reference, expected = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
         feeds = self.feeds(spec, reference, case)
@@ -248,14 +204,71 @@ class CaseRunner:
             if failing is None and not result.passed:
                 failing = (got, want)  # kept for the failure artifacts
             results.append(result)
-        return CaseOutcome(
-            results, target.describe(), reference.describe(), feeds, failing_arrays=failing
+        return compared(
+            results,
+            source="compare_frameworks",
+            target=target.describe(),
+            reference=reference.describe(),
+            arrays=failing,
         )
 
-    def target_outputs(
-        self, spec: CompareSpec, case: Case, feeds: list[Feed] | None = None
-    ) -> tuple[Any, list[Feed], list[dict[str, np.ndarray]]]:
-        """For golden=True: the target's outputs on the given (stored) or synthetic feeds."""
+    def run_golden(
+        self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
+    ) -> Outcome:
+        """golden=True: the target against the stored golden, or (updating) write it."""
+        return _guarded(lambda: self._run_golden(spec, case, path, goldens))
+
+    def _run_golden(
+        self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
+    ) -> Outcome:
+        try:
+            stored = goldens.read(path)
+        except GoldenError as exc:  # damaged, or not a file: nothing to compare with
+            return Outcome(Kind.GOLDEN_MISSING, str(exc), source="golden")
+        if stored is None and not goldens.updating:
+            return Outcome(Kind.GOLDEN_MISSING, goldens.missing_message(path), source="golden")
+        feeds = [stored.inputs] if stored is not None and stored.inputs else None
         target = self.runner(spec, case.target, case.precision, case)
         feeds = feeds if feeds is not None else self.feeds(spec, target, case)
-        return target, feeds, [target.infer(feed) for feed in feeds]
+        outputs = target.infer(feeds[0])
+        tolerance = self.tolerance(spec, case.precision)
+        if goldens.updating:
+            meta = {
+                "precision": case.precision,
+                "tolerance": dataclasses.asdict(tolerance[""]),
+                "runner": target.describe(),
+                "seed": spec.seed,
+                "shapes": {k: list(v) for k, v in (case.shapes or {}).items()},
+            }
+            problem = goldens.write(path, outputs, feeds[0], meta)
+            if problem:
+                return Outcome(Kind.FAILED, problem, source="golden", target=target.describe())
+            stored = goldens.read(path)  # read back: the comparison checks what was written
+        assert stored is not None
+        goldens.compared(path)
+        result = compare_outputs(outputs, stored.outputs, tolerance)
+        outcome = compared(
+            [result],
+            source="golden",
+            target=target.describe(),
+            reference={"runner": f"golden {path.name}"},
+            arrays=(outputs, stored.outputs),
+            golden=goldens.show(path),
+        )
+        if goldens.updating:
+            return dataclasses.replace(outcome, kind=Kind.GOLDEN_WRITTEN, arrays=None)
+        return outcome
+
+
+def _guarded(run: Any) -> Outcome:
+    """What cannot run here skips, a crash fails, our own errors become the message alone;
+    errors raised by user code (a callable runner, a torch module) propagate as they are."""
+    try:
+        outcome: Outcome = run()
+    except RunnerSkip as exc:
+        return Outcome(Kind.SKIPPED, str(exc))
+    except RunnerCrashed as exc:
+        return Outcome(Kind.CRASHED, str(exc))
+    except TrtCompareError as exc:
+        return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}")
+    return outcome

@@ -44,7 +44,11 @@ def _field_value(name: str, text: str) -> Any:
 def parse_tolerance_fields(text: str, where: str) -> dict[str, Any]:
     """'atol=1e-2 rtol=1e-2 check=mean' -> {'atol': 0.01, ...}, with errors naming `where`."""
     fields: dict[str, Any] = {}
-    for token in shlex.split(text):
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:  # an unclosed quote
+        raise ToleranceError(f"{where}: {exc}") from None
+    for token in tokens:
         name, sep, value = token.partition("=")
         if not sep or name not in FIELD_NAMES:
             raise ToleranceError(

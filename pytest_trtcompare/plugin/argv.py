@@ -1,0 +1,121 @@
+"""What pytest's argument parsing does to our options, and the guards against it.
+
+pytest chooses its rootdir and ini file before plugins add options, so a path option written
+with a space can move both; and a conftest may register --update-goldens after we did.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import itertools
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+UPDATE_GOLDENS = "--update-goldens"
+UPDATE_GOLDENS_FALLBACK = "--trt-update-goldens"
+#: Installed plugins known to register --update-goldens themselves.
+_UPDATE_GOLDENS_OWNERS = frozenset({"pytest-golden"})
+#: Options whose value is a path: written with a space, pytest reads the value as a test path
+#: while it looks for the rootdir and ini file, before this plugin's options exist.
+PATH_OPTIONS = (
+    "--goldens-dir",
+    "--trtcompare-report",
+    "--trtcompare-artifacts",
+    "--trt-engine-cache",
+)
+
+
+def _option_names(parser: pytest.Parser, skip: Any = None) -> set[str]:
+    groups = [*getattr(parser, "_groups", []), getattr(parser, "_anonymous", None)]
+    return {
+        name
+        for group in groups
+        if group is not None
+        for option in group.options
+        if option is not skip
+        for name in option.names()
+    }
+
+
+def update_goldens_owned_elsewhere(parser: pytest.Parser) -> bool:
+    if UPDATE_GOLDENS in _option_names(parser):
+        return True
+    for entry_point in importlib.metadata.entry_points(group="pytest11"):
+        dist = getattr(entry_point, "dist", None)
+        if dist is not None and dist.name in _UPDATE_GOLDENS_OWNERS:
+            return True
+    return False
+
+
+UPDATE_HELP = "write or refresh the golden outputs of the tests that run"
+
+
+def withdraw_update_goldens(parser: pytest.Parser) -> bool:
+    """Before conftests load: take our --update-goldens out of the parser, so a conftest that
+    adds its own does not crash pytest's argument parser (pytest 9 registers eagerly)."""
+    group = parser.getgroup("trtcompare")
+    ours = next((o for o in group.options if UPDATE_GOLDENS in o.names()), None)
+    action = getattr(ours, "_action", None)
+    if ours is None or action is None:
+        return False
+    try:
+        action.container._remove_action(action)
+        for name in action.option_strings:
+            action.container._option_string_actions.pop(name, None)
+    except (AttributeError, ValueError):  # an argparse without these internals: keep ours
+        return False
+    group.options.remove(ours)
+    return True
+
+
+def restore_update_goldens(parser: pytest.Parser, withdrawn: bool) -> None:
+    """After conftests load: ours again, or the fallback flag if a conftest took the name."""
+    group = parser.getgroup("trtcompare")
+    ours = next((o for o in group.options if UPDATE_GOLDENS in o.names()), None)
+    if ours is not None:  # pytest 8 builds argparse later: only a name clash to resolve
+        if UPDATE_GOLDENS not in _option_names(parser, skip=ours):
+            return
+        group.options.remove(ours)
+    elif not withdrawn:
+        return
+    taken = UPDATE_GOLDENS in _option_names(parser)
+    flag = UPDATE_GOLDENS_FALLBACK if taken else UPDATE_GOLDENS
+    group.addoption(flag, dest="trtcompare_update_goldens", action="store_true", help=UPDATE_HELP)
+
+
+def check_split_paths(config: pytest.Config) -> None:
+    """`--goldens-dir DIR` with an existing DIR moved pytest's rootdir and ini file: stop and
+    say to write `--goldens-dir=DIR` (with `=`, pytest never mistakes DIR for a test path)."""
+    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
+    for option, value in itertools.pairwise(args):
+        if option not in PATH_OPTIONS:
+            continue
+        if not (Path(config.invocation_params.dir) / value).exists():
+            continue  # pytest ignores paths that do not exist when it looks for the rootdir
+        if _rootdir_unchanged(config):
+            return
+        raise pytest.UsageError(
+            f"{option} {value}: pytest took {value!r} for a test path while it chose the "
+            f"rootdir ({config.rootpath}) and ini file; write {option}={value}"
+        )
+
+
+def _rootdir_unchanged(config: pytest.Config) -> bool:
+    """Whether pytest finds the same rootdir and ini file from the real test paths alone."""
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        rootpath, inipath, *_ = determine_setup(
+            inifile=config.option.inifilename,
+            override_ini=config.option.override_ini,
+            args=[str(a) for a in config.option.file_or_dir or []],
+            rootdir_cmd_arg=config.option.rootdir or None,
+            invocation_dir=Path(config.invocation_params.dir),
+        )
+    except Exception:  # pytest changed its private API: be safe and ask for the = form
+        return False
+    return bool(rootpath == config.rootpath and inipath == config.inipath)

@@ -1,0 +1,176 @@
+"""The fixtures: `compare`, `runners`, `golden`, `comparison`, `trt_precision`, `input_shapes`.
+
+Their types (`CompareFixture`, `RunnersFixture`, `GoldenFixture`) are public, for annotations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from ..engine.compare import compare_outputs
+from ..engine.results import ComparisonResult
+from ..engine.tolerance import ToleranceSpec
+from ..errors import TrtCompareError
+from ..runners.base import Runner
+from ..session.outcome import Kind, Outcome, compared
+from ..session.runs import RunnerCache
+from .golden_fixture import GoldenFixture
+from .outcome import settle
+from .state import state_of
+
+CASE_FIXTURE = "trtcompare_case"
+OUTCOME = pytest.StashKey[Outcome]()
+
+
+class CompareFixture:
+    """`compare(actual, expected, tolerance=None, precision="fp32", names=None, **fields)`.
+
+    Tolerance precedence: --trt-atol/--trt-rtol/--trt-check-error-stat > this call's
+    tolerance and fields > ini trtcompare_tolerances for `precision` > built-in default.
+    """
+
+    def __init__(self, item: pytest.Item) -> None:
+        self._item = item
+
+    def __call__(
+        self,
+        actual: Any,
+        expected: Any,
+        tolerance: ToleranceSpec = None,
+        *,
+        precision: str = "fp32",
+        names: Iterable[str] | None = None,
+        **fields: Any,
+    ) -> ComparisonResult:
+        __tracebackhide__ = True
+        settings = state_of(self._item.config).settings
+        try:
+            table = settings.tolerances.resolve(precision, tolerance, **fields)
+            tolerances = {"": table.default, **table.per_output}
+            result = compare_outputs(actual, expected, tolerances, names=names)
+        except TrtCompareError as exc:
+            outcome = Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}")
+        else:
+            outcome = compared([result], source="compare", arrays=(actual, expected))
+        settle(self._item, settings, outcome)
+        worst = outcome.worst
+        assert worst is not None
+        return worst
+
+
+class RunnersFixture:
+    """Runners built once per session, keyed by model digest, framework, precision and
+    options: `runners.onnxrt(model, precision="fp16")`, `runners.create(name, model, ...)`."""
+
+    def __init__(self, cache: RunnerCache) -> None:
+        self._cache = cache
+
+    def create(
+        self, name: str, model: Any = None, precision: str = "fp32", **options: Any
+    ) -> Runner:
+        return self._cache.get(name, model, precision, **options)
+
+    def onnxrt(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
+        """ONNX Runtime (providers=[...] to choose execution providers)."""
+        return self.create("onnxrt", model, precision, **options)
+
+    def onnxref(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
+        """onnx.reference.ReferenceEvaluator: every op rounded in the low precision."""
+        return self.create("onnxref", model, precision, **options)
+
+    def torch(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
+        """A torch module, TorchScript or ExportedProgram (input_names=, output_names=)."""
+        return self.create("torch", model, precision, **options)
+
+    def trt(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
+        """TensorRT from an ONNX model (skips without a GPU and TensorRT)."""
+        return self.create("trt", model, precision, **options)
+
+    def callable(self, function: Any, precision: str = "fp32", **options: Any) -> Runner:
+        """Any function dict -> dict, or an import string 'package.module:function'."""
+        if isinstance(function, str):
+            return self.create(f"callable:{function}", None, precision, **options)
+        return self.create("callable", function, precision, **options)
+
+    @property
+    def builds(self) -> dict[str, dict[str, int]]:
+        """{"onnxrt-fp32": {"builds": 3, "models": 3}, ...}: equal counts = once per model."""
+        return {
+            f"{name}-{precision}": {
+                "builds": n,
+                "models": len(self._cache.models[(name, precision)]),
+            }
+            for (name, precision), n in self._cache.builds.items()
+        }
+
+
+@pytest.fixture
+def compare(request: pytest.FixtureRequest) -> CompareFixture:
+    """Assertion helper with the run's tolerance settings: `compare(actual, expected, ...)`."""
+    return CompareFixture(request.node)
+
+
+@pytest.fixture
+def runners(request: pytest.FixtureRequest) -> RunnersFixture:
+    """`runners.onnxrt(model, precision=...)`, `runners.create(name, model, ...)`."""
+    return RunnersFixture(state_of(request.config).cases.runners)
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> GoldenFixture:
+    """Saved reference outputs of this test: `golden.inputs(runner)`, `golden.check(out)`."""
+    state = state_of(request.config)
+    return GoldenFixture(state.goldens.for_item(request.node), state.settings)
+
+
+@pytest.fixture
+def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
+    """Runs this item's compare_frameworks comparison (or golden write). What cannot run here
+    skips and a user mistake errors, now; the verdict comes in the call phase."""
+    spec, case = request.param
+    state = state_of(request.config)
+    if spec.golden:
+        goldens = state.goldens.for_item(request.node)
+        try:
+            path = goldens.path()
+        except TrtCompareError as exc:
+            outcome = Outcome(Kind.ERROR, str(exc))
+        else:
+            outcome = state.cases.run_golden(spec, case, path, goldens)
+    else:
+        outcome = state.cases.run(spec, case)
+    if outcome.source == "compare":  # skips, crashes and errors say where they come from
+        outcome = Outcome(outcome.kind, outcome.message, source="compare_frameworks")
+    state.reporter.note(outcome)
+    request.node.stash[OUTCOME] = outcome
+    if outcome.kind in (Kind.SKIPPED, Kind.ERROR):
+        settle(request.node, state.settings, outcome)
+    return outcome
+
+
+@pytest.fixture
+def comparison(request: pytest.FixtureRequest) -> ComparisonResult:
+    """The result of this item's compare_frameworks comparison (the worst iteration). Under
+    --update-goldens with golden=True: the target against the golden it just wrote."""
+    if request.node.get_closest_marker("compare_frameworks") is None:
+        pytest.fail(
+            "the comparison fixture needs @pytest.mark.compare_frameworks(...)", pytrace=False
+        )
+    outcome: Outcome = request.getfixturevalue(CASE_FIXTURE)
+    # without a result (a crash, a missing golden) the call phase fails before the body runs
+    return outcome.worst or ComparisonResult(outputs={})
+
+
+@pytest.fixture
+def trt_precision(request: pytest.FixtureRequest) -> str:
+    """The precision this item runs at (parametrized from --trt-precision)."""
+    return state_of(request.config).settings.precisions[0]
+
+
+@pytest.fixture
+def input_shapes() -> Mapping[str, Sequence[int]] | None:
+    """This item's shape set from @pytest.mark.shapes (None without the marker)."""
+    return None

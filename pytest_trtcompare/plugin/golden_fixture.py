@@ -1,0 +1,146 @@
+"""The `golden` fixture's type: saved reference outputs of one test."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ..engine.compare import compare_outputs
+from ..engine.results import ComparisonResult
+from ..engine.tolerance import ToleranceSpec
+from ..errors import FeedError, TrtCompareError
+from ..goldens.store import Golden
+from ..inputs import synthetic_feed
+from ..runners.base import TensorSpec, check_feed
+from ..session.outcome import Kind, Outcome, compared
+from .goldens import ItemGoldens
+from .options import Settings
+from .outcome import fail, settle
+
+
+class GoldenFixture:
+    """`golden.inputs(runner)` gives the stored inputs (or fresh synthetic ones that will be
+    stored); `golden.check(outputs)` compares with the stored golden, or writes it under
+    --update-goldens."""
+
+    def __init__(self, goldens: ItemGoldens, settings: Settings) -> None:
+        self._goldens = goldens
+        self._settings = settings
+        self._inputs: dict[str | None, dict[str, Any]] = {}
+        self._meta: dict[str | None, dict[str, Any]] = {}
+
+    def path(self, name: str | None = None) -> Path:
+        """Where this test's golden (or its golden `name`) lives."""
+        try:
+            return self._goldens.path(name)
+        except TrtCompareError as exc:
+            fail(str(exc))
+
+    def _stored(self, path: Path) -> Golden | None:
+        try:
+            return self._goldens.read(path)
+        except TrtCompareError as exc:
+            fail(str(exc))
+
+    def inputs(
+        self,
+        runner_or_specs: Any,
+        *,
+        name: str | None = None,
+        seed: int = 1,
+        val_range: Any = None,
+        shapes: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The stored inputs when the golden has them and they fit; else fresh synthetic ones,
+        which `check` stores with the outputs."""
+        specs: list[TensorSpec] = (
+            runner_or_specs.input_specs()
+            if hasattr(runner_or_specs, "input_specs")
+            else list(runner_or_specs)
+        )
+        golden = self._stored(self.path(name))
+        feed = None
+        if golden is not None:
+            try:
+                check_feed(specs, golden.inputs, "golden inputs")
+                feed = golden.inputs
+            except FeedError:
+                feed = None  # the model's inputs changed: make new ones (stored on update)
+        if feed is None:
+            try:
+                feed = synthetic_feed(specs, seed=seed, val_range=val_range, shapes=shapes)
+            except TrtCompareError as exc:
+                fail(f"{type(exc).__name__}: {exc}")
+        self._inputs[name] = feed
+        describe = getattr(runner_or_specs, "describe", None)
+        self._meta[name] = {
+            "runner": describe() if callable(describe) else None,
+            "seed": seed,
+            "shapes": {k: list(v) for k, v in (shapes or {}).items()},
+            "val_range": val_range if isinstance(val_range, (list, tuple)) else None,
+        }
+        return {key: value.copy() for key, value in feed.items()}
+
+    def check(
+        self,
+        outputs: Any,
+        tolerance: ToleranceSpec = None,
+        name: str | None = None,
+        *,
+        precision: str = "fp32",
+        **fields: Any,
+    ) -> ComparisonResult | None:
+        """Compare with the stored golden (or write it under --update-goldens); the result,
+        or None when a golden was written."""
+        __tracebackhide__ = True
+        outcome = self._outcome(outputs, tolerance, name, precision, fields)
+        settle(self._goldens.item, self._settings, outcome)
+        return None if outcome.kind is Kind.GOLDEN_WRITTEN else outcome.worst
+
+    def _outcome(
+        self,
+        outputs: Any,
+        tolerance: ToleranceSpec,
+        name: str | None,
+        precision: str,
+        fields: dict[str, Any],
+    ) -> Outcome:
+        path = self.path(name)
+        try:
+            table = self._settings.tolerances.resolve(precision, tolerance, **fields)
+        except TrtCompareError as exc:
+            return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}", source="golden")
+        if self._goldens.updating:
+            meta = {
+                "name": name,
+                "precision": precision,
+                "tolerance": dataclasses.asdict(table.default),
+                **self._meta.get(name, {}),
+            }
+            inputs = self._inputs.get(name, {})
+            problem = self._goldens.write(path, outputs, inputs, meta)
+            if problem:
+                return Outcome(Kind.FAILED, problem, source="golden")
+            return Outcome(Kind.GOLDEN_WRITTEN, source="golden")
+        try:
+            golden = self._goldens.read(path)
+        except TrtCompareError as exc:
+            return Outcome(Kind.GOLDEN_MISSING, str(exc), source="golden")
+        if golden is None:
+            message = self._goldens.missing_message(path)
+            return Outcome(Kind.GOLDEN_MISSING, message, source="golden")
+        self._goldens.compared(path)
+        try:
+            result = compare_outputs(
+                outputs, golden.outputs, {"": table.default, **table.per_output}
+            )
+        except TrtCompareError as exc:
+            return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}", source="golden")
+        return compared(
+            [result],
+            source="golden",
+            reference={"runner": f"golden {path.name}"},
+            arrays=(outputs, golden.outputs),
+            golden=self._goldens.show(path),
+        )

@@ -1,0 +1,206 @@
+"""Goldens inside pytest: where they live, what a session did with them, the `golden` fixture.
+
+Under pytest-xdist each worker sends its stats through `workeroutput`; the controller merges
+them, decides which goldens went unused, and prints the summary. A golden counts as unused
+only in a module whose selected tests all ran and passed with nothing deselected (so -k, -x,
+failures and skips never make a golden look unused).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..goldens.atomic import remove_stale_temps
+from ..goldens.store import (
+    Golden,
+    GoldenError,
+    GoldenStats,
+    golden_file_problem,
+    golden_path,
+    iter_goldens,
+    read_golden,
+    read_header,
+    write_golden,
+)
+from .options import Settings
+from .outcome import quoted_nodeid
+
+WORKER_KEY = "trtcompare_goldens"
+
+
+def _function_id(nodeid: str) -> str:
+    """'mod.py::TestA::test_x[fp16-bs8]' -> 'mod.py::TestA::test_x'."""
+    return nodeid.split("[", 1)[0]
+
+
+class GoldenSession:
+    """The session's goldens: layout, stats, unused and pruned files, the summary."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.stats = GoldenStats()
+        self.modules: dict[str, dict[str, Any]] = {}  # module nodeid -> folder, items, partial
+        self.passed: set[str] = set()
+        self.unused: list[str] = []
+        self.pruned: list[str] = []
+
+    def folder(self, module_path: Path) -> Path:
+        root = self.settings.goldens_root
+        if root is None:
+            return module_path.parent / "goldens" / module_path.stem
+        try:
+            relative = module_path.resolve().relative_to(self.settings.rootpath.resolve())
+        except ValueError:
+            relative = Path(module_path.name)
+        return root / relative.with_suffix("")
+
+    def show(self, path: Path | str) -> str:
+        try:
+            return str(Path(path).relative_to(self.settings.rootpath))
+        except ValueError:
+            return str(path)
+
+    def for_item(self, item: pytest.Item) -> ItemGoldens:
+        return ItemGoldens(self, item)
+
+    # -- collection and results --------------------------------------------------------------
+    def collected(self, items: list[pytest.Item], partial: bool = False) -> None:
+        for item in items:
+            module = item.nodeid.split("::")[0]
+            state = self.modules.setdefault(
+                module, {"folder": str(self.folder(item.path)), "items": [], "partial": False}
+            )
+            if partial:
+                state["partial"] = True
+            else:
+                state["items"].append(item.nodeid)
+
+    def worker_payload(self) -> dict[str, Any]:
+        return {"stats": self.stats.to_json(), "modules": self.modules}
+
+    def merge_worker(self, data: dict[str, Any]) -> None:
+        self.stats.merge(data["stats"])
+        for module, state in data["modules"].items():
+            mine = self.modules.setdefault(module, {**state, "items": []})
+            mine["items"] = sorted(set(mine["items"]) | set(state["items"]))
+            mine["partial"] = mine["partial"] or state["partial"]
+
+    def find_unused(self, session: pytest.Session) -> None:
+        """A golden is unused when its module ran in full and either its own test ran without
+        using it, or its test function no longer exists. A test that was not collected in
+        this run (another precision or framework selected) never makes a golden unused."""
+        for state in self.modules.values():
+            remove_stale_temps(Path(state["folder"]))  # left behind by killed runs
+        if session.shouldstop or session.shouldfail:
+            return
+        for state in self.modules.values():
+            complete = not state["partial"] and all(i in self.passed for i in state["items"])
+            if not complete or not state["items"]:
+                continue
+            items = set(state["items"])
+            functions = {_function_id(nodeid) for nodeid in items}
+            for path in iter_goldens(Path(state["folder"])):
+                if str(path) in self.stats.used:
+                    continue
+                try:
+                    test = read_header(path).get("meta", {}).get("test")
+                except GoldenError:
+                    continue  # a broken golden is reported by the test that reads it
+                if not isinstance(test, str):
+                    continue  # imported goldens name no test: never called unused
+                if test in items or _function_id(test) not in functions:
+                    self.unused.append(str(path))
+        if self.settings.prune_goldens:
+            for name in self.unused:
+                Path(name).unlink(missing_ok=True)
+                self.pruned.append(name)
+
+    def summary_lines(self) -> list[str]:
+        stats = self.stats
+        if not (stats.created or stats.updated or stats.unchanged or stats.used or self.unused):
+            return []
+        if self.settings.update_goldens:
+            counts = (
+                f"created {len(stats.created)}, updated {len(stats.updated)}, "
+                f"unchanged {len(stats.unchanged)}"
+            )
+        else:
+            counts = f"checked {len(stats.used)}"
+        pruned = f" (pruned {len(self.pruned)})" if self.settings.prune_goldens else ""
+        lines = [f"{counts}, unused {len(self.unused)}{pruned}"]
+        for label, paths in (("created", stats.created), ("updated", stats.updated)):
+            lines += [f"  {label}: {self.show(path)}" for path in sorted(paths)]
+        for path in sorted(self.unused):
+            verb = "pruned" if path in self.pruned else "unused"
+            lines.append(f"  {verb}: {self.show(path)}")
+        if self.unused and not self.settings.prune_goldens:
+            lines.append("  (delete unused goldens with --prune-goldens)")
+        return lines
+
+
+class ItemGoldens:
+    """The golden store as one test item sees it (session/cases.py's GoldenAccess)."""
+
+    def __init__(self, session: GoldenSession, item: pytest.Item) -> None:
+        self.session = session
+        self.item = item
+
+    @property
+    def updating(self) -> bool:
+        return self.session.settings.update_goldens
+
+    def path(self, name: str | None = None) -> Path:
+        parts = self.item.nodeid.split("::")[1:]
+        test_id = ".".join(parts) or self.item.name
+        return golden_path(self.session.folder(self.item.path), test_id, name)
+
+    def regenerate_hint(self) -> str:
+        return f"pytest {self.session.settings.update_flag} {quoted_nodeid(self.item)}"
+
+    def read(self, path: Path) -> Golden | None:
+        """The golden at `path`; None when there is none, or when it is unreadable and
+        --update-goldens is about to replace it. Otherwise an unreadable golden raises
+        GoldenError naming the file and the command that regenerates it."""
+        problem = golden_file_problem(path)
+        if problem is None and not path.exists():
+            return None
+        try:
+            if problem:
+                raise GoldenError(problem)
+            return read_golden(path)
+        except GoldenError as exc:
+            if self.updating and problem is None:
+                return None
+            raise GoldenError(f"{exc}\n(regenerate it with: {self.regenerate_hint()})") from None
+
+    def compared(self, path: Path) -> None:
+        self.session.stats.used.add(str(path))
+
+    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str | None:
+        """Write (or find unchanged) one golden; the message to fail the test with when the
+        write failed (the old golden is kept)."""
+        full_meta = {
+            "test": self.item.nodeid,
+            "plugin_version": importlib.metadata.version("pytest-trtcompare"),
+            **meta,
+        }
+        try:
+            outcome = write_golden(path, outputs, inputs, full_meta)
+        except (GoldenError, OSError) as exc:
+            return f"cannot write golden {path}: {exc} (the old golden is kept)"
+        self.session.stats.record(outcome, path)
+        self.session.stats.used.add(str(path))
+        return None
+
+    def missing_message(self, path: Path) -> str:
+        return (
+            f"golden {self.show(path)} does not exist (nothing was written); "
+            f"create it with:\n  {self.regenerate_hint()}"
+        )
+
+    def show(self, path: Path) -> str:
+        return self.session.show(path)

@@ -1,0 +1,111 @@
+"""Markers -> validated specs -> parametrization, and the xdist groups of compare items.
+
+Items: one per target x precision x shape set, ids like `test_resnet[trt-fp16-bs8]`. When a
+test expands to nothing (no target supports the selected precisions, --frameworks selects
+none of its targets), it becomes one item skipped with that reason: pytest never sees an
+empty parameter set, and every other test runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..errors import MarkerError
+from ..session.cases import Case, expand, shape_set_ids
+from ..session.spec import compare_spec, precisions_marker, shapes_marker
+from .fixtures import CASE_FIXTURE
+from .outcome import fail
+from .state import state_of
+
+MARKERS = {
+    "compare_frameworks": (
+        "compare_frameworks(model=..., frameworks=[...], reference=None, golden=False, "
+        "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1): run the model in "
+        "each framework and compare the outputs (pytest-trtcompare)"
+    ),
+    "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
+    "shapes": "shapes(*shape_sets, ids=None): input shape sets, e.g. {'input': (1, 3, 224, 224)}",
+}
+NOTHING_TO_RUN = "nothing-to-run"
+
+
+def _selected_precisions(definition: Any, run_precisions: tuple[str, ...]) -> list[str]:
+    marker = definition.get_closest_marker("precisions")
+    if marker is None:
+        return list(run_precisions)
+    wanted = precisions_marker(marker.args, definition.nodeid)
+    return [p for p in run_precisions if p in wanted]
+
+
+def generate_tests(metafunc: pytest.Metafunc) -> None:
+    """pytest_generate_tests: validate the markers once, then parametrize."""
+    definition = metafunc.definition
+    settings = state_of(metafunc.config).settings
+    spec = None
+    sets: tuple[Any, ...] = ()
+    ids: tuple[str, ...] | None = None
+    try:
+        precisions = _selected_precisions(definition, settings.precisions)
+        marker = definition.get_closest_marker("shapes")
+        sets, ids = (
+            shapes_marker(marker.args, marker.kwargs, definition.nodeid) if marker else ((), None)
+        )
+        marker = definition.get_closest_marker("compare_frameworks")
+        if marker is not None:
+            base = Path(str(definition.path)).parent
+            spec = compare_spec(marker.args, marker.kwargs, definition.nodeid, base)
+    except MarkerError as exc:
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:  # outside the except: pytest would show the MarkerError chained under it
+        fail(problem)  # a collection error naming the test, without a traceback
+    if spec is not None:
+        cases, reason = expand(spec, precisions, sets, ids, settings.frameworks)
+        if CASE_FIXTURE not in metafunc.fixturenames:
+            metafunc.fixturenames.append(CASE_FIXTURE)
+        if not cases:
+            skip = pytest.mark.skip(reason=f"compare_frameworks: {reason}")
+            params = [pytest.param((spec, None), marks=skip, id=NOTHING_TO_RUN)]
+            metafunc.parametrize(CASE_FIXTURE, params, indirect=True)
+            return
+        params = [pytest.param((spec, c), id=c.id) for c in cases]
+        metafunc.parametrize(CASE_FIXTURE, params, indirect=True)
+        return
+    if "trt_precision" in metafunc.fixturenames:
+        if not precisions:
+            reason = "@pytest.mark.precisions selects none of the run's precisions " + ",".join(
+                settings.precisions
+            )
+            params = [pytest.param(None, marks=pytest.mark.skip(reason=reason), id=NOTHING_TO_RUN)]
+            metafunc.parametrize("trt_precision", params)
+        else:
+            metafunc.parametrize("trt_precision", precisions, ids=precisions)
+    if "input_shapes" in metafunc.fixturenames and sets:
+        metafunc.parametrize("input_shapes", list(sets), ids=list(ids or shape_set_ids(sets)))
+
+
+def group_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Items of one model share an xdist_group: --dist loadgroup keeps its runners on one
+    worker, so each is built once."""
+    runner_cache = state_of(config).cases.runners
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        param = callspec.params.get(CASE_FIXTURE) if callspec else None
+        if param is None:
+            continue
+        # pytest prunes the fixture closure after parametrization: make sure the case runs
+        # even when the test body asks for no fixture at all
+        if CASE_FIXTURE not in item.fixturenames:  # type: ignore[attr-defined]
+            item.fixturenames.append(CASE_FIXTURE)  # type: ignore[attr-defined]
+        spec, case = param
+        if not isinstance(case, Case) or item.get_closest_marker("xdist_group") is not None:
+            continue
+        # the same name in every worker process (hash() is salted per process)
+        key = repr(runner_cache.model_key(spec.model)).encode()
+        group = hashlib.sha1(key).hexdigest()[:12]
+        item.add_marker(pytest.mark.xdist_group(name=f"trtcompare-{group}"))

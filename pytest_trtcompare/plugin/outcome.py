@@ -1,0 +1,131 @@
+"""The one road from a comparison's Outcome to a test result: records, artifacts, verdict.
+
+Every entry point ends here: compare_frameworks items, the `compare` fixture, `golden.check`,
+and an OutputMismatchError raised by `assert_outputs_close` in a test body.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from ..engine.results import ComparisonResult, OutputMismatchError
+from ..session.outcome import Kind, Outcome, runner_name
+from . import summary
+from .options import Settings
+
+ARTIFACT_FILES = pytest.StashKey[list[Path]]()
+
+
+def display_id(item: pytest.Item) -> str:
+    """'test_x[fp16]' or 'TestA::test_y': the node id within its file."""
+    return item.nodeid.split("::", 1)[-1] if "::" in item.nodeid else item.nodeid
+
+
+def quoted_nodeid(item_or_nodeid: pytest.Item | str) -> str:
+    """A node id quoted for a shell (brackets in ids would be globbed)."""
+    nodeid = item_or_nodeid if isinstance(item_or_nodeid, str) else item_or_nodeid.nodeid
+    return shlex.quote(nodeid)
+
+
+def record(item: pytest.Item, outcome: Outcome) -> None:
+    """The accuracy records of an outcome, on the item (summary, JSON report, JUnit)."""
+    worst = outcome.worst
+    if worst is None:
+        return
+    records = summary.records(
+        worst,
+        display_id(item),
+        outcome.source,
+        runner_name(outcome.target or None),
+        runner_name(outcome.reference),
+    )
+    item.user_properties.extend(summary.to_properties(records))
+
+
+def artifacts_root(item: pytest.Item, settings: Settings) -> Path:
+    if settings.artifacts_root is not None:
+        return settings.artifacts_root
+    factory = getattr(item.config, "_tmp_path_factory", None)
+    if factory is not None:
+        return Path(factory.getbasetemp()) / "trtcompare-artifacts"
+    return settings.rootpath / ".trtcompare-artifacts"
+
+
+def failure_artifacts(
+    item: pytest.Item, settings: Settings, result: ComparisonResult, arrays: Any
+) -> str:
+    """Write a failing comparison's arrays and pictures; the text to add to its report."""
+    if arrays is None:
+        return ""
+    from .. import artifacts
+
+    folder = artifacts.folder_for(artifacts_root(item, settings), item.nodeid)
+    try:
+        made = artifacts.write(result, arrays[0], arrays[1], folder)
+    except Exception as exc:  # pictures must never hide the comparison's own verdict
+        return f"\n\n(artifacts could not be written to {folder}: {exc})"
+    if made is None:
+        return ""
+    item.stash.setdefault(ARTIFACT_FILES, []).extend(made.files)
+    return "\n\n" + made.describe()
+
+
+def mismatch_text(item: pytest.Item, settings: Settings, outcome: Outcome) -> str:
+    worst = outcome.worst
+    assert worst is not None
+    head = outcome.message
+    if outcome.source == "compare_frameworks" and not head:
+        head = f"{runner_name(outcome.target)} vs {runner_name(outcome.reference)}: "
+    text = head + outcome.failing_iteration + worst.report(settings.verbosity)
+    if outcome.golden:
+        text += f"\n\ngolden: {outcome.golden}"
+    return text + failure_artifacts(item, settings, worst, outcome.arrays)
+
+
+def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: bool = True) -> None:
+    """Record the outcome, then pass (return), skip, or fail the test with its message.
+
+    A mismatch inside a test body raises OutputMismatchError (the user's line shows in the
+    traceback); outside one (a compare_frameworks verdict) it fails with the report alone."""
+    __tracebackhide__ = True
+    record(item, outcome)
+    if outcome.kind in (Kind.PASSED, Kind.GOLDEN_WRITTEN):
+        return
+    if outcome.kind is Kind.SKIPPED:
+        pytest.skip(outcome.message)
+    if outcome.kind is Kind.MISMATCH:
+        worst = outcome.worst
+        assert worst is not None
+        text = mismatch_text(item, settings, outcome)
+        if not in_body:
+            fail(text)
+        error = OutputMismatchError(text, worst, outcome.arrays)
+        error.settled = True
+        raise error
+    fail(outcome.message)
+
+
+def fail(message: str) -> NoReturn:
+    """Fail with the message alone: no traceback through the plugin."""
+    __tracebackhide__ = True
+    pytest.fail(message, pytrace=False)
+
+
+def enrich_bare_mismatch(item: pytest.Item, settings: Settings, error: OutputMismatchError) -> None:
+    """An OutputMismatchError from assert_outputs_close in a test body: record it, write its
+    artifacts, and render its report at the run's verbosity (its traceback stays: it is the
+    user's code)."""
+    if getattr(error, "settled", False):
+        return
+    error.settled = True
+    outcome = Outcome(Kind.MISMATCH, results=(error.result,), source="assert_outputs_close")
+    record(item, outcome)
+    text = str(error)
+    if text == error.result.report():
+        text = error.result.report(settings.verbosity)
+    text += failure_artifacts(item, settings, error.result, error.arrays)
+    error.args = (text,)

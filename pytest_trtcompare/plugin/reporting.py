@@ -1,0 +1,78 @@
+"""The accuracy summary, the JSON report and runner build counts, aggregated under xdist.
+
+Accuracy records ride on `item.user_properties`, so the xdist controller and JUnit XML get
+them from the test reports; runner descriptions and build counts come from each worker
+through `workeroutput`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from ..session.outcome import Outcome
+from . import summary
+from .options import Settings
+
+WORKER_KEY = "trtcompare_builds"
+
+
+class Reporter:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.records: list[summary.Record] = []
+        self.descriptions: dict[str, Any] = {}
+        self.builds: dict[str, dict[str, dict[str, int]]] = {}
+
+    def note(self, outcome: Outcome) -> None:
+        """Keep the runners' descriptions for the JSON report."""
+        for info in (outcome.target, outcome.reference):
+            if info and "runner" in info and not str(info["runner"]).startswith("golden "):
+                self.descriptions[str(info["runner"])] = dict(info)
+
+    def logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.failed):
+            self.records.extend(summary.from_properties(report.user_properties))
+
+    def worker_payload(self, builds: Mapping[str, Any]) -> dict[str, Any]:
+        # plain JSON types only: execnet refuses e.g. torch's TorchVersion (a str subclass)
+        # and would drop the whole workeroutput
+        payload = {"builds": builds, "descriptions": self.descriptions}
+        loaded: dict[str, Any] = json.loads(json.dumps(payload, default=str))
+        return loaded
+
+    def merge_worker(self, worker: str, data: Mapping[str, Any]) -> None:
+        if data["builds"]:
+            self.builds[worker] = data["builds"]
+        self.descriptions.update(data["descriptions"])
+
+    def terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.records:
+            return
+        terminalreporter.section("accuracy summary")
+        limit = None if self.settings.verbosity > 0 else 20
+        for line in summary.format_summary(self.records, limit):
+            terminalreporter.write_line(line)
+        for worker, builds in sorted(self.builds.items()):
+            counts = ", ".join(
+                f"{name} x{n['builds']}" + (f" ({n['models']} models)" if n["models"] > 1 else "")
+                for name, n in sorted(builds.items())
+            )
+            terminalreporter.write_line(f"runners built ({worker}): {counts}")
+        path = self.settings.report_path
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            version = importlib.metadata.version("pytest-trtcompare")
+            path.write_text(
+                summary.report_json(self.records, self.descriptions, self.builds, version)
+            )
+        except OSError as exc:
+            terminalreporter.write_line(f"accuracy report NOT written to {path}: {exc}", red=True)
+            return
+        terminalreporter.write_line(f"accuracy report: {path}")

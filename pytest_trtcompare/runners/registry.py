@@ -1,0 +1,74 @@
+"""The runner registry: built-in runners, entry points, and building a runner in-process."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import FrameworkUnavailable, UnknownFrameworkError
+from .base import Runner
+
+ENTRY_POINT_GROUP = "pytest_trtcompare.runners"
+
+_BUILTIN = {
+    "onnxrt": "pytest_trtcompare.runners.onnxrt:OnnxRuntimeRunner",
+    "onnxref": "pytest_trtcompare.runners.onnxref:OnnxReferenceRunner",
+    "torch": "pytest_trtcompare.runners.torch_runner:TorchRunner",
+    "trt": "pytest_trtcompare.runners.trt:TensorRTRunner",
+    "callable": "pytest_trtcompare.runners.callable_runner:CallableRunner",
+}
+
+
+def _load(target: str) -> Callable[..., Runner]:
+    module_name, _, attribute = target.partition(":")
+    factory: Callable[..., Runner] = getattr(importlib.import_module(module_name), attribute)
+    return factory
+
+
+def known_runners() -> dict[str, str]:
+    """Runner name -> where it comes from ('builtin' or the entry point's value)."""
+    names = dict.fromkeys(_BUILTIN, "builtin")
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        names.setdefault(entry_point.name, entry_point.value)
+    return names
+
+
+def check_framework_name(name: str) -> None:
+    """UnknownFrameworkError unless `name` is built in, registered, or 'callable:mod:func'."""
+    if name.startswith("callable:"):
+        module, sep, function = name.removeprefix("callable:").partition(":")
+        if module and sep and function:
+            return
+        raise UnknownFrameworkError(f"{name!r} is not 'callable:package.module:function'")
+    if name not in known_runners():
+        raise UnknownFrameworkError(
+            f"unknown framework {name!r}; known frameworks: "
+            f"{', '.join(sorted(known_runners()))} (or 'callable:package.module:function')"
+        )
+
+
+def runner_factory(name: str) -> Callable[..., Runner]:
+    check_framework_name(name)
+    if name in _BUILTIN:
+        return _load(_BUILTIN[name])
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name == name:
+            try:
+                factory: Callable[..., Runner] = entry_point.load()
+            except Exception as exc:  # a broken third-party package: it cannot run here
+                raise FrameworkUnavailable(
+                    f"runner {name!r} ({entry_point.value}) failed to import: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from None
+            return factory
+    raise UnknownFrameworkError(f"unknown framework {name!r}")  # unreachable after the check
+
+
+def create_local(name: str, model: Any = None, precision: str = "fp32", **options: Any) -> Runner:
+    """Build the runner in this process (isolated workers call this too)."""
+    options.pop("timeout", None)
+    if name.startswith("callable:"):
+        return runner_factory("callable")(name.removeprefix("callable:"), precision, **options)
+    return runner_factory(name)(model, precision, **options)

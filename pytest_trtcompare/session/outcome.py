@@ -1,0 +1,82 @@
+"""What one comparison ended as: the single type every entry point hands to the pytest layer.
+
+`plugin/outcome.py` turns an Outcome into records, artifacts and the test's result; nothing
+else decides whether a test passes, fails, errors or skips.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.results import ComparisonResult
+
+
+class Kind(enum.Enum):
+    PASSED = "passed"  # compared, within tolerance
+    MISMATCH = "mismatch"  # compared, out of tolerance: the test fails with the report
+    CRASHED = "crashed"  # an isolated runner died: the test fails with the signal
+    SKIPPED = "skipped"  # cannot run here (framework, GPU, precision): skip with the reason
+    GOLDEN_MISSING = "golden missing"  # missing or damaged, nothing to compare with: fails
+    FAILED = "failed"  # the test fails with the message (a golden that could not be written)
+    GOLDEN_WRITTEN = "golden written"  # --update-goldens wrote (or kept) it: the test passes
+    ERROR = "error"  # a user mistake (model, shapes, feed ...): the message, no traceback
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: Kind
+    message: str = ""  # the reason or problem; for MISMATCH a header before the report
+    results: tuple[ComparisonResult, ...] = ()  # one per iteration
+    source: str = "compare"  # "compare_frameworks", "compare" or "golden"
+    target: Mapping[str, Any] = field(default_factory=dict)  # the target runner's describe()
+    reference: Mapping[str, Any] | None = None  # the reference's describe() ({"runner": ...})
+    arrays: tuple[Any, Any] | None = None  # (actual, expected) of the first failing iteration
+    golden: str | None = None  # the golden file involved, for the report
+
+    @property
+    def worst(self) -> ComparisonResult | None:
+        """The first failing iteration, else the one closest to failing."""
+        failing = [r for r in self.results if not r.passed]
+        if failing:
+            return failing[0]
+        return max(self.results, key=lambda r: r.margin, default=None)
+
+    @property
+    def failing_iteration(self) -> str:
+        """'iteration 2 of 3: ' when several iterations ran and one failed."""
+        worst = self.worst
+        if len(self.results) < 2 or worst is None or worst.passed:
+            return ""
+        return f"iteration {self.results.index(worst)} of {len(self.results)}: "
+
+
+def compared(
+    results: Sequence[ComparisonResult],
+    *,
+    source: str,
+    target: Mapping[str, Any] | None = None,
+    reference: Mapping[str, Any] | None = None,
+    arrays: tuple[Any, Any] | None = None,
+    golden: str | None = None,
+    header: str = "",
+) -> Outcome:
+    """PASSED or MISMATCH from comparison results."""
+    passed = all(r.passed for r in results)
+    return Outcome(
+        Kind.PASSED if passed else Kind.MISMATCH,
+        header,
+        tuple(results),
+        source,
+        dict(target or {}),
+        None if reference is None else dict(reference),
+        None if passed else arrays,
+        golden,
+    )
+
+
+def runner_name(description: Mapping[str, Any] | None) -> str | None:
+    """'onnxrt-fp32' from a describe() dict (None when there is none)."""
+    return None if description is None else str(description.get("runner"))

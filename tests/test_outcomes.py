@@ -1,0 +1,516 @@
+"""Every outcome a user meets, as the user sees it (issue 10's matrix): each numbered case of
+docs/RELIABILITY.md "Outcomes of the pytest layer", run in-process and under `-n 2`."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from .pytester_helpers import XDIST, run
+from .test_compare_frameworks import CONFTEST
+
+COMPARE = 'model="model.onnx", frameworks=["onnxref", "onnxrt"]'
+#: The same model with a static batch, for tests without a shapes marker.
+STATIC = CONFTEST.replace('["batch", 8]', "[2, 8]").replace('["batch", 4]', "[2, 4]")
+
+
+def _summary(result: pytest.RunResult) -> str:
+    return result.stdout.str()
+
+
+def _per_worker(xdist: list[str]) -> int:
+    """pytest-xdist reports a collection error once per worker."""
+    return 2 if xdist else 1
+
+
+def _no_plugin_frames(result: pytest.RunResult) -> None:
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out
+    assert "pytest_trtcompare/" not in out, "a traceback line points into the plugin"
+
+
+# 1. a compare_frameworks test that expands to no item ---------------------------------------
+NO_ITEMS = f"""
+import pytest
+
+@pytest.mark.compare_frameworks({COMPARE})
+@pytest.mark.precisions("fp16")
+def test_fp16_only():
+    pass
+
+@pytest.mark.compare_frameworks({COMPARE})
+def test_any_precision():
+    pass
+
+def test_unrelated():
+    pass
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_1_no_items_skips_with_the_reason_and_the_session_goes_on(pytester, xdist):
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(test_no_items=NO_ITEMS)
+    result = run(pytester, "-rs", *xdist)
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED*compare_frameworks: no precision selected (@pytest.mark.precisions and "
+            "--trt-precision share none)"
+        ]
+    )
+    assert result.ret == 0
+    result = run(pytester, "-rs", "--trt-precision=int8", *xdist)
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED*compare_frameworks: no target runs at int8 (targets support onnxref: fp32, "
+            "fp16, bf16)"
+        ]
+    )
+    result = run(pytester, "-rs", "--frameworks=trt", *xdist)
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED*compare_frameworks: --frameworks trt selects none of this test's targets "
+            "(onnxref)"
+        ]
+    )
+    _no_plugin_frames(result)
+
+
+# 2. crashes and missing goldens fail; only a real write passes ------------------------------
+CRASHER = """
+import ctypes, os, sys
+
+def double(feed):
+    return {"y": feed["x"] * 2}
+
+def segfault(feed):
+    sys.stderr.write("about to read address 0\\n"); sys.stderr.flush()
+    ctypes.string_at(0)
+
+def abort(feed):
+    sys.stderr.write("assertion failed in a custom plugin\\n"); sys.stderr.flush()
+    os.abort()
+"""
+
+CRASHES = """
+import pytest
+
+SPECS = {"options": {"callable": {"input_specs": {"x": ("float32", (3,))}}}, "isolate": True}
+
+@pytest.mark.compare_frameworks(
+    frameworks=["callable:crasher:double", "callable:crasher:segfault"], **SPECS)
+def test_segfault(comparison):
+    pass
+
+@pytest.mark.compare_frameworks(
+    frameworks=["callable:crasher:double", "callable:crasher:abort"], **SPECS)
+def test_abort(comparison):
+    pass
+
+@pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxref"], golden=True)
+def test_golden(comparison):
+    assert comparison.outputs["y"].max_abs_error == 0
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_2_crashes_and_missing_goldens_fail_and_a_write_passes(pytester, xdist):
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(crasher=CRASHER, test_crashes=CRASHES)
+    pytester.syspathinsert()
+    result = run(pytester, "-rA", *xdist)
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "FAILED test_crashes.py::test_segfault[[]segfault-fp32[]] - *runner "
+            "callable:crasher:segfault-fp32 crashed with SIGSEGV; the end of its stderr:",
+            "FAILED test_crashes.py::test_abort[[]abort-fp32[]] - *crashed with SIGABRT*",
+            "*about to read address 0*",
+            "*assertion failed in a custom plugin*",
+            "FAILED test_crashes.py::test_golden[[]onnxref-fp32[]] - *golden goldens/test_crashes/"
+            "test_golden[[]onnxref-fp32[]].golden does not exist (nothing was written)*",
+            "  pytest --update-goldens 'test_crashes.py::test_golden[[]onnxref-fp32[]]'",
+        ]
+    )
+    assert "nothing was compared" not in result.stdout.str()
+    assert not list(pytester.path.rglob("*.golden")), "a missing golden must write nothing"
+    golden_test = "test_crashes.py::test_golden"
+    result = run(pytester, "-rA", "--update-goldens", golden_test, *xdist)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*created 1, updated 0, unchanged 0*"])
+    run(pytester, golden_test, *xdist).assert_outcomes(passed=1)
+    _no_plugin_frames(result)
+
+
+# 3. a framework typo is a collection error; an uninstalled framework skips ------------------
+@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("typo", ["onnxruntime", "onxref", "pytorch"])
+def test_3_framework_typo_is_a_collection_error(pytester, xdist, typo):
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(
+        test_typo=f"""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="model.onnx", frameworks=["{typo}", "onnxrt"])
+        def test_model():
+            pass
+
+        def test_unrelated():
+            pass
+        """
+    )
+    result = run(pytester, *xdist)
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and outcomes["errors"] == _per_worker(xdist)
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if xdist else pytest.ExitCode.INTERRUPTED)
+    result.stdout.fnmatch_lines(
+        [
+            "test_typo.py::test_model: @pytest.mark.compare_frameworks: unknown framework "
+            f"'{typo}'; "
+            "known frameworks: callable, onnxref, onnxrt, torch, trt*"
+        ]
+    )
+    _no_plugin_frames(result)
+
+
+BROKEN_ENTRY_POINT = """
+[pytest_trtcompare.runners]
+brokenrt = broken_runner:Runner
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_3_a_runner_package_that_fails_to_import_skips(pytester, xdist, monkeypatch):
+    pytester.makeconftest(STATIC)
+    info = pytester.mkdir("broken_runner-0.1.dist-info")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-runner\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(BROKEN_ENTRY_POINT)
+    pytester.makepyfile(broken_runner="raise ImportError('libbroken.so: cannot open')")
+    pytester.makepyfile(
+        test_broken="""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="model.onnx", frameworks=["brokenrt", "onnxrt"])
+        def test_model():
+            pass
+        """
+    )
+    env_path = os.pathsep.join([str(pytester.path), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", env_path)  # xdist workers import from here too
+    pytester.syspathinsert()
+    result = run(pytester, "-rs", *xdist)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED*runner 'brokenrt' (broken_runner:Runner) failed to import: ImportError: "
+            "libbroken.so: cannot open"
+        ]
+    )
+
+
+# 4. every marker mistake is one collection error naming the test and the argument -----------
+MARKER_MISTAKES = {
+    "frameworks_int": (
+        "compare_frameworks(model='model.onnx', frameworks=123)",
+        "(frameworks=...) got 123 (int); it takes a list of framework names",
+    ),
+    "shapes_tuple": (
+        "shapes((2, 4))",
+        "@pytest.mark.shapes got (2, 4) (tuple); it takes shape sets",
+    ),
+    "shapes_str_dim": ("shapes({'x': ('a', 4)})", "@pytest.mark.shapes got {'x': ('a', 4)} (dict)"),
+    "shapes_negative": ("shapes({'x': (-1, 8)})", "@pytest.mark.shapes got {'x': (-1, 8)} (dict)"),
+    "precisions_int": (
+        "precisions(16)",
+        "@pytest.mark.precisions got 16 (int); it takes precision",
+    ),
+    "seed_negative": (
+        f"compare_frameworks({COMPARE}, seed=-1)",
+        "(seed=...) got -1 (int); it takes an int >= 0",
+    ),
+    "iterations_zero": (
+        f"compare_frameworks({COMPARE}, iterations=0)",
+        "(iterations=...) got 0 (int); it takes an int >= 1",
+    ),
+    "iterations_str": (
+        f"compare_frameworks({COMPARE}, iterations='2')",
+        "(iterations=...) got '2' (str)",
+    ),
+    "val_range_reversed": (
+        f"compare_frameworks({COMPARE}, val_range=(1, 0))",
+        "(val_range=...) got (1, 0) (tuple); it takes (low, high) with low <= high",
+    ),
+    "tolerance_str": (
+        f"compare_frameworks({COMPARE}, tolerance='1e-3')",
+        "(tolerance=...): tolerance must be a Tolerance, a dict of its fields",
+    ),
+    "tolerance_float": (f"compare_frameworks({COMPARE}, tolerance=1e-3)", "got 0.001 (float)"),
+    "nan_equal_str": (
+        f"compare_frameworks({COMPARE}, tolerance={{'nan_equal': 'false'}})",
+        "nan_equal must be True or False, got 'false' (str)",
+    ),
+    "quantile_none": (
+        f"compare_frameworks({COMPARE}, tolerance={{'quantile': None}})",
+        "quantile must be a number, got None (NoneType)",
+    ),
+    "golden_str": (
+        f"compare_frameworks({COMPARE}, golden='yes')",
+        "(golden=...) got 'yes' (str); it takes True or False",
+    ),
+    "model_int": (
+        "compare_frameworks(model=123, frameworks=['onnxref', 'onnxrt'])",
+        "(model=...) got 123 (int); it takes a model",
+    ),
+    "positional": (
+        "compare_frameworks('model.onnx', frameworks=['onnxref', 'onnxrt'])",
+        "got ('model.onnx',) (tuple); it takes keyword arguments only",
+    ),
+}
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_4_marker_mistakes_are_clear_collection_errors(pytester, xdist):
+    pytester.makeconftest(STATIC)
+    for name, (marker, _) in MARKER_MISTAKES.items():
+        pytester.makepyfile(
+            **{
+                f"test_{name}": f"import pytest\n\n@pytest.mark.{marker}\n"
+                "def test_it():\n    pass\n"
+            }
+        )
+    result = run(pytester, *xdist)
+    result.assert_outcomes(errors=len(MARKER_MISTAKES) * _per_worker(xdist))
+    out = result.stdout.str()
+    for name, (_, message) in MARKER_MISTAKES.items():
+        line = next((x for x in out.splitlines() if x.startswith(f"test_{name}.py::test_it: ")), "")
+        assert message in line, (name, line)
+    _no_plugin_frames(result)
+
+
+def test_4_numpy_numbers_are_numbers(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_np="""
+        import numpy as np
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxref", "onnxrt"],
+            seed=np.int64(3), iterations=np.int32(2), val_range=(np.float32(-1), np.float64(1)),
+            tolerance={"atol": np.float32(1e-4), "rtol": np.float64(1e-4)})
+        @pytest.mark.shapes({"x": (np.int64(2), 8)})
+        def test_it(comparison):
+            assert comparison.outputs["y"].tolerance.atol == pytest.approx(1e-4)
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+# 5. our own errors: the message alone; the user's tracebacks stay ---------------------------
+OWN_ERRORS = """
+import numpy as np
+import pytest
+
+@pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxref", "onnxrt"])
+@pytest.mark.shapes({"nope": (1, 8)})
+def test_wrong_input_name():
+    pass
+
+@pytest.mark.compare_frameworks(model="missing.onnx", frameworks=["onnxref", "onnxrt"])
+def test_missing_model():
+    pass
+
+def complex_out(feed):
+    return {"y": np.ones(4, np.complex64)}
+
+def broken_user_code(feed):
+    raise ValueError("the user's model code broke")
+
+SPECS = {"x": ("float32", (4,))}
+DYNAMIC = ("float32", (None, 8))
+
+@pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxref", "callable"],
+                                reference="onnxref", models={"callable": complex_out},
+                                options={"callable": {"input_specs": {"x": DYNAMIC}}})
+@pytest.mark.shapes({"x": (1, 8)})
+def test_complex_output():
+    pass
+
+def test_user_code_keeps_its_traceback(runners):
+    runner = runners.callable(broken_user_code, input_specs=SPECS)
+    runner.infer({"x": np.ones(4, np.float32)})
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_5_own_errors_show_the_message_alone(pytester, xdist):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_errors=OWN_ERRORS)
+    result = run(pytester, "-rA", *xdist)
+    result.assert_outcomes(errors=3, failed=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            "ERROR test_errors.py::test_wrong_input_name[[]onnxref-fp32-bs1[]] - *shapes name "
+            "input(s) [[]'nope'[]] that the model does not have*",
+            "ERROR test_errors.py::test_missing_model[[]onnxref-fp32[]] - *ModelLoadError: model "
+            f"file '{pytester.path}/missing.onnx' does not exist*",
+            "ERROR test_errors.py::test_complex_output[[]callable-fp32-bs1[]] - "
+            "*InvalidOutputError:"
+            " output 'y' (test_errors:complex_out) is a complex tensor*",
+            "FAILED test_errors.py::test_user_code_keeps_its_traceback - ValueError: the user's "
+            "model code broke",
+            "*raise ValueError*",  # the user's own line is shown
+        ]
+    )
+    out = result.stdout.str()
+    own = [line for line in out.splitlines() if "pytest_trtcompare/" in line]
+    # only the runner's own call frames, between the user's test and the user's function
+    assert all("pytest_trtcompare/runners/" in line for line in own), own
+
+
+# 6. path options written with a space ---------------------------------------------------------
+@pytest.mark.parametrize("xdist", XDIST)
+def test_6_path_option_with_a_space_that_moves_the_rootdir_is_a_usage_error(pytester, xdist):
+    project = pytester.mkdir("project")
+    shared = pytester.mkdir("shared_goldens")
+    (project / "conftest.py").write_text(STATIC)
+    (project / "pytest.ini").write_text(
+        "[pytest]\ntrtcompare_tolerances =\n    fp32: atol=0.5 rtol=0.5\n"
+    )
+    (project / "test_model.py").write_text(
+        "import pytest\n\n"
+        f"@pytest.mark.compare_frameworks({COMPARE})\n"
+        "def test_model(comparison):\n"
+        "    assert comparison.outputs['y'].tolerance.atol == 0.5\n"
+    )
+    os.chdir(project)
+    result = run(pytester, "--goldens-dir", "../shared_goldens", *xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--goldens-dir ../shared_goldens: pytest took '../shared_goldens' for a test path "
+            "while it chose the rootdir*; write --goldens-dir=../shared_goldens"
+        ]
+    )
+    run(pytester, f"--goldens-dir={shared}", *xdist).assert_outcomes(passed=1)
+    (project / "goldens").mkdir()
+    run(pytester, "--goldens-dir", "goldens", *xdist).assert_outcomes(passed=1)  # same rootdir
+
+
+# 7. smaller ones --------------------------------------------------------------------------
+@pytest.mark.parametrize("xdist", XDIST)
+def test_7_repeated_precision_options_merge(pytester, xdist):
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(
+        test_m=f"import pytest\n\n@pytest.mark.compare_frameworks({COMPARE})\n"
+        "def test_it():\n    pass\n"
+    )
+    result = run(pytester, "-v", "--trt-precision", "fp16", "--trt-precision", "bf16", *xdist)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines_random(
+        ["*test_it[[]onnxref-fp16[]]*", "*test_it[[]onnxref-bf16[]]*"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "message"),
+    [
+        (
+            'trtcompare_tolerances =\n    fp16: atol="1e-2 rtol=1e-2\n',
+            [],
+            "*trtcompare_tolerances line 'fp16: atol=\"1e-2 rtol=1e-2': No closing quotation*",
+        ),
+        (
+            "",
+            ["--trtcompare-report=reports"],
+            "*--trtcompare-report=*reports is a directory; give a file name*",
+        ),
+        (
+            "",
+            ["--frameworks=onnxruntime"],
+            "*--frameworks: unknown framework 'onnxruntime'; known*",
+        ),
+    ],
+)
+def test_7_bad_settings_are_usage_errors(pytester, ini, args, message):
+    pytester.makeini(f"[pytest]\n{ini}")
+    pytester.mkdir("reports")
+    pytester.makepyfile(test_m="def test_it():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_7_a_conftest_that_owns_update_goldens(pytester, xdist):
+    pytester.makeconftest(
+        STATIC + "\n\ndef pytest_addoption(parser):\n"
+        "    parser.addoption('--update-goldens', action='store_true', dest='mine')\n"
+    )
+    pytester.makepyfile(
+        test_m="import numpy as np\n\ndef test_it(golden, request):\n"
+        "    assert request.config.getoption('mine')\n"
+        "    golden.check({'y': np.ones(3)})\n"
+    )
+    result = run(pytester, "--update-goldens", *xdist)
+    result.assert_outcomes(failed=1)  # --update-goldens is the conftest's: nothing written
+    result.stdout.fnmatch_lines(
+        ["*create it with:", "  pytest --trt-update-goldens test_m.py::test_it"]
+    )
+    result = run(pytester, "--update-goldens", "--trt-update-goldens", *xdist)
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_7_a_fifo_named_golden_does_not_hang_the_scan(pytester, xdist):
+    pytester.makepyfile(
+        test_m="import numpy as np\n\ndef test_it(golden):\n    golden.check({'y': np.ones(3)})\n"
+    )
+    pytester.runpytest("--update-goldens").assert_outcomes(passed=1)
+    os.mkfifo(pytester.path / "goldens" / "test_m" / "stray.golden")
+    args = ["-p", "no:cacheprovider", *xdist]
+    result = pytester.runpytest_subprocess(*args, timeout=120)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*checked 1, unused 0*"])
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_7_assert_outputs_close_in_a_test_gets_artifacts_and_a_record(pytester, xdist):
+    pytester.makepyfile(
+        test_m="""
+        import numpy as np
+        from pytest_trtcompare import assert_outputs_close
+
+        def test_direct():
+            expected = np.linspace(0, 1, 100, dtype=np.float32)
+            actual = expected.copy()
+            actual[7] += 0.5
+            assert_outputs_close({"y": actual}, {"y": expected}, atol=1e-3, rtol=1e-3)
+        """
+    )
+    result = run(pytester, "-v", *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            '*assert_outputs_close({"y": actual}*',
+            "*rel error: mean*",
+            "*artifacts: *",
+            "*y.actual.npy*",
+            "*accuracy summary*",
+            "*FAIL*test_direct :: y*",
+        ]
+    )
+
+
+def test_7_missing_goldens_are_not_counted_as_checked(pytester):
+    pytester.makepyfile(
+        test_m="import numpy as np\n\ndef test_it(golden):\n    golden.check({'y': np.ones(3)})\n"
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    assert not re.search(r"checked \d", result.stdout.str())
