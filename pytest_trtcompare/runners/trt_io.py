@@ -124,7 +124,8 @@ class EngineIO:
         host_arrays: list[np.ndarray] = []  # host memory TensorRT reads: kept alive until done
         try:
             for name in self.inputs:
-                array = np.ascontiguousarray(np.asarray(feed[name]).astype(self.dtypes[name]))
+                # astype, not ascontiguousarray: that makes scalars 1-d
+                array = np.asarray(feed[name]).astype(self.dtypes[name], order="C")
                 if not context.set_input_shape(name, array.shape):
                     raise FeedError(self._shape_refused(name, array.shape))
                 if self.on_host[name]:
