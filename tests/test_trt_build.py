@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+import tomllib
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import compare_outputs, runners
@@ -198,3 +201,10 @@ def test_failed_gpu_probe_says_why(monkeypatch, error, reason):
     message = str(caught.value)
     assert f"cudaGetDeviceCount failed: {error} ({reason}" in message
     assert message.endswith("TensorRT needs a GPU")
+
+
+def test_tensorrt_extra_pins_cuda_bindings_to_tensorrts_cuda_major():
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["tensorrt"]
+    (cuda_major,) = {m for r in extra for m in re.findall(r"^tensorrt-cu(\d+)", r)}
+    assert f"cuda-bindings>={cuda_major},<{int(cuda_major) + 1}" in extra
