@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 import pytest
@@ -10,34 +12,20 @@ import pytest
 from pytest_trtcompare import compare_outputs, runners
 from pytest_trtcompare.errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
 from pytest_trtcompare.inputs import synthetic_feed
-from pytest_trtcompare.runners import trt as trt_runner
 
 from .doubles import fake_tensorrt
+from .doubles.trt_fixture import install_doubles
 from .onnx_models import layer_chain
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    """Install the doubles: returns a function (devices, weak_typing) -> (module, FakeCuda)."""
+    """(devices=1, version="10.16.1.11") -> (fake tensorrt module, FakeCuda), installed."""
+    return functools.partial(install_doubles, monkeypatch)
 
-    def install(devices: int = 1, weak_typing: bool = True):
-        fake_tensorrt.CALLS.clear()
-        fake_tensorrt.Builder.instances.clear()
-        cuda = fake_tensorrt.FakeCuda(devices)
-        fake_tensorrt.Context.cuda = cuda
-        module = fake_tensorrt.module(weak_typing=weak_typing)
 
-        def load_cuda_api():
-            if cuda.device_count() < 1:
-                raise FrameworkUnavailable("no CUDA device visible: TensorRT needs a GPU")
-            return cuda
-
-        monkeypatch.setattr(trt_runner, "tensorrt_installed", lambda: True)
-        monkeypatch.setattr(trt_runner, "load_cuda_api", load_cuda_api)
-        monkeypatch.setattr(trt_runner, "import_tensorrt", lambda: module)
-        return module, cuda
-
-    return install
+def builder():
+    return fake_tensorrt.BUILDERS[0]
 
 
 @pytest.fixture(scope="module")
@@ -63,35 +51,40 @@ def test_no_gpu_means_no_tensorrt_object_at_all(fake, chain):
 
 
 def test_fp32_engine_clears_tf32_and_matches_onnxruntime(fake, chain, feed):
-    _, cuda = fake()
+    trt, cuda = fake()
     runner = runners.create("trt", chain, shapes=SHAPES, isolate=False)
     out = runner.infer(feed)
-    config = fake_tensorrt.Builder.instances[0].config
-    assert "TF32" in config.cleared and not config.flags
-    assert config.profiles[0].shapes == {"x": ((1, 16), (8, 16), (8, 16))}
+    config = builder()._configs[0]
+    assert not config.get_flag(trt.BuilderFlag.TF32) and config.flags == 0
+    assert config._profiles[0]._shapes == {"x": [(1, 16), (8, 16), (8, 16)]}
     assert fake_tensorrt.CALLS.index("cuda.device_count") < fake_tensorrt.CALLS.index("trt.Logger")
     reference = runners.create("onnxrt", chain).infer(feed)
     assert compare_outputs(out, reference, atol=0, rtol=0).passed
     assert cuda.memory == {}  # every device buffer freed
+    runner.close()
+    assert not cuda.streams  # and the stream destroyed
     info = runner.describe()
     assert info["device"] == "Fake GPU 80GB" and info["cuda_binding"] == "fake-cuda"
     assert info["precision_route"] == "fp32 model, TF32 off"
 
 
 def test_tensorrt_10_fp16_uses_the_builder_flag(fake, chain, feed):
-    fake(weak_typing=True)
+    trt, _ = fake(version="10.16.1.11")
     runner = runners.create("trt", chain, "fp16", shapes=SHAPES, isolate=False)
-    builder = fake_tensorrt.Builder.instances[0]
-    assert builder.config.flags == {"FP16"} and not builder.network.strongly_typed
+    config, network = builder()._configs[0], builder()._networks[0]
+    assert config.flags == 1 << int(trt.BuilderFlag.FP16)
+    assert not network.get_flag(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
     assert runner.describe()["precision_route"] == "fp32 model with BuilderFlag.FP16"
 
 
 def test_tensorrt_11_fp16_converts_the_model_and_builds_strongly_typed(fake, chain, feed):
-    fake(weak_typing=False)
+    trt, _ = fake(version="11.4.0.106")
     runner = runners.create("trt", chain, "fp16", shapes=SHAPES, isolate=False)
-    builder = fake_tensorrt.Builder.instances[0]
-    assert builder.network.strongly_typed and not builder.config.flags
-    types = {t.data_type for t in builder.network.model.graph.initializer}
+    config, network = builder()._configs[0], builder()._networks[0]
+    assert network.get_flag(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    assert network.flags == 1  # STRONGLY_TYPED is bit 0 in TensorRT 11
+    assert config.flags == 0
+    types = {t.data_type for t in network._model.graph.initializer}
     assert types == {onnx.TensorProto.FLOAT16}
     route = runner.describe()["precision_route"]
     assert route.startswith("strongly typed; fp16 by onnxruntime.transformers.float16")
@@ -115,10 +108,11 @@ def test_engine_cache_and_timing_cache(fake, chain, tmp_path, feed):
     first = runners.create(
         "trt", chain, shapes=SHAPES, engine_cache=cache, timing_cache=timing, isolate=False
     )
-    assert len(list(cache.glob("*.engine"))) == 1 and timing.read_bytes() == b"fake timing cache"
-    builds = len(fake_tensorrt.Builder.instances)
+    assert len(list(cache.glob("*.engine"))) == 1
+    assert timing.read_bytes().startswith(b"FAKE-TRT-TIMING-CACHE:")
+    builds = len(fake_tensorrt.BUILDERS)
     second = runners.create("trt", chain, shapes=SHAPES, engine_cache=cache, isolate=False)
-    assert len(fake_tensorrt.Builder.instances) == builds  # loaded, not rebuilt
+    assert len(fake_tensorrt.BUILDERS) == builds  # loaded, not rebuilt
     assert second.describe()["precision_route"].startswith("cached engine")
     np.testing.assert_array_equal(first.infer(feed)["y"], second.infer(feed)["y"])
     runners.create("trt", chain, "fp16", shapes=SHAPES, engine_cache=cache, isolate=False)

@@ -22,6 +22,7 @@ class CudaApi(Protocol):
     def malloc(self, nbytes: int) -> int: ...
     def free(self, pointer: int) -> None: ...
     def create_stream(self) -> int: ...
+    def destroy_stream(self, stream: int) -> None: ...
     def synchronize(self, stream: int) -> None: ...
     def copy_to_device(self, pointer: int, array: np.ndarray, stream: int) -> None: ...
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None: ...
@@ -39,16 +40,23 @@ class CudaBindingsApi:
             from cuda import cudart as runtime
         self.rt = runtime
 
+    def _error(self, error: Any) -> str:
+        """`cudaErrorInsufficientDriver (CUDA driver version is insufficient ...)`."""
+        name, text = self.rt.cudaGetErrorName(error)[1], self.rt.cudaGetErrorString(error)[1]
+        name, text = (v.decode() if isinstance(v, bytes) else str(v) for v in (name, text))
+        return f"{name} ({text})"
+
     def _check(self, result: Any) -> Any:
         error, *values = result if isinstance(result, tuple) else (result,)
         if int(error) != 0:
-            _, name = self.rt.cudaGetErrorName(error)
-            raise RuntimeError(f"CUDA error {name.decode() if isinstance(name, bytes) else name}")
+            raise RuntimeError(f"CUDA error {self._error(error)}")
         return values[0] if len(values) == 1 else values
 
     def device_count(self) -> int:
         error, count = self.rt.cudaGetDeviceCount()
-        return int(count) if int(error) == 0 else 0
+        if int(error) != 0:
+            raise RuntimeError(f"cudaGetDeviceCount failed: {self._error(error)}")
+        return int(count)
 
     def device_name(self, index: int) -> str:
         props = self._check(self.rt.cudaGetDeviceProperties(index))
@@ -65,6 +73,9 @@ class CudaBindingsApi:
 
     def create_stream(self) -> int:
         return int(self._check(self.rt.cudaStreamCreate()))
+
+    def destroy_stream(self, stream: int) -> None:
+        self._check(self.rt.cudaStreamDestroy(stream))
 
     def synchronize(self, stream: int) -> None:
         self._check(self.rt.cudaStreamSynchronize(stream))
@@ -118,6 +129,9 @@ class PyCudaApi:
         self._streams[stream.handle] = stream
         return int(stream.handle)
 
+    def destroy_stream(self, stream: int) -> None:
+        self._streams.pop(stream)  # pycuda destroys a stream when it is collected
+
     def synchronize(self, stream: int) -> None:
         self._streams[stream].synchronize()
 
@@ -136,16 +150,22 @@ def load_cuda_api() -> CudaApi:
         try:
             api = factory()
             break
-        except (ImportError, OSError, RuntimeError) as exc:
+        except Exception as exc:  # ImportError, OSError, pycuda's driver errors ...
             errors.append(f"{factory.binding}: {exc}")
     if api is None:
         raise FrameworkUnavailable(
             "no CUDA Python binding: pip install pytest-trtcompare[tensorrt] "
             f"(cuda-bindings) [{'; '.join(errors)}]"
         )
-    if not _driver_present():
-        raise FrameworkUnavailable("no CUDA driver (libcuda) on this machine: TensorRT needs a GPU")
-    if api.device_count() < 1:
+    try:
+        count = api.device_count()
+    except RuntimeError as exc:  # the binding's own reason, e.g. cudaErrorInsufficientDriver
+        raise FrameworkUnavailable(f"no usable CUDA device ({exc}): TensorRT needs a GPU") from None
+    if count < 1:
+        if not _driver_present():
+            raise FrameworkUnavailable(
+                "no CUDA driver (libcuda) on this machine: TensorRT needs a GPU"
+            )
         raise FrameworkUnavailable("no CUDA device visible: TensorRT needs a GPU")
     return api
 

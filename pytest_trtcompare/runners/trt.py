@@ -1,11 +1,7 @@
 """TensorRT runner (TensorRT >= 10): build or load an engine, run it through CUDA bindings.
 
 Order matters: `load_cuda_api()` probes for a GPU before any TensorRT object exists, since
-TensorRT without a GPU raises or crashes. Features are detected, never version-compared:
-- fp16 / bf16: when the builder has weak typing (`BuilderFlag.FP16` / `BF16`, TensorRT 10)
-  those flags are used on the fp32 model; otherwise (TensorRT 11: strongly typed only) the
-  ONNX model is converted first (see precision.py) and built strongly typed.
-- fp32 clears TF32; tf32 sets it. int8 / fp8 come from Q/DQ models (strongly typed).
+TensorRT without a GPU raises or crashes. Building is in trt_build.py, running in trt_io.py.
 Engines are cached on disk by (model digest, precision, profile, TensorRT version, GPU name).
 """
 
@@ -21,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
+from ..errors import FrameworkUnavailable, ModelLoadError
 from .base import Runner, TensorSpec
 from .cuda import CudaApi, load_cuda_api
 from .onnx_graph import graph_input_specs
 from .onnx_model import LoadedModel, load_model
-from .precision import convert
+from .trt_build import BuildSpec, build_engine
+from .trt_io import EngineIO, numpy_dtype
 
 ShapeProfile = Mapping[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]
 _ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
@@ -80,6 +77,7 @@ class TensorRTRunner(Runner):
         self.cuda: CudaApi = load_cuda_api()  # before any TensorRT object: no GPU, no TensorRT
         self.trt = trt = import_tensorrt()
         self.logger = trt.Logger(trt.Logger.WARNING)
+        trt.init_libnvinfer_plugins(self.logger, "")  # plugin layers: parse and deserialize
         self.gpu = self.cuda.device_name(0)
         self.profile = self._profile(shapes)
         self.mark_all = outputs == "all"
@@ -102,14 +100,11 @@ class TensorRTRunner(Runner):
                 "TensorRT version or for another GPU?)"
             )
         self.context = self.engine.create_execution_context()
-        self.stream = self.cuda.create_stream()
-        names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
-        is_input = {n: self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT for n in names}
-        self._inputs = [n for n in names if is_input[n]]
-        self._outputs = [n for n in names if not is_input[n]]
+        self.stream: int | None = self.cuda.create_stream()
+        self.io = EngineIO(trt, self.cuda, self.engine, self.context, self.stream)
+        self._inputs, self._outputs = list(self.io.inputs), list(self.io.outputs)
         if isinstance(outputs, (list, tuple)):
             self._outputs = [n for n in self._outputs if n in outputs]
-        self._allocations: list[int] = []
 
     def _profile(self, shapes: Any) -> dict[str, Any]:
         if not shapes:
@@ -155,107 +150,31 @@ class TensorRTRunner(Runner):
             atomic_write_bytes(cached, plan)
         return plan
 
-    def _weak_typing_flag(self) -> Any:
-        flag_name = {"fp16": "FP16", "bf16": "BF16"}.get(self.precision)
-        return getattr(self.trt.BuilderFlag, flag_name, None) if flag_name else None
-
     def _build(self, timing_cache: Any, workspace: int | None) -> bytes:
-        trt, loaded = self.trt, self.loaded
-        assert loaded is not None
-        flag = self._weak_typing_flag()
-        proto = loaded.proto
-        strongly_typed = False
-        if self.precision in ("fp16", "bf16") and flag is None:  # no weak typing (TensorRT 11)
-            converted = convert(loaded, self.precision)
-            proto, self.route = converted.proto, f"strongly typed; {converted.route}"
-            strongly_typed = True
-        elif self.precision in ("int8", "fp8"):
-            if not any(n.op_type == "QuantizeLinear" for n in proto.graph.node):
-                raise PrecisionUnsupported(f"TensorRT {self.precision} needs a Q/DQ model")
-            self.route, strongly_typed = "strongly typed Q/DQ model", True
-        elif flag is not None:
-            self.route = f"fp32 model with BuilderFlag.{self.precision.upper()}"
-        else:
-            self.route = f"fp32 model, TF32 {'on' if self.precision == 'tf32' else 'off'}"
-        builder = trt.Builder(self.logger)
-        creation = 0
-        strongly = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-        if strongly is not None and strongly_typed:
-            creation |= 1 << int(strongly)
-        network = builder.create_network(creation)
-        parser = trt.OnnxParser(network, self.logger)
-        if not parser.parse(proto.SerializeToString()):
-            problems = "; ".join(str(parser.get_error(i).desc()) for i in range(parser.num_errors))
-            raise ModelLoadError(f"TensorRT cannot parse model {loaded.source}: {problems}")
-        if self.mark_all:
-            self._layer_order = _mark_all_layer_outputs(trt, network)
-        config = builder.create_builder_config()
-        if workspace:
-            config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, workspace)
-        tf32 = getattr(trt.BuilderFlag, "TF32", None)
-        if tf32 is not None:
-            (config.set_flag if self.precision == "tf32" else config.clear_flag)(tf32)
-        if flag is not None:
-            config.set_flag(flag)
-        self._add_profile(builder, config, network)
-        cache = self._timing_cache(config, timing_cache)
-        plan = builder.build_serialized_network(network, config)
-        if plan is None:
-            raise ModelLoadError(
-                f"TensorRT failed to build an engine for {loaded.source} "
-                f"at {self.precision} (see the TensorRT log above)"
-            )
-        if cache is not None and timing_cache:
-            from ..goldens.atomic import atomic_write_bytes
-
-            atomic_write_bytes(Path(timing_cache), bytes(cache.serialize()))
-        return bytes(plan)
-
-    def _add_profile(self, builder: Any, config: Any, network: Any) -> None:
-        dynamic = []
-        for i in range(network.num_inputs):
-            tensor = network.get_input(i)
-            if any(d < 0 for d in tensor.shape):
-                dynamic.append(tensor.name)
-        if not dynamic:
-            return
-        missing = [name for name in dynamic if name not in self.profile]
-        if missing:
-            raise ModelLoadError(
-                f"TensorRT needs shapes for dynamic input(s) {missing}: pass shapes= "
-                "(or @pytest.mark.shapes)"
-            )
-        profile = builder.create_optimization_profile()
-        for name in dynamic:
-            low, opt, high = self.profile[name]
-            profile.set_shape(name, low, opt, high)
-        config.add_optimization_profile(profile)
-
-    def _timing_cache(self, config: Any, path: Any) -> Any:
-        if not hasattr(config, "create_timing_cache"):
-            return None
-        data = Path(path).read_bytes() if path and Path(path).is_file() else b""
-        cache = config.create_timing_cache(data)
-        config.set_timing_cache(cache, ignore_mismatch=True)
-        return cache
+        assert self.loaded is not None
+        spec = BuildSpec(
+            self.loaded,
+            self.precision,
+            self.profile,
+            self.mark_all,
+            workspace,
+            Path(timing_cache) if timing_cache else None,
+        )
+        plan = build_engine(self.trt, self.logger, spec)
+        self.route, self._layer_order = spec.route, spec.layer_order
+        return plan
 
     # -- running ----------------------------------------------------------------------------
     def _numpy_dtype(self, name: str) -> np.dtype:
-        trt_dtype = self.engine.get_tensor_dtype(name)
-        if trt_dtype == getattr(self.trt.DataType, "BF16", object()):
-            import ml_dtypes
-
-            bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
-            return bfloat16
-        dtype: np.dtype = np.dtype(self.trt.nptype(trt_dtype))
-        return dtype
+        return numpy_dtype(self.engine.get_tensor_dtype(name), name)
 
     def input_specs(self) -> list[TensorSpec]:
         if self.loaded is not None:
             return graph_input_specs(self.loaded.proto)
         specs = []
         for name in self._inputs:
-            shape = tuple(int(d) if d >= 0 else None for d in self.engine.get_tensor_shape(name))
+            dims = self.engine.get_tensor_shape(name)
+            shape = tuple(int(dims[i]) if dims[i] >= 0 else None for i in range(len(dims)))
             specs.append(TensorSpec(name, str(self._numpy_dtype(name)), shape))
         return specs
 
@@ -270,33 +189,9 @@ class TensorRTRunner(Runner):
         return [name for name in self._layer_order if name in self._outputs]
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        cuda, context = self.cuda, self.context
-        pointers: list[int] = []
-        try:
-            for name in self._inputs:
-                array = np.ascontiguousarray(feed[name].astype(self._numpy_dtype(name), copy=False))
-                context.set_input_shape(name, array.shape)
-                pointer = cuda.malloc(array.nbytes)
-                pointers.append(pointer)
-                cuda.copy_to_device(pointer, array, self.stream)
-                context.set_tensor_address(name, pointer)
-            hosts = {}
-            for name in self._outputs:
-                shape = tuple(context.get_tensor_shape(name))
-                host = np.empty(shape, dtype=self._numpy_dtype(name))
-                pointer = cuda.malloc(host.nbytes)
-                pointers.append(pointer)
-                context.set_tensor_address(name, pointer)
-                hosts[name] = (host, pointer)
-            if not context.execute_async_v3(self.stream):
-                raise RuntimeError(f"{self.name}: execute_async_v3 failed (see the TensorRT log)")
-            for host, pointer in hosts.values():
-                cuda.copy_to_host(host, pointer, self.stream)
-            cuda.synchronize(self.stream)
-            return {name: hosts[name][0] for name in self.wanted_outputs() if name in hosts}
-        finally:
-            for pointer in pointers:
-                cuda.free(pointer)
+        if self.stream is None:
+            raise RuntimeError(f"{self.name} is closed")
+        return self.io.run(feed, [n for n in self.wanted_outputs() if n in self._outputs])
 
     def describe(self) -> dict[str, Any]:
         info = {
@@ -311,25 +206,9 @@ class TensorRTRunner(Runner):
         return info
 
     def close(self) -> None:
+        if self.stream is not None:
+            self.io.close()
+            self.cuda.destroy_stream(self.stream)
+            self.stream = None
         self.context = None
         self.engine = None
-
-
-def _mark_all_layer_outputs(trt: Any, network: Any) -> list[str]:
-    """Polygraphy's mark-all: every layer output that is an execution tensor becomes an output.
-
-    Returns the layer outputs in layer (topological) order.
-    """
-    order = []
-    for i in range(network.num_layers):
-        layer = network.get_layer(i)
-        for j in range(layer.num_outputs):
-            tensor = layer.get_output(j)
-            if getattr(tensor, "is_shape_tensor", False) or tensor.dtype == getattr(
-                trt.DataType, "BOOL", None
-            ):
-                continue
-            order.append(tensor.name)
-            if not tensor.is_network_output:
-                network.mark_output(tensor)
-    return order

@@ -1,402 +1,260 @@
-"""TEST DOUBLE — not TensorRT. A fake of the `tensorrt` module's API subset that our runner
-uses, and a fake CUDA API with host memory as "device" memory.
+"""TEST DOUBLE — not TensorRT. A fake `tensorrt` module of one real version: 10.16.1.11 (weak
+typing: BuilderFlag.FP16/BF16) or 11.4.0.106 (strongly typed only), made by `module(version)`.
 
-It lets CPU tests check our glue: the order of calls (GPU probe before any TensorRT object),
-builder flags, strongly typed networks, optimization profiles, timing and engine caches,
-set_input_shape / set_tensor_address / execute_async_v3, copies in and out, mark-all, and
-freeing device memory. "Engines" are the ONNX model bytes plus a JSON header; executing one
-runs onnxruntime. Two flavours: TensorRT 10 (weak typing: BuilderFlag.FP16/BF16 exist) and
-TensorRT 11 (strongly typed only: those flags do not exist).
+Every name, enum value and return type it offers exists in the real module of that version
+(tests/test_trt_double_conformance.py checks it against ../shared/tensorrt-api/), and it fails
+the way TensorRT fails: `parse` returns False with errors, `build_serialized_network` and
+`deserialize_cuda_engine` return None, `set_input_shape` / `set_tensor_address` return False,
+data-dependent output shapes stay -1 (only an IOutputAllocator learns them), shape tensors live
+in host memory. Public attributes are properties or methods, as on the real pybind classes.
+"Engines" are the ONNX model plus a JSON header; executing one runs onnxruntime on the CPU.
+This file holds the building half; fake_trt_engine.py the engine, context and runtime.
 """
 
 from __future__ import annotations
 
 import enum
-import itertools
-import json
 import types
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-import onnx
-import onnxruntime as ort
+from . import fake_trt_engine as _engine
+from .fake_trt_context import IExecutionContext
+from .fake_trt_engine import (
+    CALLS,
+    LOG,
+    DataType,
+    Dims,
+    ICudaEngine,
+    IHostMemory,
+    IOutputAllocator,
+    Logger,
+    Runtime,
+    TensorIOMode,
+    TensorLocation,
+    nptype,
+)
+from .fake_trt_network import (
+    ErrorCode,
+    ILayer,
+    INetworkDefinition,
+    ITensor,
+    LayerType,
+    OnnxParser,
+    ParserError,
+)
 
-CALLS: list[str] = []  # every constructor and notable call, in order
-
-
-class FakeCuda:
-    """Host-memory stand-in for the CUDA API (pytest_trtcompare.runners.cuda.CudaApi)."""
-
-    binding = "fake-cuda"
-
-    def __init__(self, devices: int = 1) -> None:
-        self.devices = devices
-        self.memory: dict[int, np.ndarray] = {}
-        self._next = itertools.count(0x1000, 0x1000)
-
-    def device_count(self) -> int:
-        CALLS.append("cuda.device_count")
-        return self.devices
-
-    def device_name(self, index: int) -> str:
-        return "Fake GPU 80GB"
-
-    def malloc(self, nbytes: int) -> int:
-        pointer = next(self._next)
-        self.memory[pointer] = np.zeros(max(1, nbytes), dtype=np.uint8)
-        return pointer
-
-    def free(self, pointer: int) -> None:
-        del self.memory[pointer]
-
-    def create_stream(self) -> int:
-        return 7
-
-    def synchronize(self, stream: int) -> None:
-        CALLS.append("cuda.synchronize")
-
-    def copy_to_device(self, pointer: int, array: np.ndarray, stream: int) -> None:
-        data = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
-        self.memory[pointer][: data.size] = data
-
-    def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
-        array.reshape(-1).view(np.uint8)[:] = self.memory[pointer][: array.nbytes]
-
-
-class DataType(enum.IntEnum):
-    FLOAT = 0
-    HALF = 1
-    INT8 = 2
-    INT32 = 3
-    BOOL = 4
-    INT64 = 8
-    BF16 = 9
-
-
-_FROM_ONNX = {
-    onnx.TensorProto.FLOAT: DataType.FLOAT,
-    onnx.TensorProto.FLOAT16: DataType.HALF,
-    onnx.TensorProto.INT8: DataType.INT8,
-    onnx.TensorProto.INT32: DataType.INT32,
-    onnx.TensorProto.BOOL: DataType.BOOL,
-    onnx.TensorProto.INT64: DataType.INT64,
-}
-_NUMPY = {
-    DataType.FLOAT: np.float32,
-    DataType.HALF: np.float16,
-    DataType.INT8: np.int8,
-    DataType.INT32: np.int32,
-    DataType.BOOL: np.bool_,
-    DataType.INT64: np.int64,
-}
-
-
-def nptype(dtype: DataType) -> type:
-    return _NUMPY[dtype]
-
-
-class TensorIOMode(enum.IntEnum):
-    INPUT = 1
-    OUTPUT = 2
+BUILDERS: list[Builder] = []  # every Builder made, for the tests to inspect
+VERSIONS = ("10.16.1.11", "11.4.0.106")
 
 
 class MemoryPoolType(enum.IntEnum):
     WORKSPACE = 0
 
 
-class NetworkDefinitionCreationFlag(enum.IntEnum):
-    STRONGLY_TYPED = 5
+class _BuilderFlag10(enum.IntEnum):
+    FP16 = 0
+    INT8 = 1
+    TF32 = 6
+    FP8 = 15
+    BF16 = 17
 
 
-class Logger:
-    WARNING = 2
-
-    def __init__(self, severity: int) -> None:
-        CALLS.append("trt.Logger")
+class _BuilderFlag11(enum.IntEnum):  # 11 removed weak typing: FP16, BF16, INT8, FP8 are gone
+    TF32 = 6
 
 
-class Tensor:
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: DataType, output: bool) -> None:
-        self.name, self.shape, self.dtype = name, shape, dtype
-        self.is_network_output = output
-        self.is_shape_tensor = False
+class _CreationFlag10(enum.IntEnum):
+    EXPLICIT_BATCH = 0
+    STRONGLY_TYPED = 1
 
 
-class Layer:
-    def __init__(self, outputs: list[Tensor]) -> None:
-        self._outputs = outputs
-        self.num_outputs = len(outputs)
-
-    def get_output(self, index: int) -> Tensor:
-        return self._outputs[index]
+class _CreationFlag11(enum.IntEnum):  # 11 renumbered: STRONGLY_TYPED is bit 0
+    STRONGLY_TYPED = 0
 
 
-def _value_info_tensor(vi: onnx.ValueInfoProto, output: bool) -> Tensor:
-    dims = tuple(
-        d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim
-    )
-    return Tensor(vi.name, dims, _FROM_ONNX[vi.type.tensor_type.elem_type], output)
+_WEAK_TYPING_FLAGS = ("FP16", "BF16", "INT8", "FP8")
 
 
-class Network:
-    def __init__(self, flags: int) -> None:
-        self.flags = flags
-        self.model: onnx.ModelProto | None = None
-        self.inputs: list[Tensor] = []
-        self.layers: list[Layer] = []
-        self.marked: list[str] = []
+class IOptimizationProfile:
+    def __init__(self) -> None:
+        self._shapes: dict[str, list[tuple[int, ...]]] = {}
+        self._values: dict[str, list[tuple[int, ...]]] = {}
 
-    @property
-    def strongly_typed(self) -> bool:
-        return bool(self.flags & (1 << NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+    def set_shape(self, input: str, min: Any, opt: Any, max: Any) -> None:
+        self._shapes[input] = [tuple(int(d) for d in s) for s in (min, opt, max)]
 
-    @property
-    def num_inputs(self) -> int:
-        return len(self.inputs)
+    def get_shape(self, input: str) -> list[Dims]:
+        return [Dims(s) for s in self._shapes.get(input, [])]
 
-    def get_input(self, index: int) -> Tensor:
-        return self.inputs[index]
+    def set_shape_input(self, input: str, min: Any, opt: Any, max: Any) -> None:
+        self._values[input] = [tuple(int(v) for v in s) for s in (min, opt, max)]
 
-    @property
-    def num_layers(self) -> int:
-        return len(self.layers)
-
-    def get_layer(self, index: int) -> Layer:
-        return self.layers[index]
-
-    def mark_output(self, tensor: Tensor) -> None:
-        tensor.is_network_output = True
-        self.marked.append(tensor.name)
+    def get_shape_input(self, input: str) -> list[list[int]]:
+        return [list(s) for s in self._values.get(input, [])]
 
 
-class ParserError:
-    def __init__(self, text: str) -> None:
-        self._text = text
-
-    def desc(self) -> str:
-        return self._text
+_CACHE_MAGIC = b"FAKE-TRT-TIMING-CACHE:"
 
 
-class OnnxParser:
-    def __init__(self, network: Network, logger: Logger) -> None:
-        CALLS.append("trt.OnnxParser")
-        self.network = network
-        self.errors: list[ParserError] = []
+class ITimingCache:
+    def __init__(self, version: str) -> None:
+        self._version = version
 
-    @property
-    def num_errors(self) -> int:
-        return len(self.errors)
+    def serialize(self) -> IHostMemory:
+        return _engine.host_memory(_CACHE_MAGIC + self._version.encode())
 
-    def get_error(self, index: int) -> ParserError:
-        return self.errors[index]
-
-    def parse(self, data: bytes) -> bool:
-        model = onnx.ModelProto()
-        model.ParseFromString(data)
-        inferred = onnx.shape_inference.infer_shapes(model)
-        typed = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output]}
-        outputs = {vi.name for vi in model.graph.output}
-        weights = {t.name for t in model.graph.initializer}
-        self.network.model = model
-        self.network.inputs = [
-            _value_info_tensor(vi, False) for vi in model.graph.input if vi.name not in weights
-        ]
-        self.network.layers = [
-            Layer([_value_info_tensor(typed[o], o in outputs) for o in node.output if o in typed])
-            for node in model.graph.node
-        ]
+    def reset(self) -> bool:
         return True
 
 
-class OptimizationProfile:
-    def __init__(self) -> None:
-        self.shapes: dict[str, tuple[tuple[int, ...], ...]] = {}
+class IBuilderConfig:
+    def __init__(self, trt: types.ModuleType) -> None:
+        self._trt = trt
+        self._flags = 0
+        self._pools: dict[int, int] = {}
+        self._profiles: list[IOptimizationProfile] = []
+        self._cache: ITimingCache | None = None
 
-    def set_shape(self, name: str, low: Any, opt: Any, high: Any) -> None:
-        self.shapes[name] = (tuple(low), tuple(opt), tuple(high))
+    @property
+    def flags(self) -> int:
+        return self._flags
 
+    def set_flag(self, flag: enum.IntEnum) -> None:
+        self._flags |= 1 << int(flag)
 
-class TimingCache:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def clear_flag(self, flag: enum.IntEnum) -> None:
+        self._flags &= ~(1 << int(flag))
 
-    def serialize(self) -> bytes:
-        return b"fake timing cache"
+    def get_flag(self, flag: enum.IntEnum) -> bool:
+        return bool(self._flags & (1 << int(flag)))
 
+    def set_memory_pool_limit(self, pool: MemoryPoolType, pool_size: int) -> None:
+        self._pools[int(pool)] = int(pool_size)
 
-class BuilderConfig:
-    def __init__(self) -> None:
-        self.flags: set[str] = set()
-        self.cleared: set[str] = set()
-        self.profiles: list[OptimizationProfile] = []
-        self.timing_cache: TimingCache | None = None
+    def get_memory_pool_limit(self, pool: MemoryPoolType) -> int:
+        return self._pools.get(int(pool), 1 << 40)
 
-    def set_flag(self, flag: enum.Enum) -> None:
-        self.flags.add(flag.name)
+    def add_optimization_profile(self, profile: IOptimizationProfile) -> int:
+        self._profiles.append(profile)
+        return len(self._profiles) - 1
 
-    def clear_flag(self, flag: enum.Enum) -> None:
-        self.cleared.add(flag.name)
-        self.flags.discard(flag.name)
+    @property
+    def num_optimization_profiles(self) -> int:
+        return len(self._profiles)
 
-    def add_optimization_profile(self, profile: OptimizationProfile) -> None:
-        self.profiles.append(profile)
+    def create_timing_cache(self, serialized_timing_cache: Any) -> ITimingCache | None:
+        data = bytes(memoryview(serialized_timing_cache))
+        if data and not data.startswith(_CACHE_MAGIC):
+            LOG.append("IBuilderConfig::createTimingCache: the timing cache data is corrupted")
+            return None
+        return ITimingCache(self._trt.__version__)
 
-    def set_memory_pool_limit(self, pool: MemoryPoolType, size: int) -> None:
-        self.workspace = size
+    def set_timing_cache(self, cache: ITimingCache, ignore_mismatch: bool) -> bool:
+        self._cache = cache
+        return True
 
-    def create_timing_cache(self, data: bytes) -> TimingCache:
-        return TimingCache(data)
-
-    def set_timing_cache(self, cache: TimingCache, ignore_mismatch: bool) -> None:
-        self.timing_cache = cache
+    def get_timing_cache(self) -> ITimingCache | None:
+        return self._cache
 
 
 class Builder:
-    instances: ClassVar[list[Builder]] = []
+    _trt: types.ModuleType  # set on the per-version subclass that module() makes
 
     def __init__(self, logger: Logger) -> None:
         CALLS.append("trt.Builder")
-        Builder.instances.append(self)
-        self.network: Network | None = None
-        self.config: BuilderConfig | None = None
+        BUILDERS.append(self)
+        self._networks: list[INetworkDefinition] = []
+        self._configs: list[IBuilderConfig] = []
 
-    def create_network(self, flags: int = 0) -> Network:
-        self.network = Network(flags)
-        return self.network
+    def create_network(self, flags: int = 0) -> INetworkDefinition:
+        strongly = 1 << int(self._trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        network = INetworkDefinition(int(flags), strongly_typed=bool(flags & strongly))
+        self._networks.append(network)
+        return network
 
-    def create_builder_config(self) -> BuilderConfig:
-        self.config = BuilderConfig()
-        return self.config
+    def create_builder_config(self) -> IBuilderConfig:
+        config = IBuilderConfig(self._trt)
+        self._configs.append(config)
+        return config
 
-    def create_optimization_profile(self) -> OptimizationProfile:
-        return OptimizationProfile()
+    def create_optimization_profile(self) -> IOptimizationProfile:
+        return IOptimizationProfile()
 
-    def build_serialized_network(self, network: Network, config: BuilderConfig) -> bytes:
+    def build_serialized_network(
+        self, network: INetworkDefinition, config: IBuilderConfig
+    ) -> IHostMemory | None:
         CALLS.append("trt.build_serialized_network")
-        assert network.model is not None
-        model = onnx.ModelProto()
-        model.CopyFrom(network.model)
-        existing = {vi.name for vi in model.graph.output}
-        inferred = onnx.shape_inference.infer_shapes(model)
-        typed = {vi.name: vi for vi in inferred.graph.value_info}
-        for name in network.marked:
-            if name not in existing and name in typed:
-                model.graph.output.append(typed[name])
-        header = {
-            "flags": sorted(config.flags),
-            "strongly_typed": network.strongly_typed,
-            "profiles": [p.shapes for p in config.profiles],
-        }
-        return json.dumps(header).encode() + b"\n" + model.SerializeToString()
+        problem = self._problem(network, config)
+        if problem:
+            LOG.append(f"Builder::buildSerializedNetwork: Error Code 4: {problem}")
+            return None
+        profile = config._profiles[0] if config._profiles else IOptimizationProfile()
+        return _engine.plan(self._trt.__version__, network, profile._shapes, profile._values)
+
+    def _problem(self, network: INetworkDefinition, config: IBuilderConfig) -> str | None:
+        flags = self._trt.BuilderFlag
+        weak = [n for n in _WEAK_TYPING_FLAGS if hasattr(flags, n) and config.get_flag(flags[n])]
+        if network._strongly_typed and weak:
+            return f"BuilderFlag {weak} is not allowed on a strongly typed network"
+        if network.num_outputs == 0:
+            return "network has no outputs"
+        profile = config._profiles[0] if config._profiles else None
+        for tensor in network._inputs:
+            if tensor.is_shape_tensor and (profile is None or tensor.name not in profile._values):
+                return f"no optimization profile values for shape input {tensor.name}"
+            dynamic = any(d < 0 for d in tensor.shape)
+            shapes = profile._shapes.get(tensor.name) if profile else None
+            if dynamic and shapes is None:
+                return f"network has dynamic input {tensor.name} but no optimization profile"
+            if shapes is not None and not _profile_fits(tensor.shape, shapes):
+                return f"optimization profile {shapes} does not fit input {tensor.name}"
+        for tensor in network._marked:
+            if tensor._in_subgraph:
+                return f"tensor {tensor.name} inside a loop or conditional cannot be an output"
+        return None
 
 
-class Engine:
-    def __init__(self, plan: bytes) -> None:
-        header, _, model_bytes = plan.partition(b"\n")
-        self.header = json.loads(header)
-        self.session = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
-        self.inputs = {i.name: i for i in self.session.get_inputs()}
-        self.outputs = {o.name: o for o in self.session.get_outputs()}
-        self.names = [*self.inputs, *self.outputs]
-
-    @property
-    def num_io_tensors(self) -> int:
-        return len(self.names)
-
-    def get_tensor_name(self, index: int) -> str:
-        return self.names[index]
-
-    def get_tensor_mode(self, name: str) -> TensorIOMode:
-        return TensorIOMode.INPUT if name in self.inputs else TensorIOMode.OUTPUT
-
-    def get_tensor_dtype(self, name: str) -> DataType:
-        arg = self.inputs.get(name) or self.outputs[name]
-        return {
-            "tensor(float)": DataType.FLOAT,
-            "tensor(float16)": DataType.HALF,
-            "tensor(int64)": DataType.INT64,
-            "tensor(bool)": DataType.BOOL,
-            "tensor(int32)": DataType.INT32,
-        }[arg.type]
-
-    def get_tensor_shape(self, name: str) -> tuple[int, ...]:
-        arg = self.inputs.get(name) or self.outputs[name]
-        return tuple(d if isinstance(d, int) else -1 for d in arg.shape)
-
-    def create_execution_context(self) -> Context:
-        CALLS.append("trt.create_execution_context")
-        return Context(self)
+def _profile_fits(shape: tuple[int, ...], shapes: list[tuple[int, ...]]) -> bool:
+    low, opt, high = shapes
+    if not len(low) == len(opt) == len(high) == len(shape):
+        return False
+    for d, lo, op, hi in zip(shape, low, opt, high, strict=True):
+        if not 0 <= lo <= op <= hi or (d >= 0 and not lo == hi == d):
+            return False
+    return True
 
 
-class Context:
-    cuda: FakeCuda | None = None  # set by the tests to the FakeCuda the runner uses
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.shapes: dict[str, tuple[int, ...]] = {}
-        self.addresses: dict[str, int] = {}
-        self._results: dict[str, np.ndarray] | None = None
-
-    def set_input_shape(self, name: str, shape: tuple[int, ...]) -> bool:
-        self.shapes[name] = tuple(shape)
-        self._results = None
-        return True
-
-    def set_tensor_address(self, name: str, pointer: int) -> bool:
-        self.addresses[name] = pointer
-        return True
-
-    def _run(self) -> dict[str, np.ndarray]:
-        if self._results is None:
-            assert Context.cuda is not None
-            feed = {}
-            for name in self.engine.inputs:
-                dtype = nptype(self.engine.get_tensor_dtype(name))
-                size = int(np.prod(self.shapes[name])) * np.dtype(dtype).itemsize
-                raw = Context.cuda.memory[self.addresses[name]][:size]
-                feed[name] = raw.view(dtype).reshape(self.shapes[name]).copy()
-            values = self.engine.session.run(None, feed)
-            self._results = dict(zip(self.engine.outputs, values, strict=True))
-        return self._results
-
-    def get_tensor_shape(self, name: str) -> tuple[int, ...]:
-        if name in self.engine.inputs:
-            return self.shapes[name]
-        return tuple(self._run()[name].shape)
-
-    def execute_async_v3(self, stream: int) -> bool:
-        CALLS.append("trt.execute_async_v3")
-        assert Context.cuda is not None
-        for name, value in self._run().items():
-            Context.cuda.copy_to_device(self.addresses[name], value, stream)
-        self._results = None
-        return True
+def init_libnvinfer_plugins(logger: Logger, namespace: str) -> bool:
+    CALLS.append("trt.init_libnvinfer_plugins")
+    return True
 
 
-class Runtime:
-    def __init__(self, logger: Logger) -> None:
-        CALLS.append("trt.Runtime")
-
-    def deserialize_cuda_engine(self, plan: bytes) -> Engine:
-        return Engine(plan)
-
-
-def module(version: str = "10.9.0", weak_typing: bool = True) -> types.ModuleType:
-    """A fake `tensorrt` module of TensorRT 10 (weak typing) or 11 (strongly typed only)."""
+def module(version: str = "10.16.1.11") -> types.ModuleType:
+    """A fake `tensorrt` of one of VERSIONS (11.x: strongly typed only)."""
+    if version not in VERSIONS:
+        raise ValueError(f"the double imitates {VERSIONS}, not {version}")
     fake = types.ModuleType("tensorrt")
-    flags = ["TF32"] + (["FP16", "BF16", "INT8", "FP8"] if weak_typing else [])
-    fake.BuilderFlag = enum.Enum("BuilderFlag", flags)  # type: ignore[attr-defined]
-    for name in (
-        "Logger",
-        "Builder",
-        "OnnxParser",
-        "Runtime",
-        "DataType",
-        "TensorIOMode",
-        "MemoryPoolType",
-        "NetworkDefinitionCreationFlag",
-        "nptype",
-    ):
-        setattr(fake, name, globals()[name])
+    major11 = version.startswith("11.")
     fake.__version__ = version  # type: ignore[attr-defined]
+    fake.BuilderFlag = _BuilderFlag11 if major11 else _BuilderFlag10  # type: ignore[attr-defined]
+    creation = _CreationFlag11 if major11 else _CreationFlag10
+    fake.NetworkDefinitionCreationFlag = creation  # type: ignore[attr-defined]
+    fake.Builder = type("Builder", (Builder,), {"_trt": fake})  # type: ignore[attr-defined]
+    fake.Runtime = type("Runtime", (Runtime,), {"_trt": fake})  # type: ignore[attr-defined]
+    for cls in (
+        Logger, OnnxParser, ParserError, INetworkDefinition, ITensor, ILayer, IBuilderConfig,
+        IOptimizationProfile, ITimingCache, IHostMemory, ICudaEngine, IExecutionContext,
+        IOutputAllocator, Dims, DataType, LayerType, TensorIOMode, TensorLocation,
+        MemoryPoolType, ErrorCode,
+    ):  # fmt: skip
+        setattr(fake, cls.__name__, cls)
+    fake.nptype = nptype  # type: ignore[attr-defined]
+    fake.init_libnvinfer_plugins = init_libnvinfer_plugins  # type: ignore[attr-defined]
     return fake
+
+
+def reset() -> None:
+    """Forget the calls, log and builders of earlier tests."""
+    CALLS.clear()
+    LOG.clear()
+    BUILDERS.clear()
