@@ -70,8 +70,10 @@ class _Worst:
         floor = self.heap[0][0] if len(self.heap) >= self.size else 0.0
         candidates = np.flatnonzero(chunk.ratio > floor)  # NaN ratios (0/0) never enter
         if candidates.size > self.size:
-            keep = np.argpartition(chunk.ratio[candidates], candidates.size - self.size)
-            candidates = candidates[keep[candidates.size - self.size :]]
+            values = chunk.ratio[candidates]
+            kth = np.partition(values, candidates.size - self.size)[candidates.size - self.size]
+            above, tied = candidates[values > kth], candidates[values == kth]
+            candidates = np.concatenate([above, tied[: self.size - above.size]])  # lower first
         for i in candidates.tolist():
             self._keep(float(chunk.ratio[i]), chunk.flat_index(i))
 
