@@ -147,7 +147,9 @@ def report_pass(
                 for select in selects:
                     select.add_zeros(n)
             else:
-                chunk, n = computer.compute(a_chunk, e_chunk, start), a_chunk.shape[0]
+                first_round = visit is not None
+                chunk = computer.compute(a_chunk, e_chunk, start, dots=False, ratio=first_round)
+                n = a_chunk.shape[0]
                 selects[0].add(chunk.abs_err)
                 selects[1].add(chunk.rel_err)
             if visit is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors_chunked import EPS, ChunkComputer
+from ._errors_chunked import EPS, ChunkComputer, dot
 from .tolerance import Tolerance
 
 _NARROW = {"float16", "float32", "bfloat16"}
@@ -106,12 +106,12 @@ class Float32Screen:
             max_abs_at=-1,
             max_rel=float(r.max()),
             max_rel_at=-1,
-            sum_abs=float(np.dot(d, ones)),
-            sum_rel=float(np.dot(r, ones)),
+            sum_abs=dot(d, ones),
+            sum_rel=dot(r, ones),
             margin=self._margin(d, eabs, r, scratch),
-            dot_aa=float(np.dot(a32, a32)),
-            dot_ee=float(np.dot(e32, e32)),
-            dot_dd=float(np.dot(d, d)),
+            dot_aa=dot(a32, a32),
+            dot_ee=dot(e32, e32),
+            dot_dd=dot(d, d),
             nan_actual=nan_pairs,
             nan_expected=nan_pairs,
         )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._equal import EqualChunks
-from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer
+from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer, dot
 from ._screen32 import ChunkSummary, Float32Screen
 from ._screen32 import applies as screen_applies
 from .arrays import Kind
@@ -174,7 +174,7 @@ def _equal_summary(start: int, n: int) -> ChunkSummary:
 
 def _squares(values: np.ndarray) -> float:
     as_float = values.astype(np.float64)
-    return float(np.dot(as_float, as_float))
+    return dot(as_float, as_float)
 
 
 def _accumulate(total: ChunkSummary, chunk: ChunkSummary) -> None:
