@@ -1,89 +1,175 @@
-"""Passing elemwise comparison of two large float32 outputs: ours vs numpy vs Polygraphy.
+"""Comparison engine on the data users compare: ours vs numpy vs Polygraphy, side by side.
 
 Run: python bench/bench_compare.py [--sizes 16M,64M] [--json bench/results/compare.json]
 
-Each peer compares the same arrays in the same process, one after another. Times are the
-first call and the best of several calls, without tracing; peak extra memory is measured in
-a separate traced call (tracemalloc sees numpy's buffers), relative to what was held before.
+Every (size, scenario, method) runs in its own fresh process on the same seeded data: the
+best of 3 calls, then one more call traced with tracemalloc (numpy's buffers are traced)
+for the peak extra memory above what the process held before the call. Our call includes
+building the failure report (str(result)); numpy's includes building its AssertionError.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
 import json
 import platform
+import subprocess
+import sys
 import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from pytest_trtcompare import assert_outputs_close, compare_outputs
-
-ATOL = RTOL = 1e-3
-MiB = 1024 * 1024
-
-
-def ours(actual: np.ndarray, expected: np.ndarray) -> None:
-    assert_outputs_close({"out": actual}, {"out": expected}, atol=ATOL, rtol=RTOL)
+Case = tuple[np.ndarray, np.ndarray, dict[str, Any]]
+FP32 = {"atol": 1e-3, "rtol": 1e-3}
+REPEATS = 3
 
 
-def numpy_allclose(actual: np.ndarray, expected: np.ndarray) -> None:
-    np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL)
+def _normal(n: int, seed: int = 0) -> tuple[np.ndarray, np.random.Generator]:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n, dtype=np.float32), rng
 
 
-def polygraphy_simple(actual: np.ndarray, expected: np.ndarray) -> None:
+def _noisy(expected: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return expected + rng.standard_normal(expected.shape[0], dtype=np.float32) * np.float32(1e-5)
+
+
+def identical(n: int) -> Case:
+    expected, _ = _normal(n)
+    return expected.copy(), expected, FP32
+
+
+def fp16_rounded(n: int) -> Case:
+    expected, _ = _normal(n)
+    return expected.astype(np.float16), expected, {"atol": 1e-2, "rtol": 1e-2}
+
+
+def bf16_rounded(n: int) -> Case:
+    import ml_dtypes
+
+    expected, _ = _normal(n)
+    return expected.astype(ml_dtypes.bfloat16), expected, {"atol": 5e-2, "rtol": 5e-2}
+
+
+def small_noise(n: int) -> Case:
+    expected, rng = _normal(n)
+    return _noisy(expected, rng), expected, FP32
+
+
+def outliers(n: int) -> Case:
+    expected, rng = _normal(n)
+    actual = _noisy(expected, rng)
+    actual[rng.choice(n, 100, replace=False)] += np.float32(1.0)
+    return actual, expected, FP32
+
+
+def all_off(n: int) -> Case:
+    expected, rng = _normal(n)
+    return _noisy(expected, rng) + np.float32(0.1), expected, FP32
+
+
+def half_nan(n: int) -> Case:
+    expected, rng = _normal(n)
+    actual = _noisy(expected, rng)
+    nan = rng.random(n) < 0.5
+    actual[nan] = expected[nan] = np.nan
+    return actual, expected, {**FP32, "nan_equal": True}
+
+
+def int64_identical(n: int) -> Case:
+    rng = np.random.default_rng(0)
+    expected = rng.integers(-(10**12), 10**12, n, dtype=np.int64)
+    return expected.copy(), expected, FP32
+
+
+def bool_identical(n: int) -> Case:
+    expected = np.random.default_rng(0).random(n) < 0.5
+    return expected.copy(), expected, FP32
+
+
+SCENARIOS: dict[str, Callable[[int], Case]] = {
+    "identical outputs": identical,
+    "fp16-rounded target, fp16 tolerance": fp16_rounded,
+    "bf16-rounded target, bf16 tolerance": bf16_rounded,
+    "small noise": small_noise,
+    "100 outliers (fails)": outliers,
+    "every element off (fails)": all_off,
+    "half NaN on both sides, nan_equal=True": half_nan,
+    "int64 identical": int64_identical,
+    "bool identical": bool_identical,
+}
+
+
+def ours(actual: np.ndarray, expected: np.ndarray, tol: dict[str, Any]) -> bool:
+    from pytest_trtcompare import compare_outputs
+
+    result = compare_outputs({"out": actual}, {"out": expected}, **tol)
+    str(result)  # the report, for a failure the full one
+    return result.passed
+
+
+def numpy_allclose(actual: np.ndarray, expected: np.ndarray, tol: dict[str, Any]) -> bool:
+    try:
+        np.testing.assert_allclose(
+            actual,
+            expected,
+            rtol=tol["rtol"],
+            atol=tol["atol"],
+            equal_nan=tol.get("nan_equal", False),
+        )
+    except AssertionError:
+        return False
+    return True
+
+
+def polygraphy_simple(actual: np.ndarray, expected: np.ndarray, tol: dict[str, Any]) -> bool:
     from polygraphy import comparator
     from polygraphy.logger import G_LOGGER
 
     G_LOGGER.module_severity = G_LOGGER.CRITICAL
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         simple = getattr(comparator, "SimpleCompareFunc", None) or comparator.CompareFunc.simple
-        func = simple(atol=ATOL, rtol=RTOL, check_error_stat="elemwise")
+        func = simple(atol=tol["atol"], rtol=tol["rtol"], check_error_stat="elemwise")
         result = func(
             comparator.IterationResult({"out": actual}, runner_name="actual"),
             comparator.IterationResult({"out": expected}, runner_name="expected"),
         )
-    assert bool(result["out"])
+    return bool(result["out"])
 
 
-PEER_OURS = "pytest-trtcompare"
-PEERS: dict[str, Callable[[np.ndarray, np.ndarray], None]] = {
-    PEER_OURS: ours,
-    "np.testing.assert_allclose": numpy_allclose,
-    "polygraphy SimpleCompareFunc": polygraphy_simple,
-}
-REPEATS = {
-    "pytest-trtcompare": 5,
-    "np.testing.assert_allclose": 3,
-    "polygraphy SimpleCompareFunc": 2,
+METHODS: dict[str, Callable[[np.ndarray, np.ndarray, dict[str, Any]], bool]] = {
+    "ours": ours,
+    "assert_allclose": numpy_allclose,
+    "Polygraphy": polygraphy_simple,
 }
 
 
-def timed(func: Callable[[], None], repeats: int) -> tuple[float, float]:
-    """(first call, best of `repeats` calls) in seconds."""
-    times = []
-    for _ in range(repeats):
+def measure_one(size: int, scenario: str, method: str) -> dict[str, Any]:
+    """Runs in the child process: best of REPEATS untraced calls, then one traced call."""
+    actual, expected, tol = SCENARIOS[scenario](size)
+    func = METHODS[method]
+    times, passed = [], None
+    try:
+        for _ in range(REPEATS):
+            gc.collect()
+            start = time.perf_counter()
+            passed = func(actual, expected, tol)
+            times.append(time.perf_counter() - start)
         gc.collect()
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return times[0], min(times)
-
-
-def peak_extra_bytes(func: Callable[[], None]) -> int:
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    func()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak - before
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        func(actual, expected, tol)
+        peak = tracemalloc.get_traced_memory()[1] - before
+        tracemalloc.stop()
+    except Exception as exc:  # a peer that cannot compare this data (Polygraphy and bf16)
+        return {"error": f"{type(exc).__name__}: {str(exc)[:80]}"}
+    return {"best_s": min(times), "passed": passed, "peak": peak, "input": expected.nbytes}
 
 
 def parse_size(text: str) -> int:
@@ -92,102 +178,74 @@ def parse_size(text: str) -> int:
     return int(float(text.rstrip("KM")) * factor)
 
 
-def run(sizes: list[int]) -> list[dict[str, float | int | str]]:
-    rows: list[dict[str, float | int | str]] = []
-    rng = np.random.default_rng(0)
-    for n in sizes:
-        expected = rng.standard_normal(n, dtype=np.float32)
-        actual = expected + rng.standard_normal(n, dtype=np.float32) * np.float32(1e-5)
-        for name, func in PEERS.items():
-            call = functools.partial(func, actual, expected)
-            first, best = timed(call, REPEATS[name])
-            peak = peak_extra_bytes(call)
-            rows.append(
-                {
-                    "elements": n,
-                    "peer": name,
-                    "first_call_s": first,
-                    "best_s": best,
-                    "peak_extra_bytes": peak,
-                    "input_bytes": expected.nbytes,
-                }
-            )
-            print(
-                f"{n:>11,} {name:<30} first {first:7.3f} s  best {best:7.3f} s  "
-                f"peak extra {peak / MiB:8.1f} MiB",
-                flush=True,
-            )
-    return rows
+def run_child(size: int, scenario: str, method: str) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--one", json.dumps([size, scenario, method])]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1][:80] if done.stderr else "crashed"}
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return row
 
 
-def markdown(rows: list[dict[str, float | int | str]]) -> str:
+def _cell(row: dict[str, Any], ours_row: dict[str, Any], failing: bool) -> str:
+    if "error" in row:
+        return "(error)"
+    verdict = "" if row["passed"] == (not failing) else " (fails)"
+    ratio = ""
+    if row is not ours_row and "error" not in ours_row:
+        ratio = f" ({row['best_s'] / ours_row['best_s']:.1f}x)"
+    return f"{row['best_s']:.3f} s{ratio}{verdict}"
+
+
+def markdown(rows: dict[tuple[int, str, str], dict[str, Any]], sizes: list[int]) -> str:
     lines = [
-        "| elements | peer | first call (s) | best (s) | best ÷ ours | peak extra (MiB) "
-        "| peak ÷ one input |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| elements | scenario | ours | assert_allclose | Polygraphy | ours extra memory |",
+        "|---:|---|---:|---:|---:|---:|",
     ]
-    for row in rows:
-        ours_row = next(
-            r for r in rows if r["elements"] == row["elements"] and r["peer"] == PEER_OURS
-        )
-        ratio = float(row["best_s"]) / float(ours_row["best_s"])
-        share = float(row["peak_extra_bytes"]) / float(row["input_bytes"])
-        lines.append(
-            f"| {int(row['elements']):,} | {row['peer']} | {float(row['first_call_s']):.3f} | "
-            f"{float(row['best_s']):.3f} | {ratio:.1f}x | "
-            f"{float(row['peak_extra_bytes']) / MiB:.1f} | {share:.3f} |"
-        )
+    for size in sizes:
+        for scenario in SCENARIOS:
+            failing = "(fails)" in scenario
+            mine = rows[size, scenario, "ours"]
+            cells = [_cell(rows[size, scenario, m], mine, failing) for m in METHODS]
+            memory = "n/a" if "error" in mine else f"{mine['peak'] / mine['input']:.3f}x input"
+            lines.append(f"| {size:,} | {scenario} | {' | '.join(cells)} | {memory} |")
     return "\n".join(lines)
-
-
-def scenarios(n: int) -> str:
-    """Ours alone on the other paths: fp16 vs fp32, float64 (exact path), a failing report."""
-    rng = np.random.default_rng(1)
-    base = rng.standard_normal(n, dtype=np.float32)
-    cases = {
-        "float16 vs float32, passing": (base.astype(np.float16), base, {}),
-        "float64 vs float64, passing (float64 path)": (
-            base.astype(np.float64) + 1e-6,
-            base.astype(np.float64),
-            {},
-        ),
-        "float32, 0.1% of elements failing (full report)": (_drifted(base, rng), base, {}),
-    }
-    lines = ["| case | elements | first call (s) | peak extra (MiB) |", "|---|---:|---:|---:|"]
-    for label, (actual, expected, _) in cases.items():
-
-        def call(a: np.ndarray = actual, e: np.ndarray = expected) -> None:
-            compare_outputs({"out": a}, {"out": e}, atol=ATOL, rtol=RTOL).report()
-
-        first, _ = timed(call, 1)
-        peak = peak_extra_bytes(call)
-        lines.append(f"| {label} | {n:,} | {first:.3f} | {peak / MiB:.1f} |")
-        print(lines[-1], flush=True)
-    return "\n".join(lines)
-
-
-def _drifted(base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    drifted = base.copy()
-    drifted[rng.random(base.shape[0]) < 0.001] += 0.01
-    return drifted
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="16M,64M")
+    parser.add_argument("--scenarios", default=None, help="comma-separated subset, by prefix")
+    parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--scenarios", default=None, help="also time ours on other paths at SIZE")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rows = run([parse_size(s) for s in args.sizes.split(",")])
+    if args.one:
+        print(json.dumps(measure_one(*json.loads(args.one))))
+        return
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    wanted = args.scenarios.split(",") if args.scenarios else None
+    scenarios = [s for s in SCENARIOS if wanted is None or any(s.startswith(w) for w in wanted)]
+    methods = args.methods.split(",")
+    rows: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for size in sizes:
+        for scenario in SCENARIOS:
+            for method in METHODS:
+                skip = scenario not in scenarios or method not in methods
+                row = {"error": "skipped"} if skip else run_child(size, scenario, method)
+                rows[size, scenario, method] = row
+                if not skip:
+                    print(f"{size:>11,} {scenario:<42} {method:<16} {row}", flush=True)
     print()
-    print(markdown(rows))
+    print(markdown(rows, sizes))
     print(f"\nmachine: {platform.processor() or platform.machine()}, numpy {np.__version__}")
-    if args.scenarios:
-        print()
-        print(scenarios(parse_size(args.scenarios)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=2))
+        listed = [
+            {"elements": size, "scenario": scenario, "method": method, **row}
+            for (size, scenario, method), row in rows.items()
+        ]
+        args.json.write_text(json.dumps(listed, indent=2))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ from .tolerance import Tolerance
 #: Polygraphy replaces expected == 0 by float64 eps in the relative error; so do we.
 EPS = 2.220446049250313e-16
 CHUNK_ELEMENTS = 1 << 16
+#: OpenBLAS runs a dot product of more than 10,000 elements on all its threads; on a loaded
+#: machine (xdist, other jobs) waking them made one float64 chunk's dot take milliseconds.
+_DOT_BLOCK = 8192
 _UINT64_MAX = np.uint64(np.iinfo(np.uint64).max)
 
 
@@ -28,6 +31,16 @@ def pair_kind(actual: Kind, expected: Kind) -> str:
     if actual != "float" and expected != "float":
         return "int"
     return "float"
+
+
+def dot(x: np.ndarray, y: np.ndarray) -> float:
+    """x . y in blocks that OpenBLAS computes on the calling thread."""
+    n = x.shape[0]
+    if n <= _DOT_BLOCK:
+        return float(np.dot(x, y))
+    return float(
+        sum(np.dot(x[i : i + _DOT_BLOCK], y[i : i + _DOT_BLOCK]) for i in range(0, n, _DOT_BLOCK))
+    )
 
 
 def _to_int64_or_uint64(values: np.ndarray, kind: Kind) -> np.ndarray:
@@ -102,9 +115,13 @@ class ChunkComputer:
         self._buffers = np.empty((6, size))
 
     @np.errstate(all="ignore")
-    def compute(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk:
+    def compute(
+        self, a: np.ndarray, e: np.ndarray, start: int, dots: bool = True, ratio: bool = True
+    ) -> Chunk:
+        """The chunk's errors; without `dots` its cosine sums are 0, without `ratio` its
+        ratios are left empty (the report's later passes need neither)."""
         n = a.shape[0]
-        av, ev, d, eabs, r, ratio = (buf[:n] for buf in self._buffers)
+        av, ev, d, eabs, r, ratios = (buf[:n] for buf in self._buffers)
         np.copyto(av, a, casting="unsafe")
         np.copyto(ev, e, casting="unsafe")
         if self.pair == "float":
@@ -121,7 +138,7 @@ class ChunkComputer:
         if self.pair == "float" and n and not np.isfinite(d[d.argmax()]):
             av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
             cos_d = cos_a - cos_e
-            eabs, r, ratio = eabs[: d.shape[0]], r[: d.shape[0]], ratio[: d.shape[0]]
+            eabs, r, ratios = eabs[: d.shape[0]], r[: d.shape[0]], ratios[: d.shape[0]]
 
         np.abs(ev, out=eabs)
         np.divide(d, eabs, out=r)
@@ -133,17 +150,19 @@ class ChunkComputer:
             np.divide(d, eabs_eps, out=r)
             undefined = np.isnan(r)
             r[undefined] = np.where(d[undefined] == 0, 0.0, np.inf)
-        self._fill_ratio(d, eabs, eabs_eps, ratio, special=positions is not None or bool(counts))
+        if ratio:
+            special = positions is not None or bool(counts)
+            self._fill_ratio(d, eabs, eabs_eps, ratios, special=special)
         return Chunk(
             abs_err=d,
             rel_err=r,
-            ratio=ratio,
+            ratio=ratios if ratio else ratios[:0],
             expected_abs=eabs,
             positions=positions,
             start=start,
-            dot_aa=float(np.dot(cos_a, cos_a)),
-            dot_ee=float(np.dot(cos_e, cos_e)),
-            dot_dd=float(np.dot(cos_d, cos_d)),
+            dot_aa=dot(cos_a, cos_a) if dots else 0.0,
+            dot_ee=dot(cos_e, cos_e) if dots else 0.0,
+            dot_dd=dot(cos_d, cos_d) if dots else 0.0,
             **counts,
         )
 

@@ -16,10 +16,11 @@ takes the exact path.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ._errors_chunked import EPS, ChunkComputer
+from ._errors_chunked import EPS, ChunkComputer, dot
 from .tolerance import Tolerance
 
 _NARROW = {"float16", "float32", "bfloat16"}
@@ -63,6 +64,13 @@ class ChunkSummary:
     dot_aa: float
     dot_ee: float
     dot_dd: float
+    mismatches: int = 0
+    nan_errors: int = 0
+    nan_actual: int = 0
+    nan_expected: int = 0
+    inf_actual: int = 0
+    inf_expected: int = 0
+    nan_positions_differ: bool = False
 
 
 class Float32Screen:
@@ -75,6 +83,8 @@ class Float32Screen:
         self._inv_atol = np.float32(1.0 / tol.atol)
         self._inv_rtol = np.float32(1.0 / tol.rtol) if tol.rtol else None
         self._ones = np.ones(chunk_elements, dtype=np.float32)
+        self._flags = np.empty(chunk_elements, dtype=np.bool_)
+        self._keep = np.empty(chunk_elements, dtype=np.uint32)
 
     def _as_float32(self, values: np.ndarray, buffer: np.ndarray) -> np.ndarray:
         if values.dtype == np.float32:
@@ -88,7 +98,7 @@ class Float32Screen:
         errors = self._errors(a, e)
         if errors is None:
             return None
-        a32, e32, d, eabs, r, scratch = errors
+        a32, e32, d, eabs, r, scratch, nan_pairs = errors
         ones = self._ones[: d.shape[0]]
         summary = ChunkSummary(
             compared=d.shape[0],
@@ -96,24 +106,42 @@ class Float32Screen:
             max_abs_at=-1,
             max_rel=float(r.max()),
             max_rel_at=-1,
-            sum_abs=float(np.dot(d, ones)),
-            sum_rel=float(np.dot(r, ones)),
+            sum_abs=dot(d, ones),
+            sum_rel=dot(r, ones),
             margin=self._margin(d, eabs, r, scratch),
-            dot_aa=float(np.dot(a32, a32)),
-            dot_ee=float(np.dot(e32, e32)),
-            dot_dd=float(np.dot(d, d)),
+            dot_aa=dot(a32, a32),
+            dot_ee=dot(e32, e32),
+            dot_dd=dot(d, d),
+            nan_actual=nan_pairs,
+            nan_expected=nan_pairs,
         )
         return summary if summary.margin <= _SCREEN_LIMIT else None
 
-    def _errors(self, a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...] | None:
-        """float32 (a, e, |a-e|, |e| with eps, rel error, scratch), or None on Inf/NaN."""
+    def _errors(self, a: np.ndarray, e: np.ndarray) -> tuple[Any, ...] | None:
+        """float32 (a, e, |a-e|, |e| with eps, rel error, scratch, NaN pairs), or None.
+
+        None on Inf, or on NaN other than pairs at the same positions excused by nan_equal;
+        such pairs become 0 against 0 here (error 0, relative error 0, out of the dots),
+        exactly what the float64 path makes of them.
+        """
         n = a.shape[0]
         a32_buf, e32_buf, d, eabs, r, scratch = (buf[:n] for buf in self._buffers)
         a32, e32 = self._as_float32(a, a32_buf), self._as_float32(e, e32_buf)
         np.subtract(a32, e32, out=d)
         np.abs(d, out=d)
+        nan_pairs = 0
         if not np.isfinite(d[d.argmax()]):
-            return None
+            if not self.tol.nan_equal or np.isinf(d).any():
+                return None
+            nan_a = np.isnan(a32, out=self._flags[:n])
+            if np.isinf(a32).any() or not np.array_equal(nan_a, np.isnan(e32)):
+                return None
+            nan_pairs = int(np.count_nonzero(nan_a))
+            # x & 0 zeroes a NaN pair, x & ~0 keeps the rest: no branch on a random mask
+            keep = np.subtract(nan_a, 1, dtype=np.uint32, out=self._keep[:n])
+            for source, target in ((a32, a32_buf), (e32, e32_buf), (d, d)):
+                np.bitwise_and(source.view(np.uint32), keep, out=target.view(np.uint32))
+            a32, e32 = a32_buf, e32_buf  # never the caller's arrays
         np.abs(e32, out=eabs)
         np.divide(d, eabs, out=r)
         if not np.isfinite(r[r.argmax()]):  # expected == 0: Polygraphy's eps (exact in float32)
@@ -121,7 +149,7 @@ class Float32Screen:
             np.divide(d, eabs, out=r)
             if not np.isfinite(r[r.argmax()]):
                 return None
-        return a32, e32, d, eabs, r, scratch
+        return a32, e32, d, eabs, r, scratch, nan_pairs
 
     @np.errstate(all="ignore")
     def resolve_maxima(
@@ -133,6 +161,8 @@ class Float32Screen:
         """
         best_abs = max(item[2] for item in screened)
         best_rel = max(item[3] for item in screened)
+        if best_abs == 0:  # float32 |a - e| is 0 only for a == e: every error is exactly 0
+            return 0.0, screened[0][0], 0.0, screened[0][0]
         rel_floor = float(np.float32(best_rel) * _REL_SLACK)
         found_abs: tuple[float, int] = (-1.0, -1)
         found_rel: tuple[float, int] = (-1.0, -1)
@@ -141,7 +171,7 @@ class Float32Screen:
                 continue
             errors = self._errors(a[start:stop], e[start:stop])
             assert errors is not None  # the same chunk passed the screen before
-            _, _, d, _, r, _ = errors
+            _, _, d, _, r, _, _ = errors
             if top_abs == best_abs:
                 found_abs = max(
                     found_abs,

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import InvalidOutputError
 from . import stats as _stats
 from ._errors_chunked import ChunkComputer
+from ._report_pass import FailureDetails, OrderStatistics, report_pass
 from .arrays import Kind, NamedArray, as_output_mapping
 from .indices import compare_indices, top_k_indices
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
@@ -154,8 +155,10 @@ def _values_result(
 ) -> OutputComparison:
     s = _stats.scan(a, e, a_kind, e_kind, tol)
     extra: dict[str, Any] = {}
+    details: FailureDetails | None = None
     if tol.check in ("median", "quantile"):
-        extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
+        details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS)
+        extra.update(_order_stats(order))
     stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
     if tol.check == "elemwise":
         passed = s.mismatches == 0
@@ -168,9 +171,9 @@ def _values_result(
             else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
         )
     if not passed:
-        if "median_abs_error" not in extra:
-            extra.update(_order_stats(a, e, a_kind, e_kind, tol, s.compared))
-        details = _stats.failure_details(a, e, a_kind, e_kind, tol, WORST_ELEMENTS)
+        if details is None:
+            details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS)
+            extra.update(_order_stats(order))
         extra["worst"] = tuple(
             _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst
         )
@@ -207,15 +210,12 @@ def _values_result(
     )
 
 
-def _order_stats(
-    a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance, compared: int
-) -> dict[str, float]:
-    med_abs, med_rel, q_abs, q_rel = _stats.order_statistics(a, e, a_kind, e_kind, tol, compared)
+def _order_stats(order: OrderStatistics) -> dict[str, float]:
     return dict(
-        median_abs_error=med_abs,
-        median_rel_error=med_rel,
-        quantile_abs_error=q_abs,
-        quantile_rel_error=q_rel,
+        median_abs_error=order.median_abs,
+        median_rel_error=order.median_rel,
+        quantile_abs_error=order.quantile_abs,
+        quantile_rel_error=order.quantile_rel,
     )
 
 

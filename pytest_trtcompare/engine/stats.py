@@ -1,21 +1,21 @@
 """Chunked error statistics of one output pair, in one pass and bounded memory.
 
 `scan` gives everything a passing comparison needs (counts, max/mean errors with their
-positions, NaN/Inf counts, cosine similarity, margin to tolerance). `order_statistics` and
-`failure_details` do the costlier work (median, quantile, worst elements, histogram) only
-when a check statistic or a failure report needs it.
+positions, NaN/Inf counts, cosine similarity, margin to tolerance). Chunks whose sides are
+bit-for-bit equal cost one comparison of their bits; narrow floats are screened in float32;
+the rest is computed exactly in float64. `_report_pass` does the costlier work (median,
+quantile, worst elements, histogram) only when a check statistic or a failure needs it.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer
+from ._equal import EqualChunks
+from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer, dot
 from ._screen32 import ChunkSummary, Float32Screen
 from ._screen32 import applies as screen_applies
 from .arrays import Kind
@@ -51,26 +51,6 @@ class ErrorStats:
     cosine_similarity: float
 
 
-@dataclass(frozen=True)
-class FailureDetails:
-    """The report's extra figures: where the worst elements are and how errors spread."""
-
-    worst: tuple[tuple[int, float], ...]  # (flat index, ratio), worst first
-    histogram: tuple[tuple[int | None, int], ...]  # (floor(log10 |err|) or None for 0, count)
-    required_atol: float  # smallest atol that passes with rtol unchanged
-    required_rtol: float  # smallest rtol that passes with atol unchanged
-
-
-def _chunks(
-    actual: np.ndarray, expected: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance
-) -> Iterator[tuple[ChunkComputer, Chunk]]:
-    a, e = actual.reshape(-1), expected.reshape(-1)
-    computer = ChunkComputer(a_kind, e_kind, tol, capacity=a.shape[0])
-    for start in range(0, a.shape[0], CHUNK_ELEMENTS):
-        stop = start + CHUNK_ELEMENTS
-        yield computer, computer.compute(a[start:stop], e[start:stop], start)
-
-
 def _max_ignoring_nan(values: np.ndarray) -> float:
     top = float(values.max())
     if math.isnan(top):  # 0/0 ratios (zero allowed error, zero error) count as 0
@@ -94,10 +74,8 @@ def _cosine(dot_aa: float, dot_ee: float, dot_dd: float) -> float:
     return float(min(1.0, max(-1.0, value))) if math.isfinite(value) else math.nan
 
 
-def _summarize_exact(
-    computer: ChunkComputer, chunk: Chunk, always_exact: bool
-) -> tuple[ChunkSummary, int]:
-    """(summary, mismatches) of a chunk computed in float64."""
+def _summarize_exact(chunk: Chunk, computer: ChunkComputer, always_exact: bool) -> ChunkSummary:
+    """The summary of a chunk computed in float64."""
     n = chunk.abs_err.shape[0]
     summary = ChunkSummary(
         compared=n,
@@ -111,17 +89,22 @@ def _summarize_exact(
         dot_aa=chunk.dot_aa,
         dot_ee=chunk.dot_ee,
         dot_dd=chunk.dot_dd,
+        nan_errors=chunk.nan_errors,
+        nan_actual=chunk.nan_actual,
+        nan_expected=chunk.nan_expected,
+        inf_actual=chunk.inf_actual,
+        inf_expected=chunk.inf_expected,
+        nan_positions_differ=chunk.nan_positions_differ,
     )
     if not n:
-        return summary, 0
+        return summary
     i, j = int(chunk.abs_err.argmax()), int(chunk.rel_err.argmax())
     summary.max_abs, summary.max_abs_at = float(chunk.abs_err[i]), chunk.flat_index(i)
     summary.max_rel, summary.max_rel_at = float(chunk.rel_err[j]), chunk.flat_index(j)
     summary.margin = _max_ignoring_nan(chunk.ratio)
-    mismatches = 0
     if always_exact or summary.margin > _SURELY_WITHIN:
-        mismatches = int(np.count_nonzero(computer.mismatch_mask(chunk)))
-    return summary, mismatches
+        summary.mismatches = int(np.count_nonzero(computer.mismatch_mask(chunk)))
+    return summary
 
 
 def scan(
@@ -130,56 +113,68 @@ def scan(
     """One chunked pass over a pair of equal-shape arrays."""
     a, e = actual.reshape(-1), expected.reshape(-1)
     computer = ChunkComputer(a_kind, e_kind, tol, capacity=a.shape[0])
+    chunk_elements = max(1, min(a.shape[0], CHUNK_ELEMENTS))
     screen = (
-        Float32Screen(tol, computer, min(a.shape[0], CHUNK_ELEMENTS))
+        Float32Screen(tol, computer, chunk_elements)
         if screen_applies(a.dtype, e.dtype, tol)
         else None
     )
+    equality = EqualChunks(a.dtype, e.dtype, chunk_elements)
     always_exact = tol.atol < _TINY
     total = ChunkSummary(0, 0.0, -1, 0.0, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    mismatches = nan_errors = nan_actual = nan_expected = inf_actual = inf_expected = 0
-    nan_positions_differ = False
     screened: list[tuple[int, int, float, float]] = []
+    equal: list[tuple[int, int]] = []
     for start in range(0, a.shape[0], CHUNK_ELEMENTS):
         stop = start + CHUNK_ELEMENTS
         a_chunk, e_chunk = a[start:stop], e[start:stop]
-        summary = screen.summarize(a_chunk, e_chunk) if screen is not None else None
-        if summary is not None:
+        summary: ChunkSummary | None = None
+        if equality.enabled and equality.equal(a_chunk, e_chunk):
+            equal.append((start, start + a_chunk.shape[0]))
+            summary = _equal_summary(start, a_chunk.shape[0])
+        elif screen is not None and (summary := screen.summarize(a_chunk, e_chunk)) is not None:
             screened.append((start, stop, summary.max_abs, summary.max_rel))
         else:
             chunk = computer.compute(a_chunk, e_chunk, start)
-            summary, chunk_mismatches = _summarize_exact(computer, chunk, always_exact)
-            mismatches += chunk_mismatches
-            nan_errors += chunk.nan_errors
-            nan_actual += chunk.nan_actual
-            nan_expected += chunk.nan_expected
-            inf_actual += chunk.inf_actual
-            inf_expected += chunk.inf_expected
-            nan_positions_differ |= chunk.nan_positions_differ
+            summary = _summarize_exact(chunk, computer, always_exact)
         _accumulate(total, summary)
     if screened and screen is not None:
         exact_maxima = screen.resolve_maxima(a, e, screened)
         _accumulate(total, ChunkSummary(0, *exact_maxima[:2], *exact_maxima[2:], 0, 0, 0, 0, 0, 0))
+    if equal and total.compared > sum(stop - start for start, stop in equal):
+        # Not all equal: the equal chunks' squares count in the cosine similarity too.
+        squares = sum(_squares(a[start:stop]) for start, stop in equal)
+        total.dot_aa += squares
+        total.dot_ee += squares
     compared = total.compared
     return ErrorStats(
         count=int(actual.size),
         compared=compared,
-        mismatches=mismatches + nan_errors,
-        nan_errors=nan_errors,
+        mismatches=total.mismatches + total.nan_errors,
+        nan_errors=total.nan_errors,
         max_abs=total.max_abs,
         max_abs_at=total.max_abs_at,
         max_rel=total.max_rel,
         max_rel_at=total.max_rel_at,
         mean_abs=total.sum_abs / compared if compared else 0.0,
         mean_rel=total.sum_rel / compared if compared else 0.0,
-        margin=math.inf if nan_errors else total.margin,
-        nan_actual=nan_actual,
-        nan_expected=nan_expected,
-        inf_actual=inf_actual,
-        inf_expected=inf_expected,
-        nan_positions_differ=nan_positions_differ,
+        margin=math.inf if total.nan_errors else total.margin,
+        nan_actual=total.nan_actual,
+        nan_expected=total.nan_expected,
+        inf_actual=total.inf_actual,
+        inf_expected=total.inf_expected,
+        nan_positions_differ=total.nan_positions_differ,
         cosine_similarity=_cosine(total.dot_aa, total.dot_ee, total.dot_dd),
     )
+
+
+def _equal_summary(start: int, n: int) -> ChunkSummary:
+    """Every error 0: maxima at the chunk's first element, within tolerance."""
+    return ChunkSummary(n, 0.0, start, 0.0, start, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _squares(values: np.ndarray) -> float:
+    as_float = values.astype(np.float64)
+    return dot(as_float, as_float)
 
 
 def _accumulate(total: ChunkSummary, chunk: ChunkSummary) -> None:
@@ -203,131 +198,10 @@ def _accumulate(total: ChunkSummary, chunk: ChunkSummary) -> None:
     total.dot_aa += chunk.dot_aa
     total.dot_ee += chunk.dot_ee
     total.dot_dd += chunk.dot_dd
-
-
-def order_statistics(
-    actual: np.ndarray,
-    expected: np.ndarray,
-    a_kind: Kind,
-    e_kind: Kind,
-    tol: Tolerance,
-    compared: int,
-) -> tuple[float, float, float, float]:
-    """(median abs, median rel, quantile abs, quantile rel) over the compared elements.
-
-    Needs one float64 array of the compared elements at a time (abs errors, then relative).
-    """
-    if not compared:
-        return 0.0, 0.0, 0.0, 0.0
-    results: list[float] = []
-    for field in ("abs_err", "rel_err"):
-        values = np.empty(compared)
-        filled = 0
-        for _, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
-            part = getattr(chunk, field)
-            values[filled : filled + part.shape[0]] = part
-            filled += part.shape[0]
-        results += [quantile_in_place(values, 0.5), quantile_in_place(values, tol.quantile)]
-        del values
-    return results[0], results[2], results[1], results[3]
-
-
-def quantile_in_place(values: np.ndarray, q: float) -> float:
-    """Linear-interpolation quantile (numpy's default) that partitions `values` in place.
-
-    Unlike np.quantile it gives Inf, not NaN, when an infinite error is interpolated.
-    """
-    position = (values.shape[0] - 1) * q
-    low = math.floor(position)
-    high = min(low + 1, values.shape[0] - 1)
-    values.partition([low, high] if high != low else low)
-    below, above, t = float(values[low]), float(values[high]), position - low
-    if t == 0 or below == above:
-        return below
-    if math.isinf(above):
-        return math.inf
-    return float(below + t * (above - below))
-
-
-@np.errstate(all="ignore")
-def failure_details(
-    actual: np.ndarray,
-    expected: np.ndarray,
-    a_kind: Kind,
-    e_kind: Kind,
-    tol: Tolerance,
-    worst_count: int,
-) -> FailureDetails:
-    """Worst elements by error ratio, a log10 histogram of |error|, and sharper tolerances."""
-    worst: list[tuple[float, int]] = []  # min-heap of (ratio, flat index)
-    decades: dict[int | None, int] = {}
-    required_atol = required_rtol = 0.0
-    for _, chunk in _chunks(actual, expected, a_kind, e_kind, tol):
-        if chunk.nan_error_positions is not None:  # NaN errors rank first, as infinitely wrong
-            for flat in chunk.nan_error_positions[:worst_count].tolist():
-                _keep_worst(worst, (math.inf, int(flat)), worst_count)
-        n = chunk.abs_err.shape[0]
-        if not n:
-            continue
-        ratio = np.nan_to_num(chunk.ratio, nan=0.0, posinf=np.inf)
-        # Only elements above the current k-th worst can enter (exact matches never do):
-        # argpartition degrades badly on the many tied zeros of a mostly exact output.
-        floor = worst[0][0] if len(worst) >= worst_count else 0.0
-        candidates = np.flatnonzero(ratio > floor)
-        if candidates.size > worst_count:
-            keep = np.argpartition(ratio[candidates], candidates.size - worst_count)
-            candidates = candidates[keep[candidates.size - worst_count :]]
-        for i in candidates.tolist():
-            _keep_worst(worst, (float(ratio[i]), chunk.flat_index(i)), worst_count)
-        _add_decades(decades, chunk.abs_err)
-        atol_need, rtol_need = _required_tolerances(chunk, tol)
-        required_atol = max(required_atol, atol_need)
-        required_rtol = max(required_rtol, rtol_need)
-    ordered = sorted(worst, reverse=True)
-    return FailureDetails(
-        worst=tuple((-negative_index, ratio) for ratio, negative_index in ordered),
-        histogram=tuple(
-            sorted(decades.items(), key=lambda kv: -math.inf if kv[0] is None else kv[0])
-        ),
-        required_atol=required_atol,
-        required_rtol=required_rtol,
-    )
-
-
-def _keep_worst(heap: list[tuple[float, int]], item: tuple[float, int], size: int) -> None:
-    """Min-heap of the `size` largest (ratio, -index) items; ties keep the lower index."""
-    ranked = (item[0], -item[1])
-    if len(heap) < size:
-        heapq.heappush(heap, ranked)
-    elif ranked > heap[0]:
-        heapq.heapreplace(heap, ranked)
-
-
-def _add_decades(decades: dict[int | None, int], abs_err: np.ndarray) -> None:
-    zero = abs_err == 0
-    n_zero = int(zero.sum())
-    if n_zero:
-        decades[None] = decades.get(None, 0) + n_zero
-    nonzero = abs_err[~zero]
-    if nonzero.size:
-        exponents = np.floor(np.log10(np.minimum(nonzero, 1e300))).astype(np.int64)
-        values, counts = np.unique(exponents, return_counts=True)
-        for value, count in zip(values.tolist(), counts.tolist(), strict=True):
-            decades[value] = decades.get(value, 0) + count
-
-
-def _required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
-    """Per chunk: the atol that passes at the given rtol, and the rtol that passes at the atol."""
-    d, r = chunk.abs_err, chunk.rel_err
-    if tol.rule == "polygraphy":
-        over_rtol = d[r > tol.rtol]
-        over_atol = r[d > tol.atol]
-    else:
-        over_rtol = d - tol.rtol * chunk.expected_abs
-        with np.errstate(divide="ignore", invalid="ignore"):
-            over_atol = (d - tol.atol) / chunk.expected_abs
-        over_atol = np.where(d > tol.atol, over_atol, 0.0)
-        over_atol[np.isnan(over_atol)] = np.inf
-    atol_need = float(over_rtol.max()) if over_rtol.size else 0.0
-    rtol_need = float(over_atol.max()) if over_atol.size else 0.0
-    return max(atol_need, 0.0), max(rtol_need, 0.0)
+    total.mismatches += chunk.mismatches
+    total.nan_errors += chunk.nan_errors
+    total.nan_actual += chunk.nan_actual
+    total.nan_expected += chunk.nan_expected
+    total.inf_actual += chunk.inf_actual
+    total.inf_expected += chunk.inf_expected
+    total.nan_positions_differ |= chunk.nan_positions_differ
