@@ -53,6 +53,10 @@ class UnknownFrameworkError(TrtCompareError, ValueError):
     mistake, so an error, never a skip."""
 
 
+class RunnerOptionError(TrtCompareError, TypeError):
+    """A runner option that the runner does not take; the message lists the ones it does."""
+
+
 class MarkerError(TrtCompareError, ValueError):
     """A marker argument of the wrong type or value; the message names the test, the
     argument, what it got and what it takes."""

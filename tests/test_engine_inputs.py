@@ -104,3 +104,10 @@ def test_a_tolerance_that_is_not_a_tolerance_says_what_it_takes(spec):
         ToleranceError, match=r"tolerance must be a Tolerance, a dict of its fields"
     ):
         compare_outputs({"y": ONES}, {"y": ONES}, spec)
+
+
+def test_a_misspelt_field_in_a_tolerance_dict_says_so():
+    with pytest.raises(
+        ToleranceError, match=r"'atl' is not a tolerance field; did you mean 'atol'"
+    ):
+        compare_outputs({"y": ONES}, {"y": ONES}, {"atl": 1e-3})

@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from pytest_trtcompare.goldens.format import MAGIC
 from pytest_trtcompare.goldens.store import (
-    MAGIC,
     GoldenError,
     golden_path,
     read_golden,
@@ -17,6 +17,8 @@ from pytest_trtcompare.goldens.store import (
     safe_file_stem,
     write_golden,
 )
+
+from .golden_bytes import as_format_1, rewrite
 
 OUTPUTS = {
     "logits": np.linspace(-3, 3, 40, dtype=np.float32).reshape(4, 10),
@@ -71,7 +73,7 @@ def test_truncated_golden_names_the_file(tmp_path):
     with pytest.raises(GoldenError, match=r"t\.golden: truncated golden \(tensor 'y' runs past"):
         read_golden(path)
     path.write_bytes(path.read_bytes()[:30])
-    with pytest.raises(GoldenError, match=r"t\.golden: truncated or corrupt golden"):
+    with pytest.raises(GoldenError, match=r"t\.golden: truncated golden \(30 bytes, cut in its"):
         read_golden(path)
 
 
@@ -82,7 +84,15 @@ def test_corrupt_header_and_foreign_files_name_the_file(tmp_path):
     start = data.index(b"{")
     data[start : start + 10] = b"#" * 10
     path.write_bytes(bytes(data))
-    with pytest.raises(GoldenError, match=r"c\.golden: corrupt golden header"):
+    with pytest.raises(GoldenError, match=r"c\.golden: corrupt golden \(the header's checksum"):
+        read_golden(path)
+    write_golden(path, {"y": np.ones(4)})
+    as_format_1(path)  # 0.1.0 goldens have no checksum: the schema still catches it
+    data = bytearray(path.read_bytes())
+    start = data.index(b"{")
+    data[start : start + 10] = b"#" * 10
+    path.write_bytes(bytes(data))
+    with pytest.raises(GoldenError, match=r"c\.golden: corrupt golden \(the header is not JSON"):
         read_golden(path)
     foreign = tmp_path / "f.golden"
     np.save(foreign.with_suffix(".npy"), np.ones(2))
@@ -96,10 +106,8 @@ def test_object_arrays_are_refused_both_ways(tmp_path):
         write_golden(tmp_path / "o.golden", {"y": np.array([object()], dtype=object)})
     path = tmp_path / "p.golden"
     write_golden(path, {"y": np.ones(2)})
-    data = path.read_bytes()
-    tampered = data.replace(b'"dtype":"<f8"', b'"dtype":"|O8"')
-    path.write_bytes(tampered)
-    with pytest.raises(GoldenError, match=r"refuses dtype '\|O8'"):
+    rewrite(path, lambda document: document["tensors"][0].update(dtype="|O8"))
+    with pytest.raises(GoldenError, match=r"header field 'dtype' of tensor 'y': '\|O8' is not"):
         read_golden(path)
 
 
@@ -156,3 +164,33 @@ def test_new_goldens_get_normal_permissions_and_keep_changed_ones(tmp_path):
     path.chmod(0o664)
     write_golden(path, {"y": np.zeros(1)})
     assert path.stat().st_mode & 0o777 == 0o664
+
+
+def test_numpy_alone_reads_a_golden_as_the_readme_says(tmp_path):
+    path = tmp_path / "n.golden"
+    write_golden(path, {"y": np.arange(6, dtype=np.float32).reshape(2, 3)}, {"x": np.ones(2)})
+    data = path.read_bytes()
+    length = int(data[27:43])
+    header = json.loads(data[61 : 61 + length])
+    arrays = {
+        (t["group"], t["name"]): np.frombuffer(
+            data, np.dtype(t["dtype"]), int(np.prod(t["shape"])), offset=t["offset"]
+        ).reshape(t["shape"])
+        for t in header["tensors"]
+    }
+    np.testing.assert_array_equal(arrays["outputs", "y"], np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(arrays["inputs", "x"], np.ones(2))
+
+
+def test_unchanged_means_every_byte_padding_included(tmp_path):
+    """A damaged padding byte must be rewritten by an update, never kept as 'unchanged'."""
+    path = tmp_path / "p.golden"
+    outputs = {"y": np.ones(3, np.float32)}  # 12 bytes, then 52 bytes of padding
+    write_golden(path, outputs)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(GoldenError, match="non-zero padding after 'y'"):
+        read_golden(path)
+    assert write_golden(path, outputs) == "updated"
+    read_golden(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 
 import pytest
 
@@ -266,6 +267,23 @@ MARKER_MISTAKES = {
         "compare_frameworks(model=123, frameworks=['onnxref', 'onnxrt'])",
         "(model=...) got 123 (int); it takes a model",
     ),
+    "options_key_typo": (
+        f"compare_frameworks({COMPARE}, options={{'onnxruntime': {{'providers': []}}}})",
+        "(options=...) names 'onnxruntime', which is not one of frameworks=['onnxref', 'onnxrt']",
+    ),
+    "models_key_typo": (
+        f"compare_frameworks({COMPARE}, models={{'pytorch': 'model.onnx'}})",
+        "(models=...) names 'pytorch', which is not one of frameworks=",
+    ),
+    "unknown_runner_option": (
+        f"compare_frameworks({COMPARE}, options={{'onnxrt': {{'bogus': 1}}}})",
+        "(options=...): runner 'onnxrt' has no option(s) bogus; it takes isolate, outputs, "
+        "providers, session_options, timeout",
+    ),
+    "frameworks_joined": (
+        "compare_frameworks(model='model.onnx', frameworks='onnxrt,onnxref')",
+        "it takes a list: frameworks=['onnxrt', 'onnxref']",
+    ),
     "positional": (
         "compare_frameworks('model.onnx', frameworks=['onnxref', 'onnxrt'])",
         "got ('model.onnx',) (tuple); it takes keyword arguments only",
@@ -514,3 +532,40 @@ def test_7_missing_goldens_are_not_counted_as_checked(pytester):
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     assert not re.search(r"checked \d", result.stdout.str())
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_the_printed_command_creates_the_missing_golden(pytester, xdist):
+    """The create command repeats what shapes the item id and the golden's place."""
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(
+        test_g=f"import pytest\n\n@pytest.mark.compare_frameworks({COMPARE}, golden=True)\n"
+        "def test_it(comparison):\n    pass\n"
+    )
+    pytester.mkdir("gd")
+    args = ["--trt-precision=fp16", "--goldens-dir=gd"]
+    result = run(pytester, *args, *xdist)
+    result.assert_outcomes(failed=2)
+    command = next(
+        line.strip() for line in result.stdout.lines if line.strip().startswith("pytest ")
+    )
+    assert command.startswith("pytest --update-goldens --trt-precision=fp16 --goldens-dir=")
+    words = shlex.split(command)
+    run(pytester, *words[1:], *xdist).assert_outcomes(passed=1)
+    run(pytester, *args, words[-1], *xdist).assert_outcomes(passed=1)  # the item it named
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_damaged_golden_is_reported_once(pytester, xdist):
+    pytester.makepyfile(
+        test_d="import numpy as np\nfrom pytest_trtcompare.runners import TensorSpec\n\n"
+        "def test_it(golden):\n"
+        "    feed = golden.inputs([TensorSpec('x', 'float32', (2,))])\n"
+        "    golden.check({'y': feed['x']})\n"
+    )
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    (pytester.path / "goldens" / "test_d" / "test_it.golden").write_bytes(b"garbage\n")
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert out.count("regenerate it with") == 1 and "During handling" not in out, out

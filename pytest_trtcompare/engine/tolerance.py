@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import numbers
 import re
@@ -146,7 +147,15 @@ def _as_tolerance(value: ToleranceLike, base: Tolerance, where: str) -> Toleranc
             return base.replace(**dict(value))
         except ToleranceError as exc:
             raise ToleranceError(f"{where}: {exc}") from None
-    raise ToleranceError(f"{where}: expected a Tolerance or a mapping of fields, got {value!r}")
+    problem = f"{where}: expected a Tolerance or a mapping of fields, got {value!r}"
+    key = where.removeprefix("tolerance[").removesuffix("]").strip("'\"")
+    if isinstance(value, (int, float, str)) and key:  # {"atl": 1e-3}: a field name misspelt?
+        close = difflib.get_close_matches(key, sorted(FIELD_NAMES), n=1)
+        fields = (
+            f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
+        )
+        problem += f" ({key!r} is not a tolerance field; {fields})"
+    raise ToleranceError(problem)
 
 
 def _is_field_mapping(spec: Mapping[str, Any]) -> bool:

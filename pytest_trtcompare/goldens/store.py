@@ -1,23 +1,17 @@
 """Golden outputs on disk: one file per (test, name), binary, uncompressed, deterministic.
 
-File layout (`.golden`), readable with numpy alone:
-
-    b"PYTEST-TRTCOMPARE-GOLDEN\\n"     magic (25 bytes)
-    b"%016d\\n"                        length of the JSON header (17 bytes)
-    JSON header (sorted keys): {"format": 1, "meta": {...},
-        "tensors": [{"group": "outputs" | "inputs", "name", "dtype", "shape", "offset",
-                     "nbytes"}, ...]}
-    zero padding, then each tensor's C-order little-endian bytes at its 64-byte aligned offset
-
-No pickle, no timestamps, no compression: the same data gives the same bytes. Writes go to
-a temp file in the same folder, are fsynced and renamed over the old file, under a lock, so
-a reader sees the old golden or the new one, never a part of either.
+The byte format (checksums, strict header) lives in format.py. No pickle, no timestamps, no
+compression: the same data gives the same bytes. Writes go to a temp file in the same folder,
+are fsynced and renamed over the old file (or over a symlink to it), under a lock, so a reader
+sees the old golden or the new one, never a part of either.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
-import json
+import io
+import os
 import re
 import stat
 from collections.abc import Iterator, Mapping
@@ -27,23 +21,16 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..engine.arrays import as_output_mapping, dtype_from_name
-from ..errors import TrtCompareError
+from ..engine.arrays import as_output_mapping
 from .atomic import atomic_write, remove_stale_temps, start_writeback
+from .format import ALIGN, encode_header, raw_bytes, read_tensors
+from .format import GoldenError as GoldenError
+from .format import read_header as read_format_header
 
-MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN\n"
-FORMAT_VERSION = 1
 SUFFIX = ".golden"
-_ALIGN = 64
-_LENGTH_DIGITS = 16
-_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 _COMPARE_CHUNK = 16 << 20  # bytes compared at a time when checking "unchanged"
 _WRITE_CHUNK = 4 << 20  # bytes written (and handed to writeback) at a time
 _SAFE = re.compile(r"[^A-Za-z0-9._\[\]-]")
-
-
-class GoldenError(TrtCompareError, ValueError):
-    """A golden file is missing, truncated, corrupt, or would hold something it must not."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +39,7 @@ class Golden:
     inputs: dict[str, np.ndarray]
     meta: dict[str, Any]
     path: Path | None = None
+    version: int = 2  # the file format it was read from (1: no checksums, from 0.1.0)
 
 
 # -- naming ------------------------------------------------------------------------------------
@@ -71,31 +59,12 @@ def golden_path(folder: Path, test_id: str, name: str | None = None) -> Path:
     """The file of one golden: folder / safe(test_id[.name]).golden, never outside `folder`."""
     stem = safe_file_stem(test_id if name is None else f"{test_id}.{name}")
     path = folder / f"{stem}{SUFFIX}"
-    if path.resolve().parent != folder.resolve():
+    if path.parent.resolve() != folder.resolve():  # the file itself may be a symlink (DVC)
         raise GoldenError(f"golden name {name!r} of {test_id!r} would leave {folder}")
     return path
 
 
 # -- encoding ----------------------------------------------------------------------------------
-def _dtype_text(array: np.ndarray, where: str) -> str:
-    dtype = array.dtype
-    if dtype.name in _ML_DTYPES:
-        return dtype.name
-    if dtype.kind not in "biuf":
-        raise GoldenError(f"{where} has dtype {dtype}; goldens hold bool, integer and float arrays")
-    return dtype.newbyteorder("<").str if dtype.itemsize > 1 else dtype.str
-
-
-def _dtype_from_text(text: str, source: str) -> np.dtype:
-    try:
-        dtype = dtype_from_name(text)
-    except ValueError as exc:
-        raise GoldenError(f"{source}: {exc}") from None
-    if dtype.name not in _ML_DTYPES and (dtype.kind not in "biuf" or dtype.hasobject):
-        raise GoldenError(f"{source}: refuses dtype {text!r} (only bool, integer and float)")
-    return dtype
-
-
 def _entries(
     outputs: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray]
 ) -> list[tuple[str, str, np.ndarray]]:
@@ -111,121 +80,54 @@ def _entries(
     return entries
 
 
-def _layout(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str, Any]) -> bytes:
-    """The header bytes (magic, length, JSON, padding) with offsets filled in."""
-    tensors: list[dict[str, Any]] = [
-        {
-            "group": group,
-            "name": name,
-            "dtype": _dtype_text(a, f"{group} {name!r}"),
-            "shape": list(a.shape),
-            "nbytes": int(a.nbytes),
-            "offset": 0,
-        }
-        for group, name, a in entries
-    ]
-    # Offsets depend on the header size, which depends on the offsets' digits: iterate.
-    header = b""
-    for _ in range(4):
-        prefix = len(MAGIC) + _LENGTH_DIGITS + 1 + len(header)
-        offset = -(-prefix // _ALIGN) * _ALIGN
-        for tensor in tensors:
-            tensor["offset"] = offset
-            offset += -(-int(tensor["nbytes"]) // _ALIGN) * _ALIGN
-        body = {"format": FORMAT_VERSION, "meta": dict(meta), "tensors": tensors}
-        new_header = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-        if new_header == header:
-            break
-        header = new_header
-    prefix = len(MAGIC) + _LENGTH_DIGITS + 1 + len(header)
-    padding = -(-prefix // _ALIGN) * _ALIGN - prefix
-    return MAGIC + b"%016d\n" % len(header) + header + b"\0" * padding
-
-
-def _raw(array: np.ndarray) -> memoryview:
-    """The array's bytes without a copy (a uint8 view: ml_dtypes arrays have no buffer)."""
-    return array.reshape(-1).view(np.uint8).data
-
-
 def _write_body(handle: BinaryIO, entries: list[tuple[str, str, np.ndarray]]) -> None:
     """Tensor bytes in chunks, starting their writeback as we go (see atomic.start_writeback)."""
     for _, _, array in entries:
-        raw = _raw(array)
+        raw = raw_bytes(array)
         for start in range(0, len(raw), _WRITE_CHUNK):
             position = handle.tell()
             part = raw[start : start + _WRITE_CHUNK]
             handle.write(part)
             start_writeback(handle, position, len(part))
-        padding = -array.nbytes % _ALIGN
+        padding = -array.nbytes % ALIGN
         if padding:
             handle.write(b"\0" * padding)
 
 
 # -- reading -----------------------------------------------------------------------------------
-def read_header(path: Path) -> dict[str, Any]:
-    """The golden's JSON header (meta and tensor table), checked against the file size."""
-    source = str(path)
+def _open_checked(path: Path) -> tuple[io.BufferedReader, int]:
     problem = golden_file_problem(path)
     if problem:
         raise GoldenError(problem)  # never open a FIFO: it would block
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            magic = handle.read(len(MAGIC))
-            if magic != MAGIC:
-                raise GoldenError(f"{source}: not a pytest-trtcompare golden (bad magic bytes)")
-            length_text = handle.read(_LENGTH_DIGITS + 1)
-            if len(length_text) != _LENGTH_DIGITS + 1 or not length_text[:-1].isdigit():
-                raise GoldenError(f"{source}: truncated or corrupt golden (header length)")
-            header_bytes = handle.read(int(length_text[:-1]))
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the callers' with)
+        return handle, os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        raise GoldenError(f"golden {path} does not exist") from None
     except OSError as exc:
-        raise GoldenError(f"{source}: cannot read golden ({exc})") from None
-    try:
-        header = json.loads(header_bytes)
-        tensors = header["tensors"]
-        if header.get("format") != FORMAT_VERSION or not isinstance(tensors, list):
-            raise ValueError("unknown format")
-        prefix = len(MAGIC) + _LENGTH_DIGITS + 1 + len(header_bytes)
-        end = -(-prefix // _ALIGN) * _ALIGN
-        for tensor in tensors:
-            dtype = _dtype_from_text(str(tensor["dtype"]), source)
-            count = int(np.prod(tensor["shape"], dtype=np.int64))
-            if count * dtype.itemsize != int(tensor["nbytes"]):
-                raise ValueError(f"tensor {tensor['name']!r} size does not match its shape")
-            if int(tensor["offset"]) + int(tensor["nbytes"]) > size:
-                raise GoldenError(
-                    f"{source}: truncated golden (tensor {tensor['name']!r} runs past the end "
-                    f"of the file: {size} bytes)"
-                )
-            end = max(end, int(tensor["offset"]) + -(-int(tensor["nbytes"]) // _ALIGN) * _ALIGN)
-        if size != end:
-            raise GoldenError(
-                f"{source}: {'truncated' if size < end else 'corrupt'} golden "
-                f"({size} bytes, its header describes {end})"
-            )
-    except GoldenError:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
-        raise GoldenError(f"{source}: corrupt golden header ({exc})") from None
-    return dict(header)
+        raise GoldenError(f"{path}: cannot read golden ({exc})") from None
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The golden's header ({"format", "meta", "tensors"}), checked (schema, header checksum,
+    sizes against the file); the tensors' bytes are not read."""
+    handle, size = _open_checked(Path(path))
+    with handle:
+        header = read_format_header(handle, size, str(path))
+    return {"format": header.version, "meta": header.meta, "tensors": header.tensors}
 
 
 def read_golden(path: Path) -> Golden:
-    """Load a golden; every array is read straight into its own buffer (no extra copy)."""
+    """Load a golden, every byte checked; every array is read straight into its own buffer."""
     path = Path(path)
-    if _file_kind(path) == "missing":
-        raise GoldenError(f"golden {path} does not exist")
-    header = read_header(path)
-    groups: dict[str, dict[str, np.ndarray]] = {"outputs": {}, "inputs": {}}
-    with open(path, "rb") as handle:
-        for tensor in header["tensors"]:
-            dtype = _dtype_from_text(str(tensor["dtype"]), str(path))
-            array = np.empty(tuple(tensor["shape"]), dtype=dtype)
-            handle.seek(int(tensor["offset"]))
-            if array.nbytes and handle.readinto(_raw(array)) != array.nbytes:
-                raise GoldenError(f"{path}: truncated golden (tensor {tensor['name']!r})")
-            groups.setdefault(str(tensor["group"]), {})[str(tensor["name"])] = array
-    return Golden(groups["outputs"], groups["inputs"], dict(header.get("meta", {})), path)
+    handle, size = _open_checked(path)
+    with handle:
+        header = read_format_header(handle, size, str(path))
+        try:
+            groups = read_tensors(handle, header, str(path))
+        except OSError as exc:
+            raise GoldenError(f"{path}: cannot read golden ({exc})") from None
+    return Golden(groups["outputs"], groups["inputs"], header.meta, path, header.version)
 
 
 def same_content(path: Path, entries: list[tuple[str, str, np.ndarray]], head: bytes) -> bool:
@@ -244,7 +146,9 @@ def same_content(path: Path, entries: list[tuple[str, str, np.ndarray]], head: b
                     got = handle.readinto(buffer[: part.size].data)
                     if got != part.size or not np.array_equal(buffer[: part.size], part):
                         return False
-                handle.seek(-array.nbytes % _ALIGN, 1)
+                padding = -array.nbytes % ALIGN
+                if handle.read(padding) != b"\0" * padding:  # "unchanged" means every byte
+                    return False
             return handle.read(1) == b""
     except OSError:
         return False
@@ -261,7 +165,7 @@ def write_golden(
     path = Path(path)
     arrays = {name: item.array for name, item in as_output_mapping(outputs, "golden").items()}
     entries = _entries(arrays, dict(inputs or {}))
-    head = _layout(entries, dict(meta or {}))
+    head = encode_header(entries, dict(meta or {}))
     if path.exists() and same_content(path, entries, head):
         return "unchanged"
     existed = path.exists()
@@ -305,6 +209,8 @@ def _file_kind(path: Path) -> str:
     except FileNotFoundError:
         return "missing" if not path.is_symlink() else "a broken symlink"
     except OSError as exc:  # a symlink loop, a permission problem
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop"
         return f"unreadable ({exc.strerror or exc})"
     if stat.S_ISREG(mode):
         return "file"
@@ -321,6 +227,15 @@ def golden_file_problem(path: Path) -> str | None:
     if kind in ("file", "missing"):
         return None
     return f"{path}: is {kind}, not a golden file" if kind.startswith("a ") else f"{path}: {kind}"
+
+
+def model_change_note(stored_meta: dict[str, Any], runner: Any) -> str:
+    """'model changed since the golden was recorded (sha256 ab12… → cd34…)' when it did."""
+    before = (stored_meta.get("runner") or {}).get("model_digest")
+    after = (runner or {}).get("model_digest") if isinstance(runner, dict) else None
+    if not (isinstance(before, str) and isinstance(after, str)) or before == after:
+        return ""
+    return f"model changed since the golden was recorded (sha256 {before[:8]}… → {after[:8]}…)\n"
 
 
 @dataclass

@@ -10,7 +10,7 @@ from ..engine.compare import compare_outputs
 from ..engine.results import ComparisonResult
 from ..engine.tolerance import ToleranceSpec
 from ..errors import FeedError, TrtCompareError
-from ..goldens.store import Golden
+from ..goldens.store import Golden, model_change_note
 from ..inputs import synthetic_feed
 from ..runners.base import TensorSpec, check_feed
 from ..session.outcome import Kind, Outcome, compared
@@ -59,14 +59,18 @@ class GoldenFixture:
             if hasattr(runner_or_specs, "input_specs")
             else list(runner_or_specs)
         )
-        golden = self._stored(self.path(name))
+        path = self.path(name)
+        golden = self._stored(path)
         feed = None
-        if golden is not None:
-            try:
-                check_feed(specs, golden.inputs, "golden inputs")
+        if golden is not None and golden.inputs:
+            problem = _stored_inputs_problem(specs, golden.inputs, shapes)
+            if problem is None:
                 feed = golden.inputs
-            except FeedError:
-                feed = None  # the model's inputs changed: make new ones (stored on update)
+            elif not self._goldens.updating(path):  # (updating: new inputs are stored with it)
+                fail(
+                    f"golden {self._goldens.show(path)}: {problem}; refresh it with:\n"
+                    f"  {self._goldens.regenerate_hint()}"
+                )
         if feed is None:
             try:
                 feed = synthetic_feed(specs, seed=seed, val_range=val_range, shapes=shapes)
@@ -111,7 +115,7 @@ class GoldenFixture:
             table = self._settings.tolerances.resolve(precision, tolerance, **fields)
         except TrtCompareError as exc:
             return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}", source="golden")
-        if self._goldens.updating:
+        if self._goldens.updating(path):
             meta = {
                 "name": name,
                 "precision": precision,
@@ -137,10 +141,29 @@ class GoldenFixture:
             )
         except TrtCompareError as exc:
             return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}", source="golden")
+        runner = self._meta.get(name, {}).get("runner")
         return compared(
             [result],
             source="golden",
             reference={"runner": f"golden {path.name}"},
             arrays=(outputs, golden.outputs),
             golden=self._goldens.show(path),
+            header=model_change_note(golden.meta, runner) if not result.passed else "",
         )
+
+
+def _stored_inputs_problem(
+    specs: list[TensorSpec], stored: dict[str, Any], shapes: dict[str, Any] | None
+) -> str | None:
+    """Why the golden's stored inputs cannot be used for this run (None: they can)."""
+    for input_name, shape in (shapes or {}).items():
+        if input_name in stored and tuple(stored[input_name].shape) != tuple(shape):
+            return (
+                f"its stored input {input_name!r} has shape {tuple(stored[input_name].shape)}, "
+                f"this test asks for {tuple(shape)}"
+            )
+    try:
+        check_feed(specs, stored, "golden inputs")
+    except FeedError as exc:
+        return f"its stored inputs no longer fit the model ({exc})"
+    return None

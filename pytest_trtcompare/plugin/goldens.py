@@ -32,6 +32,10 @@ from .outcome import quoted_nodeid
 WORKER_KEY = "trtcompare_goldens"
 
 
+def _file_absent(path: Path) -> bool:
+    return golden_file_problem(path) is None and not path.exists()
+
+
 def _function_id(nodeid: str) -> str:
     """'mod.py::TestA::test_x[fp16-bs8]' -> 'mod.py::TestA::test_x'."""
     return nodeid.split("[", 1)[0]
@@ -118,6 +122,8 @@ class GoldenSession:
             for name in self.unused:
                 Path(name).unlink(missing_ok=True)
                 self.pruned.append(name)
+        elif self.unused and self.settings.strict_goldens:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def summary_lines(self) -> list[str]:
         stats = self.stats
@@ -128,6 +134,8 @@ class GoldenSession:
                 f"created {len(stats.created)}, updated {len(stats.updated)}, "
                 f"unchanged {len(stats.unchanged)}"
             )
+        elif self.settings.update_goldens_missing:
+            counts = f"created {len(stats.created)}, checked {len(stats.used) - len(stats.created)}"
         else:
             counts = f"checked {len(stats.used)}"
         pruned = f" (pruned {len(self.pruned)})" if self.settings.prune_goldens else ""
@@ -138,6 +146,8 @@ class GoldenSession:
             verb = "pruned" if path in self.pruned else "unused"
             lines.append(f"  {verb}: {self.show(path)}")
         if self.unused and not self.settings.prune_goldens:
+            if self.settings.strict_goldens:
+                lines.append("  unused goldens fail the session (--strict-goldens)")
             lines.append("  (delete unused goldens with --prune-goldens)")
         return lines
 
@@ -149,9 +159,12 @@ class ItemGoldens:
         self.session = session
         self.item = item
 
-    @property
-    def updating(self) -> bool:
-        return self.session.settings.update_goldens
+    def updating(self, path: Path) -> bool:
+        """--update-goldens writes every golden; --update-goldens-missing only absent ones."""
+        settings = self.session.settings
+        if settings.update_goldens:
+            return True
+        return settings.update_goldens_missing and _file_absent(path)
 
     def path(self, name: str | None = None) -> Path:
         parts = self.item.nodeid.split("::")[1:]
@@ -159,7 +172,9 @@ class ItemGoldens:
         return golden_path(self.session.folder(self.item.path), test_id, name)
 
     def regenerate_hint(self) -> str:
-        return f"pytest {self.session.settings.update_flag} {quoted_nodeid(self.item)}"
+        settings = self.session.settings
+        words = ["pytest", settings.update_flag, *settings.repeat_options, quoted_nodeid(self.item)]
+        return " ".join(words)
 
     def read(self, path: Path) -> Golden | None:
         """The golden at `path`; None when there is none, or when it is unreadable and
@@ -173,8 +188,8 @@ class ItemGoldens:
                 raise GoldenError(problem)
             return read_golden(path)
         except GoldenError as exc:
-            if self.updating and problem is None:
-                return None
+            if self.session.settings.update_goldens and problem is None:
+                return None  # damaged: --update-goldens replaces it
             raise GoldenError(f"{exc}\n(regenerate it with: {self.regenerate_hint()})") from None
 
     def compared(self, path: Path) -> None:

@@ -59,11 +59,7 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
             base = Path(str(definition.path)).parent
             spec = compare_spec(marker.args, marker.kwargs, definition.nodeid, base)
     except MarkerError as exc:
-        problem = str(exc)
-    else:
-        problem = ""
-    if problem:  # outside the except: pytest would show the MarkerError chained under it
-        fail(problem)  # a collection error naming the test, without a traceback
+        fail(str(exc))  # a collection error naming the test, without a traceback
     if spec is not None:
         cases, reason = expand(spec, precisions, sets, ids, settings.frameworks)
         if CASE_FIXTURE not in metafunc.fixturenames:

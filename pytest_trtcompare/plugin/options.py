@@ -7,6 +7,7 @@ settings object to whoever needs it. A bad value is a usage error (exit 4) namin
 from __future__ import annotations
 
 import argparse
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +33,11 @@ class Settings:
     precisions: tuple[str, ...]
     tolerances: ToleranceSettings
     update_goldens: bool
+    update_goldens_missing: bool  # write goldens that do not exist; leave the others alone
     update_flag: str  # "--update-goldens", or the fallback when another plugin owns it
+    repeat_options: tuple[str, ...]  # what a printed pytest command must repeat (ids, places)
     prune_goldens: bool
+    strict_goldens: bool  # unused goldens fail the session
     goldens_root: Path | None  # None: beside each test module
     frameworks: tuple[str, ...] | None
     report_path: Path | None
@@ -66,6 +70,18 @@ def add_options(parser: pytest.Parser) -> None:
     owned = update_goldens_owned_elsewhere(parser)
     flag = UPDATE_GOLDENS_FALLBACK if owned else UPDATE_GOLDENS
     add(flag, dest="trtcompare_update_goldens", action="store_true", help=UPDATE_HELP)
+    add(
+        "--update-goldens-missing",
+        dest="trtcompare_update_goldens_missing",
+        action="store_true",
+        help="write the goldens that do not exist yet; leave existing ones untouched",
+    )
+    add(
+        "--strict-goldens",
+        dest="trtcompare_strict_goldens",
+        action="store_true",
+        help="unused goldens fail the session (ini: trtcompare_strict_goldens)",
+    )
     add(
         "--prune-goldens",
         dest="trtcompare_prune_goldens",
@@ -139,6 +155,9 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
     parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
+    parser.addini(
+        "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False
+    )
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -208,13 +227,26 @@ def build_settings(config: pytest.Config) -> Settings:
     flag = next(
         (n for n in update_names if n in _registered_flags(config)), UPDATE_GOLDENS_FALLBACK
     )
+    precisions = _precisions(config)
+    goldens_root = _path(config, "trtcompare_goldens_dir", "trtcompare_goldens_dir")
+    repeat = []
+    if config.getoption("trt_precision"):  # item ids name the precision
+        repeat.append(f"--trt-precision={','.join(precisions)}")
+    if config.getoption("trtcompare_goldens_dir"):
+        repeat.append(shlex.quote(f"--goldens-dir={goldens_root}"))
     return Settings(
-        precisions=_precisions(config),
+        precisions=precisions,
         tolerances=_tolerances(config),
         update_goldens=bool(config.getoption("trtcompare_update_goldens")),
+        update_goldens_missing=bool(config.getoption("trtcompare_update_goldens_missing")),
         update_flag=flag,
+        repeat_options=tuple(repeat),
         prune_goldens=bool(config.getoption("trtcompare_prune_goldens")),
-        goldens_root=_path(config, "trtcompare_goldens_dir", "trtcompare_goldens_dir"),
+        strict_goldens=bool(
+            config.getoption("trtcompare_strict_goldens")
+            or config.getini("trtcompare_strict_goldens")
+        ),
+        goldens_root=goldens_root,
         frameworks=_frameworks(config),
         report_path=report_path,
         artifacts_root=_path(config, "trtcompare_artifacts", "trtcompare_artifacts"),

@@ -110,9 +110,13 @@ def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: boo
 
 
 def fail(message: str) -> NoReturn:
-    """Fail with the message alone: no traceback through the plugin."""
+    """Fail with the message alone: no traceback through the plugin, and no chained error
+    when called while handling one (pytest would print that too)."""
     __tracebackhide__ = True
-    pytest.fail(message, pytrace=False)
+    try:
+        pytest.fail(message, pytrace=False)
+    except pytest.fail.Exception as failure:
+        raise failure from None
 
 
 def enrich_bare_mismatch(item: pytest.Item, settings: Settings, error: OutputMismatchError) -> None:

@@ -14,6 +14,7 @@ from .base import Runner, TensorSpec, check_feed
 from .registry import (
     ENTRY_POINT_GROUP,
     check_framework_name,
+    check_runner_options,
     create_local,
     known_runners,
     runner_factory,
@@ -25,6 +26,7 @@ __all__ = [
     "TensorSpec",
     "check_feed",
     "check_framework_name",
+    "check_runner_options",
     "create",
     "known_runners",
     "runner_factory",

@@ -40,7 +40,8 @@ def load_model(model: Any) -> LoadedModel:
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if not path.is_file():
-            raise ModelLoadError(f"model file {str(path)!r} does not exist")
+            shown = str(path) if path.is_absolute() else f"{path} (from {Path.cwd()})"
+            raise ModelLoadError(f"model file {shown!r} does not exist")
         data = path.read_bytes()
         try:
             proto = onnx.load_model(str(path))  # resolves external data beside the file
@@ -53,7 +54,8 @@ def load_model(model: Any) -> LoadedModel:
             raise ModelLoadError(f"model file {str(path)!r} holds no ONNX graph")
         return LoadedModel(proto, str(path), _digest(data), path)
     raise ModelLoadError(
-        f"model must be a path, bytes or onnx.ModelProto, got {type(model).__name__}"
+        f"model must be a path, bytes or onnx.ModelProto, got {type(model).__name__} (a "
+        "framework's own model, such as a torch twin, goes in models={'torch': module})"
     )
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import FrameworkUnavailable, UnknownFrameworkError
+from ..errors import FrameworkUnavailable, RunnerOptionError, UnknownFrameworkError
 from .base import Runner
 
 ENTRY_POINT_GROUP = "pytest_trtcompare.runners"
@@ -66,9 +67,41 @@ def runner_factory(name: str) -> Callable[..., Runner]:
     raise UnknownFrameworkError(f"unknown framework {name!r}")  # unreachable after the check
 
 
+def runner_options(name: str) -> tuple[str, ...] | None:
+    """The options runner `name` takes (after model and precision); None when it takes any."""
+    base = "callable" if name.startswith("callable:") else name
+    try:
+        signature = inspect.signature(runner_factory(base))
+    except (TypeError, ValueError, FrameworkUnavailable):
+        return None  # not introspectable, or not installed: creating it will say so
+    parameters = list(signature.parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return tuple(named[2:])  # after (model, precision)
+
+
+#: Options every runner takes through `create` (isolation), not its constructor.
+CREATE_OPTIONS = ("isolate", "timeout")
+
+
+def check_runner_options(name: str, options: Any) -> None:
+    """RunnerOptionError naming the unknown options and the ones runner `name` takes."""
+    accepted = runner_options(name)
+    if accepted is None:
+        return
+    unknown = sorted(set(options) - set(accepted) - set(CREATE_OPTIONS))
+    if unknown:
+        raise RunnerOptionError(
+            f"runner {name!r} has no option(s) {', '.join(unknown)}; it takes "
+            f"{', '.join(sorted({*accepted, *CREATE_OPTIONS}))}"
+        )
+
+
 def create_local(name: str, model: Any = None, precision: str = "fp32", **options: Any) -> Runner:
     """Build the runner in this process (isolated workers call this too)."""
     options.pop("timeout", None)
+    check_runner_options(name, options)
     if name.startswith("callable:"):
         return runner_factory("callable")(name.removeprefix("callable:"), precision, **options)
     return runner_factory(name)(model, precision, **options)

@@ -21,7 +21,7 @@ import numpy as np
 from ..engine.compare import compare_outputs
 from ..engine.tolerance import PRECISIONS
 from ..errors import RunnerSkip, TrtCompareError
-from ..goldens.store import Golden, GoldenError
+from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
 from ..runners.isolated import RunnerCrashed
 from .outcome import Kind, Outcome, compared
@@ -109,8 +109,7 @@ def expand(
 class GoldenAccess(Protocol):
     """The golden store as the pytest layer runs it (stats, update mode, messages)."""
 
-    @property
-    def updating(self) -> bool: ...
+    def updating(self, path: Path) -> bool: ...
     def read(self, path: Path) -> Golden | None: ...
     def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str | None: ...
     def missing_message(self, path: Path) -> str: ...
@@ -225,14 +224,15 @@ class CaseRunner:
             stored = goldens.read(path)
         except GoldenError as exc:  # damaged, or not a file: nothing to compare with
             return Outcome(Kind.GOLDEN_MISSING, str(exc), source="golden")
-        if stored is None and not goldens.updating:
+        updating = goldens.updating(path)
+        if stored is None and not updating:
             return Outcome(Kind.GOLDEN_MISSING, goldens.missing_message(path), source="golden")
         feeds = [stored.inputs] if stored is not None and stored.inputs else None
         target = self.runner(spec, case.target, case.precision, case)
         feeds = feeds if feeds is not None else self.feeds(spec, target, case)
         outputs = target.infer(feeds[0])
         tolerance = self.tolerance(spec, case.precision)
-        if goldens.updating:
+        if updating:
             meta = {
                 "precision": case.precision,
                 "tolerance": dataclasses.asdict(tolerance[""]),
@@ -254,8 +254,9 @@ class CaseRunner:
             reference={"runner": f"golden {path.name}"},
             arrays=(outputs, stored.outputs),
             golden=goldens.show(path),
+            header=model_change_note(stored.meta, target.describe()) if not result.passed else "",
         )
-        if goldens.updating:
+        if updating:
             return dataclasses.replace(outcome, kind=Kind.GOLDEN_WRITTEN, arrays=None)
         return outcome
 

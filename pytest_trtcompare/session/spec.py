@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..engine.tolerance import PRECISIONS, ToleranceTable
-from ..errors import MarkerError, ToleranceError, UnknownFrameworkError
-from ..runners import check_framework_name
+from ..errors import MarkerError, RunnerOptionError, ToleranceError, UnknownFrameworkError
+from ..runners import check_framework_name, check_runner_options
 
 Shapes = Mapping[str, tuple[int, ...]]
 
@@ -110,6 +110,9 @@ def _frameworks(value: Any, check: _Checker) -> tuple[str, ...]:
     for name in names:
         if not isinstance(name, str):
             raise check.fail("frameworks", value, "a list of framework names (str)")
+        if "," in name:
+            listed = [part.strip() for part in name.split(",")]
+            raise check.fail("frameworks", value, f"a list: frameworks={listed!r}")
         try:
             check_framework_name(name)
         except UnknownFrameworkError as exc:
@@ -169,6 +172,30 @@ def _mapping_of(value: Any, argument: str, check: _Checker, takes: str) -> Mappi
     return dict(value)
 
 
+def _check_framework_keys(
+    frameworks: tuple[str, ...],
+    models: Mapping[str, Any],
+    options: Mapping[str, Mapping[str, Any]],
+    check: _Checker,
+) -> None:
+    """models= and options= are keyed by listed frameworks; options are the runner's own."""
+    listed = {f.split(":")[0] for f in frameworks}
+    for argument, table in (("models", models), ("options", options)):
+        for key in table:
+            if key not in listed:
+                raise MarkerError(
+                    f"{check.where}: @pytest.mark.compare_frameworks({argument}=...) names "
+                    f"{key!r}, which is not one of frameworks={list(frameworks)}"
+                )
+    for key, runner_options in options.items():
+        try:
+            check_runner_options(key, runner_options)
+        except RunnerOptionError as exc:
+            raise MarkerError(
+                f"{check.where}: @pytest.mark.compare_frameworks(options=...): {exc}"
+            ) from None
+
+
 def compare_spec(
     args: Sequence[Any], kwargs: Mapping[str, Any], where: str, base: Path | None = None
 ) -> CompareSpec:
@@ -220,6 +247,7 @@ def compare_spec(
     )
     if not all(isinstance(v, Mapping) for v in options.values()):
         raise check.fail("options", options, "a dict of framework to its options dict")
+    _check_framework_keys(frameworks, models, options, check)
     inputs = kwargs.get("inputs")
     if isinstance(inputs, (str, os.PathLike)):
         inputs = _model_path(inputs, base)
