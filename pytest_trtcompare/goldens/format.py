@@ -1,6 +1,6 @@
 """The `.golden` byte format: layout, strict header schema, checksums. No pytest, no paths.
 
-Format 2 (written since 0.2), readable with numpy alone:
+Format 2 (written by every version after 0.1.0), readable with numpy alone:
 
     b"PYTEST-TRTCOMPARE-GOLDEN-2\\n"          magic (27 bytes)
     b"%016d %016x\\n"                          header length, xxh3-64 of the header bytes
