@@ -51,7 +51,7 @@ WORKER_KEY = "trtcompare"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    options.add_options(parser)
+    argv.add_options(parser)
 
 
 @pytest.hookimpl(wrapper=True)

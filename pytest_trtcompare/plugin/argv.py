@@ -1,4 +1,5 @@
-"""What pytest's argument parsing does to our options, and the guards against it.
+"""The options this plugin adds, what pytest's argument parsing does to them, and the guards
+against it.
 
 pytest chooses its rootdir and ini file before plugins add options, so a path option written
 with a space can move both; and a conftest may register --update-goldens after we did.
@@ -6,6 +7,7 @@ with a space can move both; and a conftest may register --update-goldens after w
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import itertools
 import os
@@ -14,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..engine.tolerance import CHECKS, PRECISIONS
+from ..session.settings import parse_precisions
 
 UPDATE_GOLDENS = "--update-goldens"
 UPDATE_GOLDENS_FALLBACK = "--trt-update-goldens"
@@ -119,3 +124,135 @@ def _rootdir_unchanged(config: pytest.Config) -> bool:
     except Exception:  # pytest changed its private API: be safe and ask for the = form
         return False
     return bool(rootpath == config.rootpath and inipath == config.inipath)
+
+
+def _precision_list(text: str) -> tuple[str, ...]:
+    try:
+        return parse_precisions(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trtcompare", "accuracy comparison (pytest-trtcompare)")
+    add = group.addoption
+    add(
+        "--trt-precision",
+        dest="trt_precision",
+        type=_precision_list,
+        action="append",
+        metavar="P[,P...]",
+        help=f"precisions to run compare tests at, from {', '.join(PRECISIONS)}; repeatable "
+        "(ini: trtcompare_precisions; default fp32)",
+    )
+    owned = update_goldens_owned_elsewhere(parser)
+    flag = UPDATE_GOLDENS_FALLBACK if owned else UPDATE_GOLDENS
+    add(flag, dest="trtcompare_update_goldens", action="store_true", help=UPDATE_HELP)
+    add(
+        "--update-goldens-missing",
+        dest="trtcompare_update_goldens_missing",
+        action="store_true",
+        help="write the goldens that do not exist yet; leave existing ones untouched",
+    )
+    add(
+        "--strict-goldens",
+        dest="trtcompare_strict_goldens",
+        action="store_true",
+        help="unused goldens fail the session (ini: trtcompare_strict_goldens)",
+    )
+    add(
+        "--prune-goldens",
+        dest="trtcompare_prune_goldens",
+        action="store_true",
+        help="delete goldens of tests that ran in full but no longer use them",
+    )
+    add(
+        "--goldens-dir",
+        dest="trtcompare_goldens_dir",
+        metavar="DIR",
+        help="where goldens live, written --goldens-dir=DIR (ini: trtcompare_goldens_dir; "
+        "default: beside each test module)",
+    )
+    add(
+        "--frameworks",
+        dest="trtcompare_frameworks",
+        metavar="NAME[,NAME...]",
+        help="only run compare tests of these target frameworks",
+    )
+    add(
+        "--trt-atol",
+        dest="trt_atol",
+        type=float,
+        metavar="ATOL",
+        help="absolute tolerance for every comparison (overrides markers and ini)",
+    )
+    add(
+        "--trt-rtol",
+        dest="trt_rtol",
+        type=float,
+        metavar="RTOL",
+        help="relative tolerance for every comparison (overrides markers and ini)",
+    )
+    add(
+        "--trt-check-error-stat",
+        dest="trt_check_error_stat",
+        choices=[c for c in CHECKS if c != "indices"],
+        help="error statistic checked by every comparison",
+    )
+    add(
+        "--trtcompare-report",
+        dest="trtcompare_report",
+        metavar="PATH.json",
+        help="write the accuracy summary as JSON, written --trtcompare-report=PATH",
+    )
+    add(
+        "--trtcompare-artifacts",
+        dest="trtcompare_artifacts",
+        metavar="DIR",
+        help="write arrays and plots of failing outputs here, written --trtcompare-artifacts=DIR",
+    )
+    add(
+        "--trt-engine-cache",
+        dest="trt_engine_cache",
+        metavar="DIR",
+        help="where built TensorRT engines are cached (--trt-engine-cache=DIR)",
+    )
+    add(
+        "--trt-input-shapes",
+        dest="trt_input_shapes",
+        metavar="NAME:1x3x224x224,...",
+        help="input shapes of every compare test, replacing its @pytest.mark.shapes sets "
+        "(Polygraphy's --input-shapes; NAME:[1,3,224,224] works too)",
+    )
+    add(
+        "--trt-seed",
+        dest="trt_seed",
+        type=int,
+        metavar="SEED",
+        help="seed of the synthetic inputs of every compare test and golden (overrides markers)",
+    )
+    add(
+        "--trt-val-range",
+        dest="trt_val_range",
+        metavar="LOW,HIGH",
+        help="value range of synthetic inputs: LOW,HIGH for all, or NAME:[LOW,HIGH] ... per input",
+    )
+    add(
+        "--trtcompare-isolate",
+        dest="trtcompare_isolate",
+        action="store_true",
+        help="run every compare_frameworks runner in a worker process, so a crash fails one "
+        "test, not the session (TensorRT always is, unless isolate=False)",
+    )
+    parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
+    parser.addini(
+        "trtcompare_tolerances",
+        "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
+    parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
+    parser.addini(
+        "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False
+    )

@@ -48,12 +48,16 @@ class GoldenFixture:
         runner_or_specs: Any,
         *,
         name: str | None = None,
-        seed: int = 1,
+        seed: int | None = None,
         val_range: Any = None,
         shapes: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The stored inputs when the golden has them and they fit; else fresh synthetic ones,
-        which `check` stores with the outputs."""
+        which `check` stores with the outputs. `seed` defaults to --trt-seed, else 1;
+        `val_range` to --trt-val-range."""
+        seed = seed if seed is not None else (self._settings.seed or 1)
+        if val_range is None:
+            val_range = self._settings.val_range
         specs: list[TensorSpec] = (
             runner_or_specs.input_specs()
             if hasattr(runner_or_specs, "input_specs")

@@ -8,6 +8,7 @@ empty parameter set, and every other test runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ import pytest
 
 from ..errors import MarkerError
 from ..session.cases import Case, expand, shape_set_ids
-from ..session.spec import compare_spec, precisions_marker, shapes_marker
+from ..session.marker_values import precisions_marker, shapes_marker
+from ..session.spec import compare_spec
 from .fixtures import CASE_FIXTURE
 from .outcome import fail
 from .state import state_of
@@ -60,7 +62,14 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
             spec = compare_spec(marker.args, marker.kwargs, definition.nodeid, base)
     except MarkerError as exc:
         fail(str(exc))  # a collection error naming the test, without a traceback
+    if settings.input_shapes is not None:  # one shape set from the command line
+        sets, ids = (settings.input_shapes,), ("cli",)
     if spec is not None:
+        spec = dataclasses.replace(
+            spec,
+            seed=spec.seed if settings.seed is None else settings.seed,
+            val_range=spec.val_range if settings.val_range is None else settings.val_range,
+        )
         cases, reason = expand(spec, precisions, sets, ids, settings.frameworks)
         if CASE_FIXTURE not in metafunc.fixturenames:
             metafunc.fixturenames.append(CASE_FIXTURE)

@@ -6,23 +6,25 @@ settings object to whoever needs it. A bad value is a usage error (exit 4) namin
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ..engine.tolerance import CHECKS, PRECISIONS
 from ..errors import ToleranceError, UnknownFrameworkError
 from ..runners import check_framework_name
-from ..session.settings import ToleranceSettings, parse_precisions, parse_tolerance_table
+from ..session.settings import (
+    ToleranceSettings,
+    parse_input_shapes,
+    parse_precisions,
+    parse_tolerance_table,
+    parse_val_range,
+)
 from .argv import (
-    UPDATE_GOLDENS,
     UPDATE_GOLDENS_FALLBACK,
-    UPDATE_HELP,
     check_split_paths,
-    update_goldens_owned_elsewhere,
 )
 
 
@@ -46,118 +48,9 @@ class Settings:
     isolate: bool
     verbosity: int
     rootpath: Path
-
-
-def _precision_list(text: str) -> tuple[str, ...]:
-    try:
-        return parse_precisions(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("trtcompare", "accuracy comparison (pytest-trtcompare)")
-    add = group.addoption
-    add(
-        "--trt-precision",
-        dest="trt_precision",
-        type=_precision_list,
-        action="append",
-        metavar="P[,P...]",
-        help=f"precisions to run compare tests at, from {', '.join(PRECISIONS)}; repeatable "
-        "(ini: trtcompare_precisions; default fp32)",
-    )
-    owned = update_goldens_owned_elsewhere(parser)
-    flag = UPDATE_GOLDENS_FALLBACK if owned else UPDATE_GOLDENS
-    add(flag, dest="trtcompare_update_goldens", action="store_true", help=UPDATE_HELP)
-    add(
-        "--update-goldens-missing",
-        dest="trtcompare_update_goldens_missing",
-        action="store_true",
-        help="write the goldens that do not exist yet; leave existing ones untouched",
-    )
-    add(
-        "--strict-goldens",
-        dest="trtcompare_strict_goldens",
-        action="store_true",
-        help="unused goldens fail the session (ini: trtcompare_strict_goldens)",
-    )
-    add(
-        "--prune-goldens",
-        dest="trtcompare_prune_goldens",
-        action="store_true",
-        help="delete goldens of tests that ran in full but no longer use them",
-    )
-    add(
-        "--goldens-dir",
-        dest="trtcompare_goldens_dir",
-        metavar="DIR",
-        help="where goldens live, written --goldens-dir=DIR (ini: trtcompare_goldens_dir; "
-        "default: beside each test module)",
-    )
-    add(
-        "--frameworks",
-        dest="trtcompare_frameworks",
-        metavar="NAME[,NAME...]",
-        help="only run compare tests of these target frameworks",
-    )
-    add(
-        "--trt-atol",
-        dest="trt_atol",
-        type=float,
-        metavar="ATOL",
-        help="absolute tolerance for every comparison (overrides markers and ini)",
-    )
-    add(
-        "--trt-rtol",
-        dest="trt_rtol",
-        type=float,
-        metavar="RTOL",
-        help="relative tolerance for every comparison (overrides markers and ini)",
-    )
-    add(
-        "--trt-check-error-stat",
-        dest="trt_check_error_stat",
-        choices=[c for c in CHECKS if c != "indices"],
-        help="error statistic checked by every comparison",
-    )
-    add(
-        "--trtcompare-report",
-        dest="trtcompare_report",
-        metavar="PATH.json",
-        help="write the accuracy summary as JSON, written --trtcompare-report=PATH",
-    )
-    add(
-        "--trtcompare-artifacts",
-        dest="trtcompare_artifacts",
-        metavar="DIR",
-        help="write arrays and plots of failing outputs here, written --trtcompare-artifacts=DIR",
-    )
-    add(
-        "--trt-engine-cache",
-        dest="trt_engine_cache",
-        metavar="DIR",
-        help="where built TensorRT engines are cached (--trt-engine-cache=DIR)",
-    )
-    add(
-        "--trtcompare-isolate",
-        dest="trtcompare_isolate",
-        action="store_true",
-        help="run every compare_frameworks runner in a worker process, so a crash fails one "
-        "test, not the session (TensorRT always is, unless isolate=False)",
-    )
-    parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
-    parser.addini(
-        "trtcompare_tolerances",
-        "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line",
-        type="linelist",
-        default=[],
-    )
-    parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
-    parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
-    parser.addini(
-        "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False
-    )
+    input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
+    seed: int | None = None  # --trt-seed
+    val_range: Any = None  # --trt-val-range
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -214,6 +107,27 @@ def _frameworks(config: pytest.Config) -> tuple[str, ...] | None:
     return names
 
 
+def _overrides(config: pytest.Config) -> dict[str, Any]:
+    """--trt-input-shapes, --trt-seed, --trt-val-range, checked."""
+    found: dict[str, Any] = {}
+    for option, key, parse in (
+        ("trt_input_shapes", "input_shapes", parse_input_shapes),
+        ("trt_val_range", "val_range", parse_val_range),
+    ):
+        text = config.getoption(option)
+        if text is not None:
+            try:
+                found[key] = parse(str(text))
+            except ValueError as exc:
+                raise _usage(f"--{option.replace('_', '-')}={text}: {exc}") from None
+    seed = config.getoption("trt_seed")
+    if seed is not None:
+        if seed < 0:
+            raise _usage(f"--trt-seed={seed}: the seed must be >= 0")
+        found["seed"] = seed
+    return found
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """All options validated; a usage error (exit 4) names the first bad one."""
     check_split_paths(config)
@@ -254,6 +168,7 @@ def build_settings(config: pytest.Config) -> Settings:
         isolate=bool(config.getoption("trtcompare_isolate")),
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
+        **_overrides(config),
     )
 
 

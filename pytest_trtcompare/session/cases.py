@@ -20,7 +20,8 @@ import numpy as np
 
 from ..engine.compare import compare_outputs
 from ..engine.tolerance import PRECISIONS
-from ..errors import RunnerSkip, TrtCompareError
+from ..errors import InputDataError, RunnerSkip, TrtCompareError
+from ..goldens.interop import load_reference
 from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
 from ..runners.isolated import RunnerCrashed
@@ -28,6 +29,7 @@ from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
 from .spec import CompareSpec
+from .twins import by_position
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
@@ -129,6 +131,7 @@ class CaseRunner:
         self.engine_cache = engine_cache
         self._feeds: dict[Hashable, list[Feed]] = {}
         self._expected: OrderedDict[Hashable, list[dict[str, np.ndarray]]] = OrderedDict()
+        self._saved: dict[Path, Golden] = {}
 
     def runner(self, spec: CompareSpec, framework: str, precision: str, case: Case) -> Any:
         options = dict(spec.options.get(framework.split(":")[0], {}))
@@ -185,8 +188,12 @@ class CaseRunner:
         return _guarded(lambda: self._run(spec, case))
 
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
+        if spec.reference_path is not None:
+            return self._run_saved(spec, case, Path(spec.reference_path))
         reference, expected = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
+        if case.target.split(":")[0] in spec.models:
+            target = by_position(target, reference)
         feeds = self.feeds(spec, reference, case)
         tolerance = self.tolerance(spec, case.precision)
         names = None
@@ -209,6 +216,31 @@ class CaseRunner:
             target=target.describe(),
             reference=reference.describe(),
             arrays=failing,
+        )
+
+    def _run_saved(self, spec: CompareSpec, case: Case, path: Path) -> Outcome:
+        """reference='outputs.json' (or a golden, .npz, test data): Polygraphy's
+        --load-outputs. The inputs are the ones saved with the outputs, else `inputs=`."""
+        saved = self._saved.get(path) or load_reference(path)
+        self._saved[path] = saved
+        target = self.runner(spec, case.target, case.precision, case)
+        if saved.inputs:
+            feed = saved.inputs
+        elif spec.inputs is not None:
+            feed = self.feeds(spec, target, case)[0]
+        else:
+            raise InputDataError(
+                f"reference={path.name!r} holds no inputs: give the inputs its outputs were made "
+                "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
+            )
+        got = target.infer(feed)
+        result = compare_outputs(got, saved.outputs, self.tolerance(spec, case.precision))
+        return compared(
+            [result],
+            source="compare_frameworks",
+            target=target.describe(),
+            reference={"runner": f"saved {path.name}"},
+            arrays=(got, saved.outputs),
         )
 
     def run_golden(

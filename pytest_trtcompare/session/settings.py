@@ -5,6 +5,7 @@ Precedence of tolerances (SPEC §6): command line > marker / call > ini > built-
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -102,3 +103,49 @@ class ToleranceSettings:
         """Built-in < ini < the call's tolerance and fields < command line."""
         spec = self.base_for(precision) if tolerance is None else tolerance
         return ToleranceTable(spec, **{**call_fields, **self.command_line})
+
+
+_SHAPE_ENTRY = re.compile(r"\s*([^\s:,]+):(\[[^\]]*\]|\d+(?:x\d+)*)\s*(?:,|$|\s)")
+_RANGE = re.compile(r"^\[?\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*\]?$")
+
+
+def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """'x:1x3x224x224,y:2x5' or Polygraphy's 'x:[1,3,224,224] y:[2,5]' -> {name: shape}."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    position = 0
+    while position < len(text.rstrip()):
+        match = _SHAPE_ENTRY.match(text, position)
+        if match is None:
+            raise ValueError(
+                f"cannot read {text[position:]!r}: give NAME:1x3x224x224 (or NAME:[1,3,224,224]) "
+                "entries separated by commas or spaces"
+            )
+        dims = match.group(2).strip("[]").replace(",", "x")
+        shapes[match.group(1)] = tuple(int(d) for d in dims.split("x") if d.strip()) if dims else ()
+        position = match.end()
+    if not shapes:
+        raise ValueError("no input shapes given")
+    return shapes
+
+
+def parse_val_range(text: str) -> tuple[float, float] | dict[str, tuple[float, float]]:
+    """'0,1' or '[0,1]' for every input, or Polygraphy's 'x:[0,1] y:[-1,1]' per input."""
+
+    def pair(part: str) -> tuple[float, float]:
+        match = _RANGE.match(part.strip())
+        if match is None:
+            raise ValueError(f"{part!r} is not LOW,HIGH or [LOW,HIGH]")
+        low, high = float(match.group(1)), float(match.group(2))
+        if not low <= high:
+            raise ValueError(f"{part!r}: LOW must not exceed HIGH")
+        return low, high
+
+    if ":" not in text:
+        return pair(text)
+    ranges = {}
+    for entry in text.split():
+        name, sep, part = entry.partition(":")
+        if not sep or not name:
+            raise ValueError(f"{entry!r} is not NAME:[LOW,HIGH]")
+        ranges[name] = pair(part)
+    return ranges
