@@ -6,14 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import numpy_helper
 
 from pytest_trtcompare import debug
 from pytest_trtcompare.compare import Tolerance, compare_outputs
 from pytest_trtcompare.errors import TrtCompareError
 
-from .onnx_models import make
-from .planted_models import WIDTH, check_written, feed, planted, run
+from .planted_models import WIDTH, check_written, constant_model, feed, planted, run
 
 
 @pytest.mark.parametrize("level", ["fp16", "bf16"])
@@ -71,17 +70,7 @@ def test_a_sequence_of_tolerances_must_all_pass():
 
 def test_no_passing_set_says_so():
     """A Constant is not a candidate (no arithmetic), so its fp16 rounding stays."""
-    nodes = [
-        helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.float32(1.0001))),
-        helper.make_node("Add", ["x", "c"], ["y"], name="add"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "constant",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
-    )
-    result = debug.find_fp32_nodes(make(graph), "fp16", tolerance=Tolerance(atol=0, rtol=0))
+    result = debug.find_fp32_nodes(constant_model(), "fp16", tolerance=Tolerance(atol=0, rtol=0))
     assert not result.passed and result.keep_fp32 == ("add",) and result.runs == 2
     assert "no set of fp32 nodes passes, not even all of them (2 runs)" in result.describe()
 
