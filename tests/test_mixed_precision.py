@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
 
 from pytest_trtcompare.compare import Tolerance, compare_outputs
 from pytest_trtcompare.errors import ModelLoadError
 from pytest_trtcompare.runners import precision
 from pytest_trtcompare.runners.onnx_model import load_model
 
+from .onnx_models import make
 from .planted_models import check_written, planted, run
 
 
@@ -53,3 +56,29 @@ def test_first_node_kept_reads_the_fp32_input_and_last_writes_the_fp32_output():
 def test_unknown_node_names_are_an_error_naming_them():
     with pytest.raises(ModelLoadError, match=r"no node\(s\) named \['nope'\]"):
         precision.convert_mixed(load_model(planted(1, 1)), "fp16", ["plant_add", "nope"])
+
+
+def test_a_tensor_read_by_two_kept_nodes_gets_one_cast():
+    """The converter makes one `<t>_cast_to_fp32_node` per kept reader: same name, same output."""
+    nodes = [
+        helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
+        helper.make_node("Sigmoid", ["t"], ["a"], name="left"),
+        helper.make_node("Relu", ["t"], ["b"], name="right"),
+        helper.make_node("Sum", ["a", "b", "t"], ["y"], name="sum"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fan-out",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])],
+    )
+    model = make(graph)
+    for keep in (["left", "right"], ["left", "right", "sum"], ["tanh", "right"]):
+        mixed = precision.convert_mixed(load_model(model), "fp16", keep)
+        check_written(mixed)
+        names = [node.name for node in mixed.graph.node]
+        assert len(names) == len(set(names)), keep
+        x = {"x": np.linspace(-2, 2, 8, dtype=np.float32)}
+        got = ReferenceEvaluator(mixed).run(None, x)[0]
+        want = ReferenceEvaluator(model).run(None, x)[0]
+        np.testing.assert_allclose(got, want, atol=1e-2, rtol=1e-2)

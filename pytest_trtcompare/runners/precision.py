@@ -225,8 +225,17 @@ def repair(model: onnx.ModelProto) -> None:
 def remove_round_trips(model: onnx.ModelProto) -> None:
     """Drop the converter's float32 -> float16 -> float32 Cast pairs between kept nodes (and
     between a float32 graph input and a kept node): readers get the float32 tensor. Before
-    a float32 graph output the second Cast stays, reading the float32 tensor (a copy)."""
+    a float32 graph output the second Cast stays, reading the float32 tensor (a copy).
+    Duplicate up-Casts (same name, same output: invalid ONNX) are merged first."""
     graph = model.graph
+    seen: set[str] = set()
+    unique = []
+    for node in graph.node:  # the converter adds one Cast per kept reader of a tensor, all alike
+        if not (node.name.endswith("_cast_to_fp32_node") and node.output[0] in seen):
+            unique.append(node)
+            seen.update(node.output)
+    del graph.node[:]
+    graph.node.extend(unique)
     producers = {out: node for node in graph.node for out in node.output}
     rename: dict[str, str] = {}
     for node in graph.node:
