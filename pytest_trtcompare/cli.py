@@ -1,4 +1,5 @@
-"""The `trtcompare` console script: inspect, diff and convert saved outputs from the shell.
+"""The `trtcompare` console script: inspect, diff and convert saved outputs from the shell,
+and find the nodes a fp16/bf16 model must keep in fp32 (`debug-precision`, cli_debug.py).
 
 Every command reads any saved outputs: .golden, Polygraphy JSON (file or per-iteration
 directory), ONNX test-data directories, .npz and .npy.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .cli_debug import add_parser as add_debug_precision
 from .engine.compare import compare_outputs
 from .engine.report import num
 from .engine.tolerance import CHECKS, RULES
@@ -144,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--inputs", help="also write the golden's inputs as --load-inputs JSON")
     exp.add_argument("--runner-name", default="pytest-trtcompare")
     exp.set_defaults(run=_export_polygraphy)
+
+    add_debug_precision(commands)
     return parser
 
 

@@ -9,14 +9,21 @@ leaves `Cast(to=FLOAT)` nodes whose outputs it retyped to float16. bf16 is deriv
 fp16 conversion: same graph, float16 types become bfloat16 and every converted weight is
 rounded from its original float32 value (not from the clipped float16 one).
 Results are cached per (model digest, precision).
+
+`convert_mixed(model, precision, keep_fp32)` keeps the named nodes in float32 (the
+converter's node block list) and removes the float32 -> float16 -> float32 Cast round trip
+the converter puts between two kept nodes, so adjacent kept nodes talk in float32. The
+result carries metadata (`MIXED_KEY`) that makes `convert` use it as is.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
+import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +36,10 @@ from .onnx_model import LoadedModel
 
 _CACHE: dict[tuple[str, str], ConvertedModel] = {}
 
+#: metadata_props key of a mixed-precision model: its precision; KEPT_KEY lists its fp32 nodes.
+MIXED_KEY = "pytest_trtcompare.mixed_precision"
+KEPT_KEY = "pytest_trtcompare.keep_fp32"
+
 
 @dataclass(frozen=True)
 class ConvertedModel:
@@ -40,6 +51,10 @@ def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
     """The model at `precision` ('fp32' returns it as is), cached by model digest."""
     if precision == "fp32":
         return ConvertedModel(loaded.proto, "fp32 model as given")
+    marked = {p.key: p.value for p in loaded.proto.metadata_props}
+    if marked.get(MIXED_KEY) == precision:  # made by convert_mixed: not cached, used as is
+        kept = len(json.loads(marked.get(KEPT_KEY, "[]")))
+        return ConvertedModel(loaded.proto, f"{precision} model as given ({kept} nodes in fp32)")
     key = (loaded.digest, precision)
     if key not in _CACHE:
         if precision == "fp16":
@@ -51,26 +66,51 @@ def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
     return _CACHE[key]
 
 
-def _to_float16(loaded: LoadedModel) -> ConvertedModel:
+def convert_mixed(loaded: LoadedModel, precision: str, keep_fp32: Sequence[str]) -> onnx.ModelProto:
+    """The model at `precision` ('fp16' or 'bf16') with the nodes named in `keep_fp32` in
+    float32, marked so that `convert` uses it as is. Not cached."""
+    names = {node.name for node in loaded.proto.graph.node}
+    unknown = sorted(set(keep_fp32) - names)
+    if unknown:
+        raise ModelLoadError(f"model {loaded.source} has no node(s) named {unknown}")
+    if precision not in ("fp16", "bf16"):
+        raise ValueError(f"no mixed ONNX conversion to {precision}")
+    make = _to_float16 if precision == "fp16" else _to_bfloat16
+    proto = make(loaded, tuple(keep_fp32)).proto
+    for key, value in ((MIXED_KEY, precision), (KEPT_KEY, json.dumps(list(keep_fp32)))):
+        entry = next((p for p in proto.metadata_props if p.key == key), None)
+        entry = entry if entry is not None else proto.metadata_props.add(key=key)
+        entry.value = value
+    return proto
+
+
+def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel:
     if importlib.util.find_spec("modelopt") is not None:
-        converted = _modelopt_autocast(loaded.proto, "fp16")
+        converted = _modelopt_autocast(loaded.proto, "fp16", keep)
         if converted is not None:
             return ConvertedModel(converted, "fp16 by ModelOpt AutoCast (float32 I/O)")
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     try:
-        proto = convert_float_to_float16(_copy(loaded.proto), keep_io_types=True)
+        proto = convert_float_to_float16(
+            _copy(loaded.proto), keep_io_types=True, node_block_list=list(keep) or None
+        )
     except Exception as exc:
         raise ModelLoadError(f"{loaded.source}: float16 conversion failed: {exc}") from None
     repair(proto)
+    if keep:
+        remove_round_trips(proto)
     return ConvertedModel(
         proto, "fp16 by onnxruntime.transformers.float16 (keep_io_types=True, float32 I/O)"
     )
 
 
-def _modelopt_autocast(model: onnx.ModelProto, precision: str) -> onnx.ModelProto | None:
+def _modelopt_autocast(
+    model: onnx.ModelProto, precision: str, keep: Sequence[str] = ()
+) -> onnx.ModelProto | None:
     """ModelOpt AutoCast (`convert_to_mixed_precision`, which reads a file and keeps the
-    nodes it finds sensitive in float32); None when its API is not the one we know."""
+    nodes it finds sensitive in float32); None when its API is not the one we know (or it
+    cannot take the nodes to keep, `nodes_to_exclude`)."""
     try:
         from modelopt.onnx.autocast import convert_to_mixed_precision
     except ImportError:
@@ -78,25 +118,30 @@ def _modelopt_autocast(model: onnx.ModelProto, precision: str) -> onnx.ModelProt
     parameters = inspect.signature(convert_to_mixed_precision).parameters
     if "onnx_path" not in parameters or "keep_io_types" not in parameters:
         return None
+    extra: dict[str, list[str]] = {}
+    if keep:
+        if "nodes_to_exclude" not in parameters:
+            return None
+        extra["nodes_to_exclude"] = [f"^{re.escape(name)}$" for name in keep]
     with tempfile.TemporaryDirectory(prefix="trtcompare-autocast-") as folder:
         path = Path(folder) / "model.onnx"
         onnx.save_model(model, str(path), save_as_external_data=model.ByteSize() > 2**30)
         result = convert_to_mixed_precision(
-            onnx_path=str(path), low_precision_type=precision, keep_io_types=True
+            onnx_path=str(path), low_precision_type=precision, keep_io_types=True, **extra
         )
     return result if isinstance(result, onnx.ModelProto) else None
 
 
-def _to_bfloat16(loaded: LoadedModel) -> ConvertedModel:
+def _to_bfloat16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel:
     if importlib.util.find_spec("ml_dtypes") is None:
         raise FrameworkUnavailable(
             "bf16 ONNX models need ml_dtypes: pip install pytest-trtcompare[bf16]"
         )
     if importlib.util.find_spec("modelopt") is not None:
-        converted = _modelopt_autocast(loaded.proto, "bf16")
+        converted = _modelopt_autocast(loaded.proto, "bf16", keep)
         if converted is not None:
             return ConvertedModel(converted, "bf16 by ModelOpt AutoCast (float32 I/O)")
-    fp16 = _to_float16(loaded).proto
+    fp16 = _to_float16(loaded, keep).proto
     proto = _copy(fp16)
     originals = _float_tensors(loaded.proto)
     for tensor in _all_tensors(proto):
@@ -175,6 +220,52 @@ def repair(model: onnx.ModelProto) -> None:
                 if attribute.name == "to" and attribute.i == TensorProto.FLOAT:
                     attribute.i = TensorProto.FLOAT16
     topological_sort(model.graph)
+
+
+def remove_round_trips(model: onnx.ModelProto) -> None:
+    """Drop the converter's float32 -> float16 -> float32 Cast pairs between kept nodes (and
+    between a float32 graph input and a kept node): readers get the float32 tensor. Before
+    a float32 graph output the second Cast stays, reading the float32 tensor (a copy).
+    Duplicate up-Casts (same name, same output: invalid ONNX) are merged first."""
+    graph = model.graph
+    seen: set[str] = set()
+    unique = []
+    for node in graph.node:  # the converter adds one Cast per kept reader of a tensor, all alike
+        if not (node.name.endswith("_cast_to_fp32_node") and node.output[0] in seen):
+            unique.append(node)
+            seen.update(node.output)
+    del graph.node[:]
+    graph.node.extend(unique)
+    producers = {out: node for node in graph.node for out in node.output}
+    rename: dict[str, str] = {}
+    for node in graph.node:
+        source = producers.get(node.input[0]) if node.op_type == "Cast" else None
+        if source is None or not _is_down_cast(source):
+            continue
+        if node.name.endswith("_cast_to_fp32_node"):
+            rename[node.output[0]] = source.input[0]
+        elif node.name.startswith("graph_output_cast"):
+            node.input[0] = source.input[0]
+    kept = [node for node in graph.node if node.output[0] not in rename]
+    for node in kept:
+        node.input[:] = [rename.get(name, name) for name in node.input]
+    read = {name for node in kept for name in node.input} | {vi.name for vi in graph.output}
+    kept = [  # the first Cast of a pair, when nobody reads it any more
+        node for node in kept if not (_is_down_cast(node) and node.output[0] not in read)
+    ]
+    del graph.node[:]
+    graph.node.extend(kept)
+    live = {name for node in kept for name in [*node.input, *node.output]}
+    stale = [vi for vi in graph.value_info if vi.name not in live]
+    for vi in stale:
+        graph.value_info.remove(vi)
+
+
+def _is_down_cast(node: onnx.NodeProto) -> bool:
+    """A float32 -> low-precision Cast the converter inserted (after a kept node or input)."""
+    return node.op_type == "Cast" and (
+        node.name.endswith("_cast_to_fp16_node") or node.name.startswith("graph_input_cast")
+    )
 
 
 def topological_sort(graph: onnx.GraphProto) -> None:

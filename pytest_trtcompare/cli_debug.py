@@ -1,0 +1,124 @@
+"""`trtcompare debug-precision`: the nodes to keep in fp32, from the shell.
+
+Exit status: 0 when the mixed model passes, 1 when no set of fp32 nodes passes, 2 on a bad
+argument, model or runner (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from .compare import Tolerance
+from .engine.tolerance import CHECKS, FIELD_NAMES
+from .errors import InputDataError, ToleranceError
+from .session.settings import parse_tolerance_fields
+
+
+def parse_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
+    """['x:1x3x224x224', ...] -> {'x': (1, 3, 224, 224)}; the name may contain ':'."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for value in values:
+        for item in value.split(","):
+            name, sep, dims = item.strip().rpartition(":")
+            try:
+                shape = tuple(int(d) for d in dims.lower().split("x")) if dims else ()
+            except ValueError:
+                shape = ()
+            if not sep or not name or not shape or min(shape) < 0:
+                raise InputDataError(f"--shapes {item!r} is not NAME:DxDx... (e.g. x:1x3x224x224)")
+            shapes[name] = shape
+    return shapes
+
+
+def parse_check(text: str) -> Tolerance:
+    """One --check: 'NAME=VALUE' for a check that takes a threshold (cosine=0.999, where
+    Tolerance knows it), or tolerance fields 'check=mean atol=1e-3 ...'."""
+    name, sep, value = text.strip().partition("=")
+    if sep and name in CHECKS and "threshold" in FIELD_NAMES and " " not in text.strip():
+        try:
+            threshold = float(value)
+        except ValueError:
+            raise ToleranceError(f"--check {text!r}: {value!r} is not a number") from None
+        try:
+            return Tolerance(check=name, threshold=threshold)  # type: ignore[call-arg]
+        except ToleranceError as exc:
+            raise ToleranceError(f"--check {text!r}: {exc}") from None
+    if sep and name not in FIELD_NAMES and " " not in text.strip():
+        threshold_checks = [c for c in CHECKS if "threshold" in FIELD_NAMES]
+        raise ToleranceError(
+            f"--check {text!r}: {name!r} is not a check"
+            + (f" ({', '.join(threshold_checks)})" if threshold_checks else "")
+            + f" nor a tolerance field ({', '.join(sorted(FIELD_NAMES))})"
+        )
+    return Tolerance(**parse_tolerance_fields(text, f"--check {text!r}"))
+
+
+def tolerances(args: argparse.Namespace) -> list[Tolerance]:
+    """--atol/--rtol make the elementwise tolerance (the precision's default without
+    --check); each --check adds one more that must pass too."""
+    checks = [parse_check(text) for text in args.check]
+    fields = {k: v for k, v in (("atol", args.atol), ("rtol", args.rtol)) if v is not None}
+    if fields or not checks:
+        try:
+            checks.insert(0, Tolerance.for_precision(args.precision, **fields))
+        except ToleranceError as exc:
+            raise ToleranceError(f"--atol/--rtol: {exc}") from None
+    return checks
+
+
+def run(args: argparse.Namespace) -> int:
+    from . import debug
+
+    shapes = parse_shapes(args.shapes)
+    tolerance = tolerances(args)
+    log = None if args.json else (lambda line: print(line, file=sys.stderr))
+    started = time.perf_counter()
+    result = debug.find_fp32_nodes(
+        args.model, args.precision, args.runner, tolerance, shapes or None, log=log
+    )
+    seconds = time.perf_counter() - started
+    if args.output:
+        onnx.save_model(result.model, args.output)
+    if args.json:
+        report: dict[str, Any] = result.to_json()
+        print(json.dumps(report))
+    else:
+        print(result.describe())
+        if args.output:
+            print(f"wrote {args.output} ({seconds:.1f} s)")
+    return 0 if result.passed else 1
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "debug-precision",
+        help="find the nodes to keep in fp32 for a fp16/bf16 model to pass; exit 1 if none",
+    )
+    parser.add_argument("model", type=Path, help="the fp32 ONNX model")
+    parser.add_argument("--precision", choices=("fp16", "bf16"), default="fp16")
+    parser.add_argument("--runner", default="onnxref", help="onnxref (default), onnxrt, trt")
+    parser.add_argument("--atol", type=float, help="default: the precision's built-in tolerance")
+    parser.add_argument("--rtol", type=float)
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="another tolerance that must pass: NAME=VALUE for a metric check, or "
+        "'check=mean atol=1e-3' (repeatable)",
+    )
+    parser.add_argument(
+        "--shapes", action="append", default=[], metavar="NAME:1x3x224x224", help="input shapes"
+    )
+    parser.add_argument("-o", "--output", type=Path, help="write the mixed-precision model here")
+    parser.add_argument(
+        "--json", action="store_true", help='print {"keep_fp32": [...], "passed": ..., "runs": N}'
+    )
+    parser.set_defaults(run=run)
