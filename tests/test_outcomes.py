@@ -569,3 +569,30 @@ def test_a_damaged_golden_is_reported_once(pytester, xdist):
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert out.count("regenerate it with") == 1 and "During handling" not in out, out
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_debug_precision_names_the_nodes_to_keep_in_fp32(pytester, xdist):
+    """--trt-debug-precision on a failing fp16 item: the planted fp16-unsafe pair."""
+    import onnx
+
+    from .planted_models import planted
+
+    onnx.save(planted(before=6, after=6), str(pytester.path / "planted.onnx"))
+    pytester.makepyfile(
+        test_p="import pytest\n\n"
+        "@pytest.mark.compare_frameworks(model='planted.onnx', frameworks=['onnxref', 'onnxrt'])\n"
+        "def test_planted():\n    pass\n"
+    )
+    result = run(pytester, "--trt-precision=fp16", *xdist)
+    result.assert_outcomes(failed=1)
+    assert "keep these" not in result.stdout.str()  # only when asked
+    result = run(pytester, "--trt-precision=fp16", "--trt-debug-precision", *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*onnxref-fp16 vs onnxrt-fp32: 1 of 1 outputs out of tolerance: y*",
+            "precision debugging (onnxref fp16, * candidate nodes): keep these 2 nodes in fp32: "
+            "plant_add (Add), plant_sub (Sub) (* runs; the mixed model passes)",
+        ]
+    )

@@ -238,6 +238,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="value range of synthetic inputs: LOW,HIGH for all, or NAME:[LOW,HIGH] ... per input",
     )
     add(
+        "--trt-debug-precision",
+        dest="trt_debug_precision",
+        action="store_true",
+        help="when a reduced-precision compare_frameworks item fails, search the nodes to keep "
+        "in fp32 (onnxref, onnxrt and trt targets of ONNX models) and add them to its report",
+    )
+    add(
         "--trtcompare-isolate",
         dest="trtcompare_isolate",
         action="store_true",

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..errors import MarkerError
-from ..session.cases import Case, expand, shape_set_ids
+from ..session.expand import Case, expand, shape_set_ids
 from ..session.marker_values import precisions_marker, shapes_marker
 from ..session.spec import compare_spec
 from .fixtures import CASE_FIXTURE

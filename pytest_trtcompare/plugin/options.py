@@ -46,6 +46,7 @@ class Settings:
     artifacts_root: Path | None  # None: under pytest's basetemp
     engine_cache: str | None
     isolate: bool
+    debug_precision: bool  # --trt-debug-precision
     verbosity: int
     rootpath: Path
     input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
@@ -166,6 +167,7 @@ def build_settings(config: pytest.Config) -> Settings:
         artifacts_root=_path(config, "trtcompare_artifacts", "trtcompare_artifacts"),
         engine_cache=None if engine_cache is None else str(engine_cache),
         isolate=bool(config.getoption("trtcompare_isolate")),
+        debug_precision=bool(config.getoption("trt_debug_precision")),
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
         **_overrides(config),

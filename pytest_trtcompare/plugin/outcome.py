@@ -81,6 +81,8 @@ def mismatch_text(item: pytest.Item, settings: Settings, outcome: Outcome) -> st
     if outcome.source == "compare_frameworks" and not head:
         head = f"{runner_name(outcome.target)} vs {runner_name(outcome.reference)}: "
     text = head + outcome.failing_iteration + worst.report(settings.verbosity)
+    if outcome.note:
+        text += f"\n\n{outcome.note}"
     if outcome.golden:
         text += f"\n\ngolden: {outcome.golden}"
     return text + failure_artifacts(item, settings, worst, outcome.arrays)

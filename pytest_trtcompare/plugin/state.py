@@ -21,7 +21,12 @@ class PluginState:
 
     @classmethod
     def build(cls, settings: Settings) -> PluginState:
-        cases = CaseRunner(settings.tolerances, settings.engine_cache, isolate=settings.isolate)
+        cases = CaseRunner(
+            settings.tolerances,
+            settings.engine_cache,
+            isolate=settings.isolate,
+            debug_precision=settings.debug_precision,
+        )
         return cls(settings, cases, GoldenSession(settings), Reporter(settings))
 
 

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from ..debug import explain_failure
 from ..engine.compare import compare_outputs
-from ..engine.tolerance import PRECISIONS
 from ..errors import InputDataError, RunnerSkip, TrtCompareError
 from ..goldens.interop import load_reference
 from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
 from ..runners.isolated import RunnerCrashed
+from .expand import Case
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
@@ -32,80 +32,6 @@ from .spec import CompareSpec
 from .twins import by_position
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
-
-
-def supported_precisions(framework: str) -> tuple[str, ...]:
-    """The precisions the framework's runner class declares (all of them for an unknown
-    runner: creating it will skip with the known names)."""
-    from .. import runners
-    from ..errors import UnknownFrameworkError
-
-    try:
-        factory = runners.runner_factory(framework)
-    except (UnknownFrameworkError, RunnerSkip):
-        return PRECISIONS  # creating it will say why it cannot run
-    declared = getattr(factory, "precisions", None)
-    return tuple(declared) if declared else PRECISIONS
-
-
-def shape_set_ids(shape_sets: Sequence[Mapping[str, Sequence[int]]]) -> list[str]:
-    """'bs8' when the sets differ by the first dim of their first input, else 's0', 's1' ..."""
-    batches = []
-    for shapes in shape_sets:
-        first = next(iter(shapes.values()), ())
-        batches.append(f"bs{first[0]}" if len(first) else None)
-    if None not in batches and len(set(batches)) == len(batches):
-        return [str(b) for b in batches]
-    return [f"s{i}" for i in range(len(shape_sets))]
-
-
-@dataclass(frozen=True)
-class Case:
-    target: str
-    precision: str
-    shapes: Mapping[str, tuple[int, ...]] | None
-    shape_id: str | None
-    all_shapes: tuple[Mapping[str, tuple[int, ...]], ...] = ()
-
-    @property
-    def id(self) -> str:
-        parts = [self.target.split(":")[-1] if ":" in self.target else self.target, self.precision]
-        return "-".join(parts + ([self.shape_id] if self.shape_id else []))
-
-
-def expand(
-    spec: CompareSpec,
-    precisions: Sequence[str],
-    shape_sets: Sequence[Mapping[str, Sequence[int]]],
-    shape_ids: Sequence[str] | None = None,
-    only: Sequence[str] | None = None,
-) -> tuple[list[Case], str]:
-    """One case per target x precision it supports x shape set, in that order; when there
-    are none, the reason (which targets, which precisions they support)."""
-    sets = [{k: tuple(int(d) for d in v) for k, v in s.items()} for s in shape_sets]
-    ids = list(shape_ids) if shape_ids else shape_set_ids(sets)
-    targets = [t for t in spec.targets if not only or t.split(":")[0] in only or t in only]
-    if not precisions:
-        return [], "no precision selected (@pytest.mark.precisions and --trt-precision share none)"
-    if not targets:
-        return [], (
-            f"--frameworks {','.join(only or ())} selects none of this test's targets "
-            f"({', '.join(spec.targets)})"
-        )
-    cases = []
-    for target in targets:
-        for precision in precisions:
-            if precision not in supported_precisions(target.split(":")[0]):
-                continue
-            variants: list[tuple[Any, str | None]] = list(zip(sets, ids, strict=True))
-            for shapes, shape_id in variants or [(None, None)]:
-                cases.append(Case(target, precision, shapes, shape_id, tuple(sets)))
-    if cases:
-        return cases, ""
-    supported = "; ".join(
-        f"{t}: {', '.join(supported_precisions(t.split(':')[0]))}" for t in targets
-    )
-    return [], f"no target runs at {', '.join(precisions)} (targets support {supported})"
 
 
 class GoldenAccess(Protocol):
@@ -123,10 +49,15 @@ class CaseRunner:
     """Runs cases with session-wide caches of runners, feeds and reference outputs."""
 
     def __init__(
-        self, settings: ToleranceSettings, engine_cache: str | None = None, isolate: bool = False
+        self,
+        settings: ToleranceSettings,
+        engine_cache: str | None = None,
+        isolate: bool = False,
+        debug_precision: bool = False,
     ) -> None:
         self.settings = settings
         self.isolate = isolate
+        self.debug_precision = debug_precision
         self.runners = RunnerCache()
         self.engine_cache = engine_cache
         self._feeds: dict[Hashable, list[Feed]] = {}
@@ -210,12 +141,33 @@ class CaseRunner:
             if failing is None and not result.passed:
                 failing = (got, want)  # kept for the failure artifacts
             results.append(result)
-        return compared(
+        outcome = compared(
             results,
             source="compare_frameworks",
             target=target.describe(),
             reference=reference.describe(),
             arrays=failing,
+        )
+        if failing is not None and self._debuggable(spec, case):
+            note = explain_failure(
+                spec.model_for(case.target),
+                case.precision,
+                case.target,
+                tolerance=tolerance,
+                shapes=case.shapes,
+                inputs=feeds,
+                **spec.options.get(case.target, {}),
+            )
+            outcome = dataclasses.replace(outcome, note=note)
+        return outcome
+
+    def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
+        """--trt-debug-precision applies to reduced precision on an ONNX model's own runner."""
+        return (
+            self.debug_precision
+            and case.precision != "fp32"
+            and case.target in ("onnxref", "onnxrt", "trt")
+            and case.target not in spec.models
         )
 
     def _run_saved(self, spec: CompareSpec, case: Case, path: Path) -> Outcome:

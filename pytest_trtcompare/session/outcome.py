@@ -35,6 +35,7 @@ class Outcome:
     reference: Mapping[str, Any] | None = None  # the reference's describe() ({"runner": ...})
     arrays: tuple[Any, Any] | None = None  # (actual, expected) of the first failing iteration
     golden: str | None = None  # the golden file involved, for the report
+    note: str = ""  # added after the report (e.g. the nodes to keep in fp32)
 
     @property
     def worst(self) -> ComparisonResult | None:
