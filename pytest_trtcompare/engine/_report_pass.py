@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _errors_chunked as _chunked
-from ._decades import Decades
+from ._decades import Decades, top_counts
 from ._equal import EqualChunks
 from ._errors_chunked import Chunk, ChunkComputer
 from ._select import RankSelect, quantile_from, quantile_ranks
@@ -82,25 +82,25 @@ class _Worst:
 
 
 def _required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
-    """Per chunk: the atol that passes at the given rtol, and the rtol that passes at the atol."""
+    """Per chunk: the atol that passes at the given rtol, and the rtol that passes at the atol.
+
+    Masked maxima (initial 0) instead of gathering the elements over a tolerance: in a
+    failing output that may be every element.
+    """
     d, r = chunk.abs_err, chunk.rel_err
     if not d.shape[0]:
         return 0.0, 0.0
     if tol.rule == "polygraphy":
-        over_rtol = d[r > tol.rtol]
-        over_atol = r[d > tol.atol]
-        atol_need = float(over_rtol.max()) if over_rtol.size else 0.0
-        rtol_need = float(over_atol.max()) if over_atol.size else 0.0
-        return max(atol_need, 0.0), max(rtol_need, 0.0)
+        atol_need = float(np.maximum.reduce(d, where=r > tol.rtol, initial=0.0))
+        rtol_need = float(np.maximum.reduce(r, where=d > tol.atol, initial=0.0))
+        return atol_need, rtol_need
     with np.errstate(invalid="ignore"):
         atol_need = float((d - tol.rtol * chunk.expected_abs).max())
-    over = d > tol.atol
-    if not over.any():
-        return max(atol_need, 0.0), 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        need = (d[over] - tol.atol) / chunk.expected_abs[over]
-    rtol_need = math.inf if np.isnan(need).any() else float(need.max())
-    return max(atol_need, 0.0), max(rtol_need, 0.0)
+        need = np.divide(np.subtract(d, tol.atol), chunk.expected_abs)
+    # over atol, (d - atol) / |e| is NaN only for Inf / Inf: an rtol cannot cover it
+    rtol_need = float(np.maximum.reduce(need, where=d > tol.atol, initial=0.0))
+    return max(atol_need, 0.0), math.inf if math.isnan(rtol_need) else rtol_need
 
 
 @np.errstate(all="ignore")
@@ -134,7 +134,6 @@ def report_pass(
             decades.zeros += n
             return
         worst.add(chunk)
-        decades.add(chunk.abs_err)
         atol_need, rtol_need = _required_tolerances(chunk, tol)
         need_atol, need_rtol = max(need_atol, atol_need), max(need_rtol, rtol_need)
 
@@ -150,7 +149,10 @@ def report_pass(
                 first_round = visit is not None
                 chunk = computer.compute(a_chunk, e_chunk, start, dots=False, ratio=first_round)
                 n = a_chunk.shape[0]
-                selects[0].add(chunk.abs_err)
+                counts = top_counts(chunk.abs_err) if first_round else None
+                if counts is not None:
+                    decades.add(chunk.abs_err, counts)
+                selects[0].add(chunk.abs_err, counts)
                 selects[1].add(chunk.rel_err)
             if visit is not None:
                 visit(chunk, n)
