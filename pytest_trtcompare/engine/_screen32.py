@@ -2,8 +2,10 @@
 
 A passing comparison of fp16/fp32 outputs is the common, large case; doing it in float32
 halves memory traffic. Exactness is kept by construction:
-- a chunk whose float32 margin comes within 1e-5 of failing, or that holds NaN/Inf or
-  overflows, is handed back to the exact float64 path (`None`), so verdicts are float64's;
+- a chunk that holds NaN/Inf or overflows is handed back to the exact float64 path (`None`);
+- an element whose float32 ratio (error / allowed error) is within 1e-5 of 1 is decided
+  again in float64; beyond that band the float32 ratio cannot be on the other side of 1
+  (it is a few ulps from exact), so mismatch counts and verdicts are float64's;
 - |a - e| rounded to float32 is monotone in the exact difference, so the exact maximum is
   among the float32 maxima. `resolve_maxima` re-evaluates those few candidates in float64
   once, after the pass, in the chunks whose float32 maximum ties the overall one (the same
@@ -25,6 +27,7 @@ from .tolerance import Tolerance
 
 _NARROW = {"float16", "float32", "bfloat16"}
 _SCREEN_LIMIT = 1.0 - 1e-5  # float32 ratios are within ~1e-7 of exact; keep a wide berth
+_SURE_FAIL = 1.0 + 1e-5
 _REL_SLACK = np.float32(1 - 1e-6)  # float32 rel error: two roundings, ~1.2e-7 from exact
 _SAFE_TOLERANCE = (1e-30, 1e30)  # far from float32 subnormals and overflow
 
@@ -115,7 +118,21 @@ class Float32Screen:
             nan_actual=nan_pairs,
             nan_expected=nan_pairs,
         )
-        return summary if summary.margin <= _SCREEN_LIMIT else None
+        if summary.margin > _SCREEN_LIMIT:
+            summary.mismatches = self._mismatches(a, e, scratch)
+        return summary
+
+    def _mismatches(self, a: np.ndarray, e: np.ndarray, ratio: np.ndarray) -> int:
+        """Exact mismatch count from float32 ratios: the band around 1 is decided in float64."""
+        flags = self._flags[: ratio.shape[0]]
+        sure = int(np.count_nonzero(np.greater(ratio, np.float32(_SURE_FAIL), out=flags)))
+        np.greater_equal(ratio, np.float32(_SCREEN_LIMIT), out=flags)
+        flags &= ratio <= np.float32(_SURE_FAIL)
+        band = np.flatnonzero(flags)
+        if not band.shape[0]:
+            return sure
+        chunk = self.exact.compute(a[band], e[band], 0, dots=False)
+        return sure + int(np.count_nonzero(self.exact.mismatch_mask(chunk)))
 
     def _errors(self, a: np.ndarray, e: np.ndarray) -> tuple[Any, ...] | None:
         """float32 (a, e, |a-e|, |e| with eps, rel error, scratch, NaN pairs), or None.
