@@ -81,6 +81,7 @@ class Float32Screen:
 
     def __init__(self, tol: Tolerance, exact: ChunkComputer, chunk_elements: int) -> None:
         self.tol = tol
+        self.eps_used = False  # whether the last `_errors` put eps for |e| == 0
         self.exact = exact
         self._buffers = np.empty((6, chunk_elements), dtype=np.float32)
         self._inv_atol = np.float32(1.0 / tol.atol)
@@ -111,7 +112,7 @@ class Float32Screen:
             max_rel_at=-1,
             sum_abs=dot(d, ones),
             sum_rel=dot(r, ones),
-            margin=self._margin(d, eabs, r, scratch),
+            margin=self._margin(d, e32, eabs, r, scratch),
             dot_aa=dot(a32, a32),
             dot_ee=dot(e32, e32),
             dot_dd=dot(d, d),
@@ -161,7 +162,9 @@ class Float32Screen:
             a32, e32 = a32_buf, e32_buf  # never the caller's arrays
         np.abs(e32, out=eabs)
         np.divide(d, eabs, out=r)
+        self.eps_used = False
         if not np.isfinite(r[r.argmax()]):  # expected == 0: Polygraphy's eps (exact in float32)
+            self.eps_used = True
             np.copyto(eabs, np.float32(EPS), where=eabs == 0)
             np.divide(d, eabs, out=r)
             if not np.isfinite(r[r.argmax()]):
@@ -203,10 +206,14 @@ class Float32Screen:
                 )
         return found_abs[0], found_abs[1], found_rel[0], found_rel[1]
 
-    def _margin(self, d: np.ndarray, eabs: np.ndarray, r: np.ndarray, ratio: np.ndarray) -> float:
+    def _margin(
+        self, d: np.ndarray, e32: np.ndarray, eabs: np.ndarray, r: np.ndarray, ratio: np.ndarray
+    ) -> float:
         """Largest d / allowed, in float32 (overwrites `eabs`, which is no longer needed)."""
         tol = self.tol
         if tol.rule == "allclose" and self._inv_rtol is not None:
+            if self.eps_used:  # allclose's allowed error takes |e| as it is, 0 included
+                np.abs(e32, out=eabs)
             np.multiply(eabs, np.float32(tol.rtol), out=ratio)
             np.add(ratio, np.float32(tol.atol), out=ratio)
             np.divide(d, ratio, out=ratio)
