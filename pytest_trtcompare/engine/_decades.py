@@ -12,6 +12,7 @@ value and the first bit pattern of the upper decade; it is built with np.log10 i
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -52,6 +53,20 @@ def _table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return start, end, threshold, straddle
 
 
+@functools.cache
+def _boundaries32() -> tuple[np.ndarray, np.ndarray]:
+    """The first value of each decade rounded to float32, and the key of each rounding
+    as float64 (a boundary lies inside a bucket, or at one's start)."""
+    start, end, threshold, straddle = _table()
+    keys = np.arange(_NORMAL + 1, _KEYS, dtype=np.int64)
+    at_key_start = keys[start[keys] != end[keys - 1]] << TOP_SHIFT  # a bucket begins a decade
+    first = np.concatenate([threshold[straddle], at_key_start])
+    with np.errstate(over="ignore"):
+        rounded = first.view(np.float64).astype(np.float32)
+    rounded = rounded[np.isfinite(rounded) & (rounded > 0)]
+    return rounded.astype(np.float64).view(np.int64) >> TOP_SHIFT, rounded
+
+
 def top_counts(values: np.ndarray) -> np.ndarray:
     """Counts of the top 16 bits of non-negative float64 values."""
     return np.bincount(values.view(np.int64) >> TOP_SHIFT)
@@ -66,11 +81,12 @@ class Decades:
         self._subnormal: dict[int, int] = {}
         self.zeros = 0
 
-    def add(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
-        """Adds values; `counts` are their `top_counts` when the caller has them."""
+    def add(self, values: np.ndarray, counts: np.ndarray | None = None, sign: int = 1) -> None:
+        """Adds values (removes them with sign -1); `counts` are their `top_counts` when
+        the caller has them."""
         if counts is None:
             counts = top_counts(values)
-        self._top[: counts.shape[0]] += counts
+        self._top[: counts.shape[0]] += sign * counts
         bits = values.view(np.int64)
         _, _, threshold, straddle = _table()
         inside = straddle[straddle < counts.shape[0]]
@@ -79,15 +95,36 @@ class Decades:
             at_or_above = values.shape[0] - np.cumsum(counts)  # values above each key
             for key in hit.tolist():
                 upper = int(np.count_nonzero(bits >= threshold[key])) - int(at_or_above[key])
-                self._upper[key] += upper
+                self._upper[key] += sign * upper
         if counts[:_NORMAL].any():  # zeros and subnormals
             tiny = values[bits < (1 << 52)]
             zero = int(np.count_nonzero(tiny == 0))
-            self.zeros += zero
+            self.zeros += sign * zero
             if zero < tiny.shape[0]:
                 found, found_counts = np.unique(_decade(tiny[tiny > 0]), return_counts=True)
                 for decade, count in zip(found.tolist(), found_counts.tolist(), strict=True):
-                    self._subnormal[decade] = self._subnormal.get(decade, 0) + count
+                    self._subnormal[decade] = self._subnormal.get(decade, 0) + sign * count
+
+    def add_float32(
+        self, d32: np.ndarray, wide: np.ndarray, exact: Callable[[np.ndarray], np.ndarray]
+    ) -> None:
+        """Adds float64 values known by their float32 roundings `d32` (`wide`: a float64
+        buffer for them); `exact(positions)` gives the float64 values at some positions.
+
+        Rounding is monotone, so x < B implies fl32(x) <= fl32(B) and x >= B implies
+        fl32(x) >= fl32(B): only a value whose rounding equals a boundary's can be counted
+        in the wrong decade, and only those are looked up exactly.
+        """
+        np.copyto(wide, d32)
+        counts = top_counts(wide)
+        self.add(wide, counts)
+        keys, boundaries = _boundaries32()
+        inside = np.flatnonzero(keys < counts.shape[0])
+        for i in inside[counts[keys[inside]] > 0].tolist():
+            positions = np.flatnonzero(d32 == boundaries[i])
+            if positions.shape[0]:
+                self.add(wide[positions], sign=-1)
+                self.add(exact(positions))
 
     def histogram(self) -> tuple[tuple[int | None, int], ...]:
         start, end, _, _ = _table()

@@ -123,6 +123,17 @@ class Float32Screen:
             summary.mismatches = self._mismatches(a, e, scratch)
         return summary
 
+    @np.errstate(all="ignore")
+    def ratios(self, a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """float32 (e, |a - e|, relative error, error / allowed error) of a chunk, or None
+        where it needs float64 (the arrays live in the screen's buffers, or are `e`)."""
+        errors = self._errors(a, e)
+        if errors is None:
+            return None
+        _, e32, d, eabs, r, scratch, _ = errors
+        self._margin(d, e32, eabs, r, scratch)
+        return e32, d, r, scratch
+
     def _mismatches(self, a: np.ndarray, e: np.ndarray, ratio: np.ndarray) -> int:
         """Exact mismatch count from float32 ratios: the band around 1 is decided in float64."""
         flags = self._flags[: ratio.shape[0]]

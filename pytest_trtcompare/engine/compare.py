@@ -154,10 +154,11 @@ def _values_result(
     header: dict[str, Any],
 ) -> OutputComparison:
     s = _stats.scan(a, e, a_kind, e_kind, tol)
+    float32 = _stats.screen_applies(a.dtype, e.dtype, tol)
     extra: dict[str, Any] = {}
     details: FailureDetails | None = None
     if tol.check in ("median", "quantile"):
-        details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS)
+        details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS, float32)
         extra.update(_order_stats(order))
     stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
     if tol.check == "elemwise":
@@ -172,7 +173,9 @@ def _values_result(
         )
     if not passed:
         if details is None:
-            details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS)
+            details, order = report_pass(
+                a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS, float32
+            )
             extra.update(_order_stats(order))
         extra["worst"] = tuple(
             _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst

@@ -1,0 +1,141 @@
+"""The failure report's pass over narrow-float chunks, in float32 with exact refinement.
+
+`Float32Screen` gives each chunk's |a - e|, relative error and error ratio in float32, a
+few ulps from float64's. Every figure of the report is still float64's: float32 only
+chooses candidates, with a margin of `SLACK` (relative) and `TINY` (absolute) that its
+rounding cannot cross, and the candidates are recomputed in float64:
+- worst elements: those whose float32 ratio reaches the heap's floor or the chunk's k-th
+  largest ratio, less the margin;
+- decades: |a - e| rounded to float32 is monotone, so only values whose rounding equals a
+  decade boundary's are looked up exactly (`Decades.add_float32`);
+- order statistics: the float32 values place elements below, inside or above each window
+  (`_windows`), and the ones inside are kept in float64;
+- "would pass with" tolerances (elementwise checks): maxima over elements, so the
+  candidates are those near the float32 maximum, or near the mask's edge (d vs atol,
+  r vs rtol), where float32 cannot tell which side they are on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ._decades import Decades
+from ._errors_chunked import Chunk, ChunkComputer
+from ._figures import Worst, required_tolerances
+from ._screen32 import Float32Screen
+from ._windows import SLACK, TINY, Window
+from .tolerance import Tolerance
+
+_SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of exact
+
+
+def _down(value: float) -> np.float32:
+    """The largest float32 at most `value` (a threshold that never drops a candidate)."""
+    low = np.float32(value)
+    return np.nextafter(low, np.float32(-np.inf)) if float(low) > value else low
+
+
+class Report32:
+    """Adds narrow-float chunks to the report's accumulators; `add` returns None for a
+    chunk that needs the float64 path (Inf, NaN errors, overflow)."""
+
+    def __init__(self, tol: Tolerance, computer: ChunkComputer, chunk_elements: int) -> None:
+        self.tol = tol
+        self.computer = computer
+        self.screen = Float32Screen(tol, computer, chunk_elements)
+        self._wide = np.empty(chunk_elements)
+        self._eabs = np.empty(chunk_elements, dtype=np.float32)
+
+    def _exact(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> Chunk:
+        return self.computer.compute(a[positions], e[positions], 0, dots=False)
+
+    @np.errstate(all="ignore")
+    def add(
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        start: int,
+        worst: Worst,
+        decades: Decades,
+        windows: list[tuple[str, Window]],
+        required: bool,
+    ) -> tuple[float, float] | None:
+        got = self.screen.ratios(a, e)
+        if got is None:
+            return None
+        e32, d, r, ratio = got
+        self._worst(a, e, start, ratio, worst)
+        decades.add_float32(d, self._wide[: d.shape[0]], lambda at: self._exact(a, e, at).abs_err)
+        self._windows(a, e, d, r, windows)
+        return self._required(a, e, e32, d, r) if required else (0.0, 0.0)
+
+    def _worst(
+        self, a: np.ndarray, e: np.ndarray, start: int, ratio: np.ndarray, worst: Worst
+    ) -> None:
+        floor = worst.floor()
+        if floor > 0:
+            candidates = np.flatnonzero(ratio >= _down(floor * (1 - 3 * SLACK) - TINY))
+        else:
+            candidates = np.arange(ratio.shape[0])
+        if candidates.shape[0] > worst.size:
+            values = ratio[candidates]
+            kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
+            candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
+        if candidates.shape[0]:
+            chunk = self._exact(a, e, candidates)
+            worst.add(replace(chunk, positions=candidates + start))
+
+    def _windows(
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        d: np.ndarray,
+        r: np.ndarray,
+        windows: list[tuple[str, Window]],
+    ) -> None:
+        masks = []
+        for kind, window in windows:
+            mask = window.members(d if kind == "abs" else r, d)
+            if mask is not None:
+                masks.append((kind, window, mask))
+        if not masks:
+            return
+        union = masks[0][2].copy()
+        for _, _, mask in masks[1:]:
+            union |= mask
+        positions = np.flatnonzero(union)
+        chunk = self._exact(a, e, positions)
+        for kind, window, mask in masks:
+            inside = mask[positions]
+            window.keep((chunk.abs_err if kind == "abs" else chunk.rel_err)[inside])
+
+    def _required(
+        self, a: np.ndarray, e: np.ndarray, e32: np.ndarray, d: np.ndarray, r: np.ndarray
+    ) -> tuple[float, float]:
+        tol = self.tol
+        lo_atol = _down(tol.atol * (1 - SLACK) - TINY)
+        hi_atol = np.float32(tol.atol * (1 + SLACK) + TINY)
+        if tol.rule == "polygraphy":
+            lo_rtol = _down(tol.rtol * (1 - SLACK) - TINY)
+            hi_rtol = np.float32(tol.rtol * (1 + SLACK) + TINY)
+            top_d = float(np.multiply(d, r > hi_rtol).max())  # finite: x * False is 0
+            top_r = float(np.multiply(r, d > hi_atol).max())
+            for_atol = (r >= lo_rtol) & (d >= _down(top_d * (1 - 3 * SLACK) - TINY))
+            for_rtol = (d >= lo_atol) & (r >= _down(top_r * (1 - 3 * SLACK) - TINY))
+        else:
+            eabs = np.abs(e32, out=self._eabs[: d.shape[0]])
+            allowed_part = np.multiply(eabs, np.float32(tol.rtol))
+            need = np.subtract(d, allowed_part)
+            bound = 4 * SLACK * (float(d.max()) + float(allowed_part.max()))
+            for_atol = need >= _down(float(need.max()) - 2 * bound)
+            sure = d > np.float32(tol.atol * (1 + _SURE_OVER))
+            over = np.divide(np.subtract(d, np.float32(tol.atol)), eabs)
+            top = float(np.where(sure, over, np.float32(0)).max())
+            for_rtol = (d >= lo_atol) & ~sure
+            for_rtol |= sure & (over >= _down(top * (1 - _SURE_OVER) - TINY))
+        candidates = np.flatnonzero(for_atol | for_rtol)
+        if not candidates.shape[0]:
+            return 0.0, 0.0
+        return required_tolerances(self._exact(a, e, candidates), tol)
