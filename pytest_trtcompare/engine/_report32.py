@@ -17,6 +17,7 @@ rounding cannot cross, and the candidates are recomputed in float64:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -60,7 +61,7 @@ class Report32:
         worst: Worst,
         decades: Decades,
         windows: list[tuple[str, Window]],
-        required: bool,
+        required: tuple[float, float] | None,
     ) -> tuple[float, float] | None:
         got = self.screen.ratios(a, e)
         if got is None:
@@ -69,7 +70,7 @@ class Report32:
         self._worst(a, e, start, ratio, worst)
         decades.add_float32(d, self._wide[: d.shape[0]], lambda at: self._exact(a, e, at).abs_err)
         self._windows(a, e, d, r, windows)
-        return self._required(a, e, e32, d, r) if required else (0.0, 0.0)
+        return (0.0, 0.0) if required is None else self._required(a, e, e32, d, r, required)
 
     def _worst(
         self, a: np.ndarray, e: np.ndarray, start: int, ratio: np.ndarray, worst: Worst
@@ -112,30 +113,54 @@ class Report32:
             window.keep((chunk.abs_err if kind == "abs" else chunk.rel_err)[inside])
 
     def _required(
-        self, a: np.ndarray, e: np.ndarray, e32: np.ndarray, d: np.ndarray, r: np.ndarray
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        e32: np.ndarray,
+        d: np.ndarray,
+        r: np.ndarray,
+        best: tuple[float, float],
     ) -> tuple[float, float]:
+        """Exact maxima over the elements whose values may exceed `best` (exact so far)."""
         tol = self.tol
         lo_atol = _down(tol.atol * (1 - SLACK) - TINY)
-        hi_atol = np.float32(tol.atol * (1 + SLACK) + TINY)
         if tol.rule == "polygraphy":
             lo_rtol = _down(tol.rtol * (1 - SLACK) - TINY)
             hi_rtol = np.float32(tol.rtol * (1 + SLACK) + TINY)
-            top_d = float(np.multiply(d, r > hi_rtol).max())  # finite: x * False is 0
-            top_r = float(np.multiply(r, d > hi_atol).max())
-            for_atol = (r >= lo_rtol) & (d >= _down(top_d * (1 - 3 * SLACK) - TINY))
-            for_rtol = (d >= lo_atol) & (r >= _down(top_r * (1 - 3 * SLACK) - TINY))
+            hi_atol = np.float32(tol.atol * (1 + SLACK) + TINY)
+            for_atol = _near_top(d, r >= lo_rtol, lambda: r > hi_rtol, best[0], 3 * SLACK)
+            for_rtol = _near_top(r, d >= lo_atol, lambda: d > hi_atol, best[1], 3 * SLACK)
         else:
             eabs = np.abs(e32, out=self._eabs[: d.shape[0]])
             allowed_part = np.multiply(eabs, np.float32(tol.rtol))
             need = np.subtract(d, allowed_part)
-            bound = 4 * SLACK * (float(d.max()) + float(allowed_part.max()))
-            for_atol = need >= _down(float(need.max()) - 2 * bound)
+            bound = 4 * SLACK * (float(d.max()) + float(allowed_part.max()))  # |need - exact|
+            for_atol = need >= _down(max(best[0], float(need.max()) - bound) - bound - TINY)
             sure = d > np.float32(tol.atol * (1 + _SURE_OVER))
-            over = np.divide(np.subtract(d, np.float32(tol.atol)), eabs)
-            top = float(np.where(sure, over, np.float32(0)).max())
-            for_rtol = (d >= lo_atol) & ~sure
-            for_rtol |= sure & (over >= _down(top * (1 - _SURE_OVER) - TINY))
+            over = np.divide(np.subtract(d, np.float32(tol.atol)), eabs)  # loose near atol
+            for_rtol = _near_top(over, sure, lambda: sure, best[1], _SURE_OVER)
+            for_rtol |= (d >= lo_atol) & ~sure
         candidates = np.flatnonzero(for_atol | for_rtol)
         if not candidates.shape[0]:
             return 0.0, 0.0
         return required_tolerances(self._exact(a, e, candidates), tol)
+
+
+def _near_top(
+    estimate: np.ndarray,
+    maybe: np.ndarray,
+    surely: Callable[[], np.ndarray],
+    best: float,
+    slack: float,
+) -> np.ndarray:
+    """Elements whose exact value may exceed `best` and be the largest over a mask.
+
+    `maybe` holds every element of the mask, `surely()` only elements of it; `estimate` is
+    within a relative `slack` / 3 of the exact value on `maybe`.
+    """
+    keep = maybe & (estimate >= _down(best * (1 - slack) - TINY))
+    if np.count_nonzero(keep) > 64:  # the first chunk, or rising data: the chunk's top
+        sure = surely()
+        top = float(np.where(keep & sure, estimate, np.float32(0)).max())
+        keep &= (estimate >= _down(top * (1 - slack) - TINY)) | ~sure
+    return keep

@@ -142,7 +142,8 @@ def report_pass(
             for _, window in windows:
                 window.add_zeros(a.shape[0])
             continue
-        needs = fast.add(a, e, start, worst, decades, windows, required) if fast else None
+        best = (need_atol, need_rtol) if required else None
+        needs = fast.add(a, e, start, worst, decades, windows, best) if fast else None
         if needs is None:
             chunk = chunks.computer.compute(a, e, start, dots=False)
             worst.add(chunk)
