@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from ._decades import Decades
-from ._errors_chunked import Chunk, ChunkComputer
+from ._errors_chunked import EPS, Chunk, ChunkComputer
 from ._figures import Worst, required_tolerances
 from ._screen32 import Float32Screen
 from ._windows import SLACK, TINY, Window
@@ -68,7 +68,7 @@ class Report32:
             return None
         e32, d, r, ratio = got
         self._worst(a, e, start, ratio, worst)
-        decades.add_float32(d, self._wide[: d.shape[0]], lambda at: self._exact(a, e, at).abs_err)
+        decades.add_float32(d, self._wide[: d.shape[0]], lambda at: _exact_errors(a, e, at)[0])
         self._windows(a, e, d, r, windows)
         return (0.0, 0.0) if required is None else self._required(a, e, e32, d, r, required)
 
@@ -106,11 +106,11 @@ class Report32:
         union = masks[0][2].copy()
         for _, _, mask in masks[1:]:
             union |= mask
-        positions = np.flatnonzero(union)
-        chunk = self._exact(a, e, positions)
+        positions = np.flatnonzero(union)  # no NaN pair: their errors are 0, below windows
+        exact_abs, exact_rel = _exact_errors(a, e, positions)
         for kind, window, mask in masks:
             inside = mask[positions]
-            window.keep((chunk.abs_err if kind == "abs" else chunk.rel_err)[inside])
+            window.keep((exact_abs if kind == "abs" else exact_rel)[inside])
 
     def _required(
         self,
@@ -164,3 +164,15 @@ def _near_top(
         top = float(np.where(keep & sure, estimate, np.float32(0)).max())
         keep &= (estimate >= _down(top * (1 - slack) - TINY)) | ~sure
     return keep
+
+
+def _exact_errors(
+    a: np.ndarray, e: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """float64 |a - e| and relative error at positions holding finite, non-NaN pairs: the
+    arithmetic of `ChunkComputer.compute`, without its general cases."""
+    actual, expected = a[positions].astype(np.float64), e[positions].astype(np.float64)
+    d = np.abs(actual - expected)
+    eabs = np.abs(expected)
+    eabs[eabs == 0] = EPS
+    return d, d / eabs
