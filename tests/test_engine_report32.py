@@ -40,10 +40,11 @@ def _fields(out):
     return {k: v for k, v in dataclasses.asdict(out).items() if k not in skip}
 
 
-def _check(monkeypatch, actual, expected, tol, sample):
+def _check(monkeypatch, actual, expected, tol, sample, cap=1 << 16):
     with monkeypatch.context() as patch:
         patch.setattr(report_module, "WINDOW_MIN", 0)
         patch.setattr(windows_module, "SAMPLE", sample)
+        patch.setattr(windows_module, "CAP_MIN", cap)
         fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     with monkeypatch.context() as patch:  # the float64 path with its radix selection
         patch.setattr(report_module, "WINDOW_MIN", math.inf)
@@ -65,10 +66,16 @@ def _check(monkeypatch, actual, expected, tol, sample):
 
 
 @_SETTINGS
-@given(pair=output_pairs(), tol=tolerances, sample=st.sampled_from([1, 3, 10, 1 << 17]))
-def test_one_pass_report_of_any_pair(tiny, monkeypatch, pair, tol, sample):
-    """Ties, NaN, Inf, ints, bool, fp8/fp16/bf16 against anything; samples that mislead."""
-    _check(monkeypatch, *pair, tol, sample)
+@given(
+    pair=output_pairs(),
+    tol=tolerances,
+    sample=st.sampled_from([1, 3, 10, 1 << 17]),
+    cap=st.sampled_from([0, 2, 1 << 16]),
+)
+def test_one_pass_report_of_any_pair(tiny, monkeypatch, pair, tol, sample, cap):
+    """Ties, NaN, Inf, ints, bool, fp8/fp16/bf16 against anything; samples that mislead,
+    windows that overflow their cap."""
+    _check(monkeypatch, *pair, tol, sample, cap)
 
 
 @_SETTINGS

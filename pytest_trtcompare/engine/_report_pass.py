@@ -78,7 +78,7 @@ def _windows_from_sample(
         chunk = chunks.computer.compute(chunks.a[at], chunks.e[at], 0, dots=False, ratio=False)
         parts["abs"].append(chunk.abs_err.copy())
         parts["rel"].append(chunk.rel_err.copy())
-    cap = max(1 << 16, count // 16)
+    cap = max(_windows.CAP_MIN, count // 16)
     found = []
     for kind, values in parts.items():
         sample = np.concatenate(values)

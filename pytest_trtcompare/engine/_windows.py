@@ -21,6 +21,7 @@ SLACK = 1e-6  # float32 errors and ratios are within ~2.4e-7 of float64's
 TINY = 2.0**-140  # absolute slack where float32 values are subnormal
 _SIGMAS = 5.0
 SAMPLE = 1 << 17
+CAP_MIN = 1 << 16  # a window keeps at most max(CAP_MIN, count / 16) values
 
 
 def _float32_down(value: float) -> np.float32:
