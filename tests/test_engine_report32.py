@@ -19,6 +19,7 @@ import pytest_trtcompare.engine._select as select_module
 import pytest_trtcompare.engine._windows as windows_module
 import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.engine._decades import Decades
 
 from .reference import _quantile, reference_verdict
 from .strategies import output_pairs, tolerances
@@ -111,3 +112,31 @@ def test_one_pass_report_of_larger_outputs(monkeypatch, seed, dtypes, offset, ru
         actual[same] = expected[same].astype(dtypes[0])
     tol = Tolerance(atol=1e-3, rtol=1e-3, rule=rule, check=check, quantile=0.9)
     _check(monkeypatch, actual, expected, tol, 1 << 10)
+
+
+_STARTS = 10.0 ** np.arange(-45, 39)
+
+
+@_SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.integers(-40, 37),
+    near=st.sampled_from([0.0, 1e-8, -1e-8, 6e-8, -6e-8, -1.2e-7, 1e-3]),
+)
+def test_float32_decades_are_float64s(seed, scale, near):
+    """Errors of float32 pairs on and around decade boundaries (10 ** k within float32
+    rounding), exact zeros, subnormals: the histogram of their float64 errors."""
+    rng = np.random.default_rng(seed)
+    actual = (rng.standard_normal(300) * 10.0**scale).astype(np.float32)
+    offsets = rng.choice(_STARTS, 300) * rng.choice([-1.0, 1.0], 300) * (1 + near)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = (actual.astype(np.float64) + offsets).astype(np.float32)
+        expected[:30] = actual[:30]
+        exact = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        rounded = np.abs(actual - expected)
+    finite = np.isfinite(rounded)
+    exact, rounded = exact[finite], rounded[finite]
+    plain, fast = Decades(), Decades()
+    plain.add(exact)
+    fast.add_float32(rounded, lambda at: exact[at])
+    assert fast.histogram() == plain.histogram()

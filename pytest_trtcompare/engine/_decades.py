@@ -54,17 +54,17 @@ def _table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 @functools.cache
-def _boundaries32() -> tuple[np.ndarray, np.ndarray]:
-    """The first value of each decade rounded to float32, and the key of each rounding
-    as float64 (a boundary lies inside a bucket, or at one's start)."""
+def _starts32() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first float64 value of each decade float32 reaches: rounded to float32, as it
+    is, and its decade; ascending."""
     start, end, threshold, straddle = _table()
     keys = np.arange(_NORMAL + 1, _KEYS, dtype=np.int64)
     at_key_start = keys[start[keys] != end[keys - 1]] << TOP_SHIFT  # a bucket begins a decade
-    first = np.concatenate([threshold[straddle], at_key_start])
+    first = np.unique(np.concatenate([threshold[straddle], at_key_start])).view(np.float64)
     with np.errstate(over="ignore"):
-        rounded = first.view(np.float64).astype(np.float32)
-    rounded = rounded[np.isfinite(rounded) & (rounded > 0)]
-    return rounded.astype(np.float64).view(np.int64) >> TOP_SHIFT, rounded
+        rounded = first.astype(np.float32)
+    keep = np.isfinite(rounded) & (rounded > 0)
+    return rounded[keep], first[keep], _decade(first[keep])
 
 
 def top_counts(values: np.ndarray) -> np.ndarray:
@@ -79,14 +79,14 @@ class Decades:
         self._top = np.zeros(_KEYS, dtype=np.int64)
         self._upper = np.zeros(_KEYS, dtype=np.int64)  # per straddling key: in the last decade
         self._subnormal: dict[int, int] = {}
+        self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
 
-    def add(self, values: np.ndarray, counts: np.ndarray | None = None, sign: int = 1) -> None:
-        """Adds values (removes them with sign -1); `counts` are their `top_counts` when
-        the caller has them."""
+    def add(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Adds values; `counts` are their `top_counts` when the caller has them."""
         if counts is None:
             counts = top_counts(values)
-        self._top[: counts.shape[0]] += sign * counts
+        self._top[: counts.shape[0]] += counts
         bits = values.view(np.int64)
         _, _, threshold, straddle = _table()
         inside = straddle[straddle < counts.shape[0]]
@@ -95,40 +95,50 @@ class Decades:
             at_or_above = values.shape[0] - np.cumsum(counts)  # values above each key
             for key in hit.tolist():
                 upper = int(np.count_nonzero(bits >= threshold[key])) - int(at_or_above[key])
-                self._upper[key] += sign * upper
+                self._upper[key] += upper
         if counts[:_NORMAL].any():  # zeros and subnormals
             tiny = values[bits < (1 << 52)]
             zero = int(np.count_nonzero(tiny == 0))
-            self.zeros += sign * zero
+            self.zeros += zero
             if zero < tiny.shape[0]:
                 found, found_counts = np.unique(_decade(tiny[tiny > 0]), return_counts=True)
                 for decade, count in zip(found.tolist(), found_counts.tolist(), strict=True):
-                    self._subnormal[decade] = self._subnormal.get(decade, 0) + sign * count
+                    self._subnormal[decade] = self._subnormal.get(decade, 0) + count
 
-    def add_float32(
-        self, d32: np.ndarray, wide: np.ndarray, exact: Callable[[np.ndarray], np.ndarray]
-    ) -> None:
-        """Adds float64 values known by their float32 roundings `d32` (`wide`: a float64
-        buffer for them); `exact(positions)` gives the float64 values at some positions.
+    def add_float32(self, d32: np.ndarray, exact: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Adds float64 values known by their float32 roundings `d32`; `exact(positions)`
+        gives the float64 values at some positions.
 
         Rounding is monotone, so x < B implies fl32(x) <= fl32(B) and x >= B implies
-        fl32(x) >= fl32(B): only a value whose rounding equals a boundary's can be counted
-        in the wrong decade, and only those are looked up exactly.
+        fl32(x) >= fl32(B): counting d32 > fl32(B) counts the values of B's decade and above,
+        but for those whose rounding equals fl32(B), which are looked up exactly. One
+        comparison per decade present, from the top down, and no histogram.
         """
-        np.copyto(wide, d32)
-        counts = top_counts(wide)
-        self.add(wide, counts)
-        keys, boundaries = _boundaries32()
-        inside = np.flatnonzero(keys < counts.shape[0])
-        for i in inside[counts[keys[inside]] > 0].tolist():
-            positions = np.flatnonzero(d32 == boundaries[i])
-            if positions.shape[0]:
-                self.add(wide[positions], sign=-1)
-                self.add(exact(positions))
+        zeros = int(np.count_nonzero(d32 == 0))
+        self.zeros += zeros
+        nonzero = d32.shape[0] - zeros
+        if not nonzero:
+            return
+        rounded, first, decade = _starts32()
+        above = 0
+        for i in range(int(np.searchsorted(rounded, d32.max(), side="right")) - 1, -1, -1):
+            at_or_above = int(np.count_nonzero(d32 > rounded[i]))
+            tied = d32 == rounded[i]
+            if tied.any():
+                at_or_above += int(np.count_nonzero(exact(np.flatnonzero(tied)) >= first[i]))
+            key = int(decade[i])
+            self._direct[key] = self._direct.get(key, 0) + at_or_above - above
+            above = at_or_above
+            if above == nonzero:
+                return
+        self._direct[-46] = self._direct.get(-46, 0) + nonzero - above  # not for float32 data
 
     def histogram(self) -> tuple[tuple[int | None, int], ...]:
         start, end, _, _ = _table()
         counts = dict(self._subnormal)
+        for decade, count in self._direct.items():
+            if count:
+                counts[decade] = counts.get(decade, 0) + count
         for key in (np.flatnonzero(self._top[_NORMAL:]) + _NORMAL).tolist():
             upper = int(self._upper[key])
             lower = int(self._top[key]) - upper

@@ -46,7 +46,6 @@ class Report32:
         self.tol = tol
         self.computer = computer
         self.screen = Float32Screen(tol, computer, chunk_elements)
-        self._wide = np.empty(chunk_elements)
         self._eabs = np.empty(chunk_elements, dtype=np.float32)
 
     def _exact(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> Chunk:
@@ -68,7 +67,7 @@ class Report32:
             return None
         e32, d, r, ratio = got
         self._worst(a, e, start, ratio, worst)
-        decades.add_float32(d, self._wide[: d.shape[0]], lambda at: _exact_errors(a, e, at)[0])
+        decades.add_float32(d, lambda at: _exact_errors(a, e, at)[0])
         self._windows(a, e, d, r, windows)
         return (0.0, 0.0) if required is None else self._required(a, e, e32, d, r, required)
 
