@@ -121,6 +121,11 @@ class Float32Screen:
         )
         if summary.margin > _SCREEN_LIMIT:
             summary.mismatches = self._mismatches(a, e, scratch)
+            # Errors this large make 1 - cosine hang on |a| - |e|, which float32 sums of a^2
+            # and e^2 lose; sum (a - e)(a + e) = |a|^2 - |e|^2 keeps it (eabs: free by now).
+            difference = np.subtract(a32, e32, out=eabs)
+            total = np.add(a32, e32, out=scratch)
+            summary.dot_ee = summary.dot_aa - dot(difference, total)
         return summary
 
     @np.errstate(all="ignore")
