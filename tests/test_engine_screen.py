@@ -89,3 +89,17 @@ def test_allclose_allowed_error_at_zero_expected_has_no_epsilon():
     expected = np.array([0.0, 1.0], np.float32)
     out = compare_outputs({"o": actual}, {"o": expected}, atol=1e-30, rtol=1e-3, rule="allclose")
     assert (out.outputs["o"].passed, out.outputs["o"].mismatches) == (False, 1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e19, 1e37, 3e38])
+def test_float32_sums_that_would_overflow_take_float64(monkeypatch, scale):
+    """Squares of values near 1e38 overflow float32: means and cosine stay float64's."""
+    expected = (np.linspace(-1, 1, 1000) * scale).astype(np.float32)
+    actual = expected * np.float32(0.5)  # fails everywhere
+    fast = compare_outputs({"o": actual}, {"o": expected}).outputs["o"]
+    with monkeypatch.context() as patch:
+        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        plain = compare_outputs({"o": actual}, {"o": expected}).outputs["o"]
+    assert fast.cosine_similarity == pytest.approx(plain.cosine_similarity, rel=1e-9)
+    assert fast.mean_abs_error == pytest.approx(plain.mean_abs_error, rel=1e-5)
+    assert repr(_fields(fast)) == repr(_fields(plain))
