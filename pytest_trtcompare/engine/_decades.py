@@ -1,78 +1,149 @@
 """The report's histogram of floor(log10 |error|), without a logarithm per element.
 
-A binade [2**k, 2**(k+1)) spans less than a factor 10, so it holds at most one decade
-boundary. A table gives, per float64 exponent, the decade of the binade's start and the
-smallest value of the binade in the next decade; an element's decade is then one lookup and
-one comparison. The table is built with np.log10 itself (bisection over bit patterns), so
-the counts are those of floor(np.log10(x)) exactly.
+Non-negative float64 values order as their bit patterns do. The histogram is read from the
+counts of the top 16 bits (exponent and 4 mantissa bits), which the order statistics need
+anyway: a bucket of 1/16 binade lies within one decade, or holds one decade boundary
+(10 ** k, or the 1e300 cap). Only such straddling buckets cost a comparison of the chunk
+with the boundary's bit pattern. A table gives, per bucket, the decade of its first and last
+value and the first bit pattern of the upper decade; it is built with np.log10 itself
+(bisection over bit patterns), so the counts are those of floor(np.log10(x)) exactly.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
 _CAP = 1e300  # larger errors (and Inf) count in the decade of 1e300, as before
+TOP_SHIFT = 48  # a bucket: the top 16 bits of the bit pattern
+_KEYS = 1 << 15  # the sign bit is 0
+_NORMAL = 16  # keys below hold zeros and subnormals (exponent 0)
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 def _decade(values: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         decades: np.ndarray = np.floor(np.log10(np.minimum(values, _CAP))).astype(np.int64)
     return decades
 
 
 @functools.cache
-def _table() -> tuple[np.ndarray, np.ndarray]:
-    """(decade of each binade's start, first bit pattern in the next decade or int64 max)."""
-    exponents = np.arange(1, 2047, dtype=np.int64)
-    low = exponents << 52  # first value of each binade (normal numbers)
-    high = low + (1 << 52) - 1  # last value
+def _table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per key: (decade of its first value, of its last, first bit pattern of the last
+    decade or int64 max), and the keys that straddle a boundary."""
+    keys = np.arange(_KEYS, dtype=np.int64)
+    low = keys << TOP_SHIFT
+    high = low + (1 << TOP_SHIFT) - 1
     start = _decade(low.view(np.float64))
     end = _decade(high.view(np.float64))
-    # bisection for the first bit pattern whose decade exceeds the binade's first one
-    lo, hi = low.copy(), high.copy()
-    for _ in range(53):
+    infinite = keys >= 0x7FF0  # exponent all ones: Inf (NaN never reaches here)
+    start[infinite] = end[infinite] = _decade(np.array([_CAP]))[0]
+    start[:_NORMAL] = end[:_NORMAL] = 0  # counted apart, element by element
+    straddle = np.flatnonzero(end > start)
+    lo, hi = low[straddle], high[straddle]
+    for _ in range(TOP_SHIFT + 1):  # first bit pattern whose decade exceeds the first one
         mid = lo + (hi - lo) // 2
-        above = _decade(mid.view(np.float64)) > start
+        above = _decade(mid.view(np.float64)) > start[straddle]
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid + 1)
-    threshold = np.where(end > start, hi, np.iinfo(np.int64).max)
-    base = np.zeros(2048, dtype=np.int64)
-    first = np.full(2048, np.iinfo(np.int64).max, dtype=np.int64)
-    base[1:2047], first[1:2047] = start, threshold
-    base[2047], first[2047] = _decade(np.array([_CAP]))[0], np.iinfo(np.int64).max
-    return base, first
+    threshold = np.full(_KEYS, _INT64_MAX, dtype=np.int64)
+    threshold[straddle] = hi
+    return start, end, threshold, straddle
+
+
+@functools.cache
+def _starts32() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first float64 value of each decade float32 reaches: rounded to float32, as it
+    is, and its decade; ascending."""
+    start, end, threshold, straddle = _table()
+    keys = np.arange(_NORMAL + 1, _KEYS, dtype=np.int64)
+    at_key_start = keys[start[keys] != end[keys - 1]] << TOP_SHIFT  # a bucket begins a decade
+    first = np.unique(np.concatenate([threshold[straddle], at_key_start])).view(np.float64)
+    with np.errstate(over="ignore"):
+        rounded = first.astype(np.float32)
+    keep = np.isfinite(rounded) & (rounded > 0)
+    return rounded[keep], first[keep], _decade(first[keep])
+
+
+def top_counts(values: np.ndarray) -> np.ndarray:
+    """Counts of the top 16 bits of non-negative float64 values."""
+    return np.bincount(values.view(np.int64) >> TOP_SHIFT)
 
 
 class Decades:
     """Counts of floor(log10 x) for streamed non-negative float64 values, 0 counted apart."""
 
     def __init__(self) -> None:
-        self._binades = np.zeros(2 * 2048, dtype=np.int64)
+        self._top = np.zeros(_KEYS, dtype=np.int64)
+        self._upper = np.zeros(_KEYS, dtype=np.int64)  # per straddling key: in the last decade
         self._subnormal: dict[int, int] = {}
+        self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
 
-    def add(self, values: np.ndarray) -> None:
-        bits = np.minimum(values, _CAP).view(np.int64)
-        exponent = bits >> 52
-        key = exponent * 2 + (bits >= _table()[1][exponent])
-        counts = np.bincount(key)
-        self._binades[: counts.shape[0]] += counts
-        if counts.shape[0] and counts[0]:  # zeros and subnormals
-            tiny = values[exponent == 0]
+    def add(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Adds values; `counts` are their `top_counts` when the caller has them."""
+        if counts is None:
+            counts = top_counts(values)
+        self._top[: counts.shape[0]] += counts
+        bits = values.view(np.int64)
+        _, _, threshold, straddle = _table()
+        inside = straddle[straddle < counts.shape[0]]
+        hit = inside[counts[inside] > 0]
+        if hit.shape[0]:
+            at_or_above = values.shape[0] - np.cumsum(counts)  # values above each key
+            for key in hit.tolist():
+                upper = int(np.count_nonzero(bits >= threshold[key])) - int(at_or_above[key])
+                self._upper[key] += upper
+        if counts[:_NORMAL].any():  # zeros and subnormals
+            tiny = values[bits < (1 << 52)]
             zero = int(np.count_nonzero(tiny == 0))
             self.zeros += zero
             if zero < tiny.shape[0]:
-                found, counts = np.unique(_decade(tiny[tiny > 0]), return_counts=True)
-                for decade, count in zip(found.tolist(), counts.tolist(), strict=True):
+                found, found_counts = np.unique(_decade(tiny[tiny > 0]), return_counts=True)
+                for decade, count in zip(found.tolist(), found_counts.tolist(), strict=True):
                     self._subnormal[decade] = self._subnormal.get(decade, 0) + count
 
+    def add_float32(self, d32: np.ndarray, exact: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Adds float64 values known by their float32 roundings `d32`; `exact(positions)`
+        gives the float64 values at some positions.
+
+        Rounding is monotone, so x < B implies fl32(x) <= fl32(B) and x >= B implies
+        fl32(x) >= fl32(B): counting d32 > fl32(B) counts the values of B's decade and above,
+        but for those whose rounding equals fl32(B), which are looked up exactly. One
+        comparison per decade present, from the top down, and no histogram.
+        """
+        zeros = int(np.count_nonzero(d32 == 0))
+        self.zeros += zeros
+        nonzero = d32.shape[0] - zeros
+        if not nonzero:
+            return
+        rounded, first, decade = _starts32()
+        above = 0
+        for i in range(int(np.searchsorted(rounded, d32.max(), side="right")) - 1, -1, -1):
+            at_or_above = int(np.count_nonzero(d32 > rounded[i]))
+            tied = d32 == rounded[i]
+            if tied.any():
+                at_or_above += int(np.count_nonzero(exact(np.flatnonzero(tied)) >= first[i]))
+            key = int(decade[i])
+            self._direct[key] = self._direct.get(key, 0) + at_or_above - above
+            above = at_or_above
+            if above == nonzero:
+                return
+        self._direct[-46] = self._direct.get(-46, 0) + nonzero - above  # not for float32 data
+
     def histogram(self) -> tuple[tuple[int | None, int], ...]:
+        start, end, _, _ = _table()
         counts = dict(self._subnormal)
-        nonzero = np.flatnonzero(self._binades[2:]) + 2
-        for key in nonzero.tolist():
-            decade = int(_table()[0][key // 2]) + key % 2
-            counts[decade] = counts.get(decade, 0) + int(self._binades[key])
+        for decade, count in self._direct.items():
+            if count:
+                counts[decade] = counts.get(decade, 0) + count
+        for key in (np.flatnonzero(self._top[_NORMAL:]) + _NORMAL).tolist():
+            upper = int(self._upper[key])
+            lower = int(self._top[key]) - upper
+            for decade, count in ((int(start[key]), lower), (int(end[key]), upper)):
+                if count:
+                    counts[decade] = counts.get(decade, 0) + count
         ordered: list[tuple[int | None, int]] = [(None, self.zeros)] if self.zeros else []
         return tuple(ordered + sorted(counts.items()))

@@ -20,7 +20,7 @@ EPS = 2.220446049250313e-16
 CHUNK_ELEMENTS = 1 << 16
 #: OpenBLAS runs a dot product of more than 10,000 elements on all its threads; on a loaded
 #: machine (xdist, other jobs) waking them made one float64 chunk's dot take milliseconds.
-_DOT_BLOCK = 8192
+DOT_BLOCK = 8192
 _UINT64_MAX = np.uint64(np.iinfo(np.uint64).max)
 
 
@@ -36,10 +36,10 @@ def pair_kind(actual: Kind, expected: Kind) -> str:
 def dot(x: np.ndarray, y: np.ndarray) -> float:
     """x . y in blocks that OpenBLAS computes on the calling thread."""
     n = x.shape[0]
-    if n <= _DOT_BLOCK:
+    if n <= DOT_BLOCK:
         return float(np.dot(x, y))
     return float(
-        sum(np.dot(x[i : i + _DOT_BLOCK], y[i : i + _DOT_BLOCK]) for i in range(0, n, _DOT_BLOCK))
+        sum(np.dot(x[i : i + DOT_BLOCK], y[i : i + DOT_BLOCK]) for i in range(0, n, DOT_BLOCK))
     )
 
 

@@ -1,29 +1,38 @@
-"""The failure report's figures in one chunked float64 pass, plus a short selection pass.
+"""The failure report's figures in one chunked pass, with bounded memory.
 
 One pass gives the worst elements (a bounded heap fed by a per-chunk partial sort), the
-log10 histogram of |error|, the "would pass with" tolerances and the first histogram of the
-order statistics; the median and quantile are then finished by `RankSelect` (usually one
-more pass). Memory stays bounded: chunk buffers, histograms, the heap, and at most the
-values of the buckets that hold the wanted ranks. Bit-for-bit equal chunks are zeros here,
-as in the scan, without computing them.
+log10 histogram of |error|, the "would pass with" tolerances and the median and quantile:
+windows guessed on a sample keep the few float64 values around each wanted rank
+(`_windows`). Narrow floats take that pass in float32, every figure refined in float64
+(`_report32`). Where a window missed, `RankSelect` finishes the order statistics exactly
+(usually two more passes). Bit-for-bit equal chunks are zeros, as in the scan, without
+computing them.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _errors_chunked as _chunked
-from ._decades import Decades
+from . import _windows
+from ._decades import Decades, top_counts
 from ._equal import EqualChunks
-from ._errors_chunked import Chunk, ChunkComputer
-from ._select import RankSelect, quantile_from, quantile_ranks
+from ._errors_chunked import ChunkComputer
+from ._figures import Worst as _Worst
+from ._figures import required_tolerances as _required_tolerances
+from ._report32 import Report32
+from ._select import RankSelect, quantile_ranks
 from .arrays import Kind
 from .tolerance import Tolerance
+
+__all__ = ["FailureDetails", "OrderStatistics", "_Worst", "report_pass"]
+
+#: Below this many elements the windows are not worth a sample (tests lower it).
+WINDOW_MIN = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -44,63 +53,58 @@ class OrderStatistics:
     quantile_rel: float
 
 
-class _Worst:
-    """The `size` largest (ratio, index) pairs; ties keep the lower index; NaN errors first."""
+class _Chunks:
+    """The pair's chunks: (start, actual, expected, whether bit-for-bit equal)."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.heap: list[tuple[float, int]] = []  # min-heap of (ratio, -flat index)
+    def __init__(self, a: np.ndarray, e: np.ndarray, kinds: tuple[Kind, Kind], tol: Tolerance):
+        self.a, self.e = a, e
+        self.size = max(1, min(a.shape[0], _chunked.CHUNK_ELEMENTS))
+        self.computer = ChunkComputer(*kinds, tol, capacity=self.size)
+        self.equality = EqualChunks(a.dtype, e.dtype, self.size)
 
-    def _keep(self, ratio: float, flat: int) -> None:
-        ranked = (ratio, -flat)
-        if len(self.heap) < self.size:
-            heapq.heappush(self.heap, ranked)
-        elif ranked > self.heap[0]:
-            heapq.heapreplace(self.heap, ranked)
-
-    @np.errstate(invalid="ignore")
-    def add(self, chunk: Chunk) -> None:
-        if chunk.nan_error_positions is not None:
-            for flat in chunk.nan_error_positions[: self.size].tolist():
-                self._keep(math.inf, int(flat))
-        if not chunk.ratio.shape[0]:
-            return
-        # Only elements above the current k-th worst can enter (exact matches never do):
-        # argpartition degrades badly on the many tied zeros of a mostly exact output.
-        floor = self.heap[0][0] if len(self.heap) >= self.size else 0.0
-        candidates = np.flatnonzero(chunk.ratio > floor)  # NaN ratios (0/0) never enter
-        if candidates.size > self.size:
-            values = chunk.ratio[candidates]
-            kth = np.partition(values, candidates.size - self.size)[candidates.size - self.size]
-            above, tied = candidates[values > kth], candidates[values == kth]
-            candidates = np.concatenate([above, tied[: self.size - above.size]])  # lower first
-        for i in candidates.tolist():
-            self._keep(float(chunk.ratio[i]), chunk.flat_index(i))
-
-    def ranked(self) -> tuple[tuple[int, float], ...]:
-        return tuple((-negative, ratio) for ratio, negative in sorted(self.heap, reverse=True))
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray, np.ndarray, bool]]:
+        for start in range(0, self.a.shape[0], self.size):
+            a, e = self.a[start : start + self.size], self.e[start : start + self.size]
+            yield start, a, e, self.equality.enabled and self.equality.equal(a, e)
 
 
-def _required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
-    """Per chunk: the atol that passes at the given rtol, and the rtol that passes at the atol."""
-    d, r = chunk.abs_err, chunk.rel_err
-    if not d.shape[0]:
-        return 0.0, 0.0
-    if tol.rule == "polygraphy":
-        over_rtol = d[r > tol.rtol]
-        over_atol = r[d > tol.atol]
-        atol_need = float(over_rtol.max()) if over_rtol.size else 0.0
-        rtol_need = float(over_atol.max()) if over_atol.size else 0.0
-        return max(atol_need, 0.0), max(rtol_need, 0.0)
-    with np.errstate(invalid="ignore"):
-        atol_need = float((d - tol.rtol * chunk.expected_abs).max())
-    over = d > tol.atol
-    if not over.any():
-        return max(atol_need, 0.0), 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = (d[over] - tol.atol) / chunk.expected_abs[over]
-    rtol_need = math.inf if np.isnan(need).any() else float(need.max())
-    return max(atol_need, 0.0), max(rtol_need, 0.0)
+def _windows_from_sample(
+    chunks: _Chunks, ranks: dict[float, tuple[int, int]], count: int
+) -> list[tuple[str, _windows.Window]]:
+    positions = _windows.sample_positions(chunks.a.shape[0], _windows.SAMPLE)
+    parts: dict[str, list[np.ndarray]] = {"abs": [], "rel": []}
+    for start in range(0, positions.shape[0], chunks.size):
+        at = positions[start : start + chunks.size]
+        chunk = chunks.computer.compute(chunks.a[at], chunks.e[at], 0, dots=False, ratio=False)
+        parts["abs"].append(chunk.abs_err.copy())
+        parts["rel"].append(chunk.rel_err.copy())
+    cap = max(_windows.CAP_MIN, count // 16)
+    found = []
+    for kind, values in parts.items():
+        sample = np.concatenate(values)
+        found += [(kind, _windows.window_for(sample, q, r, cap)) for q, r in ranks.items()]
+    return found
+
+
+def _select_exact(
+    chunks: _Chunks, ranks: set[int], count: int, kinds: list[str]
+) -> dict[str, RankSelect]:
+    """The exact radix selection of `_select`, over float64 chunks (two or three passes)."""
+    limit = chunks.a.shape[0] // 32
+    selects = {kind: RankSelect(ranks, count, limit) for kind in kinds}
+    while not all(s.done for s in selects.values()):
+        for start, a, e, equal in chunks:
+            if equal:
+                for select in selects.values():
+                    select.add_zeros(a.shape[0])
+                continue
+            chunk = chunks.computer.compute(a, e, start, dots=False, ratio=False)
+            for kind, select in selects.items():
+                select.add(chunk.abs_err if kind == "abs" else chunk.rel_err)
+        for select in selects.values():
+            if not select.done:
+                select.finish_round()
+    return selects
 
 
 @np.errstate(all="ignore")
@@ -112,58 +116,81 @@ def report_pass(
     tol: Tolerance,
     compared: int,
     worst_count: int,
+    float32: bool = False,
 ) -> tuple[FailureDetails, OrderStatistics]:
-    """Worst elements, histogram, sharper tolerances and order statistics of one pair."""
-    a, e = actual.reshape(-1), expected.reshape(-1)
-    chunk_elements = max(1, min(a.shape[0], _chunked.CHUNK_ELEMENTS))
-    computer = ChunkComputer(a_kind, e_kind, tol, capacity=chunk_elements)
-    equality = EqualChunks(a.dtype, e.dtype, chunk_elements)
+    """Worst elements, histogram, sharper tolerances and order statistics of one pair.
+
+    `float32`: the pair may take the float32 pass (`_screen32.applies`).
+    """
+    chunks = _Chunks(actual.reshape(-1), expected.reshape(-1), (a_kind, e_kind), tol)
     worst, decades = _Worst(worst_count), Decades()
     need_atol = need_rtol = 0.0
-    ranks = (
-        {*quantile_ranks(compared, 0.5)[:2], *quantile_ranks(compared, tol.quantile)[:2]}
-        if compared
-        else set()
+    required = tol.check == "elemwise"
+    qs: dict[float, tuple[int, int]] = {}
+    for q in (0.5, tol.quantile) if compared else ():
+        low, high, _ = quantile_ranks(compared, q)
+        qs[q] = (low, high)
+    windows = (
+        _windows_from_sample(chunks, qs, compared)
+        if compared and chunks.a.shape[0] >= WINDOW_MIN
+        else []
     )
-    limit = a.shape[0] // 32
-    selects = (RankSelect(ranks, compared, limit), RankSelect(ranks, compared, limit))
-
-    def first(chunk: Chunk | None, n: int) -> None:
-        nonlocal need_atol, need_rtol
-        if chunk is None:
-            decades.zeros += n
-            return
-        worst.add(chunk)
-        decades.add(chunk.abs_err)
-        atol_need, rtol_need = _required_tolerances(chunk, tol)
-        need_atol, need_rtol = max(need_atol, atol_need), max(need_rtol, rtol_need)
-
-    visit: Callable[[Chunk | None, int], None] | None = first
-    while (ranks and not all(s.done for s in selects)) or visit is not None:
-        for start in range(0, a.shape[0], _chunked.CHUNK_ELEMENTS):
-            a_chunk, e_chunk = a[start : start + chunk_elements], e[start : start + chunk_elements]
-            if equality.enabled and equality.equal(a_chunk, e_chunk):
-                chunk, n = None, a_chunk.shape[0]
-                for select in selects:
-                    select.add_zeros(n)
-            else:
-                first_round = visit is not None
-                chunk = computer.compute(a_chunk, e_chunk, start, dots=False, ratio=first_round)
-                n = a_chunk.shape[0]
-                selects[0].add(chunk.abs_err)
-                selects[1].add(chunk.rel_err)
-            if visit is not None:
-                visit(chunk, n)
-        visit = None
-        for select in selects:
-            if not select.done:
-                select.finish_round()
+    fast = Report32(tol, chunks.computer, chunks.size) if float32 and windows else None
+    for start, a, e, equal in chunks:
+        if equal:
+            decades.zeros += a.shape[0]
+            for _, window in windows:
+                window.add_zeros(a.shape[0])
+            continue
+        best = (need_atol, need_rtol) if required else None
+        needs = fast.add(a, e, start, worst, decades, windows, best) if fast else None
+        if needs is None:
+            chunk = chunks.computer.compute(a, e, start, dots=False)
+            worst.add(chunk)
+            decades.add(chunk.abs_err, top_counts(chunk.abs_err))
+            for kind, window in windows:
+                errors = chunk.abs_err if kind == "abs" else chunk.rel_err
+                mask = window.members(errors, chunk.abs_err)
+                if mask is not None:
+                    window.keep(errors[mask])
+            needs = _required_tolerances(chunk, tol) if required else (0.0, 0.0)
+        need_atol, need_rtol = max(need_atol, needs[0]), max(need_rtol, needs[1])
     details = FailureDetails(worst.ranked(), decades.histogram(), need_atol, need_rtol)
     if not compared:
         return details, OrderStatistics(0.0, 0.0, 0.0, 0.0)
+    values: dict[str, dict[int, float]] = {"abs": {}, "rel": {}}
+    missing = set()
+    for kind, window in windows:
+        found = window.values()
+        if found is None:
+            missing.add(kind)
+        else:
+            values[kind].update(found)
+    if not windows:
+        missing = {"abs", "rel"}
+    if missing:
+        ranks = {rank for pair in qs.values() for rank in pair}
+        selected = _select_exact(chunks, ranks, compared, sorted(missing))
+        for kind, select in selected.items():
+            values[kind] = select.values
+
+    def quantile(kind: str, q: float) -> float:
+        return _quantile(values[kind], compared, q)
+
     return details, OrderStatistics(
-        median_abs=quantile_from(selects[0], compared, 0.5),
-        median_rel=quantile_from(selects[1], compared, 0.5),
-        quantile_abs=quantile_from(selects[0], compared, tol.quantile),
-        quantile_rel=quantile_from(selects[1], compared, tol.quantile),
+        median_abs=quantile("abs", 0.5),
+        median_rel=quantile("rel", 0.5),
+        quantile_abs=quantile("abs", tol.quantile),
+        quantile_rel=quantile("rel", tol.quantile),
     )
+
+
+def _quantile(values: dict[int, float], count: int, q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) from the values at its ranks."""
+    low, high, t = quantile_ranks(count, q)
+    below, above = values[low], values[high]
+    if t == 0 or below == above:
+        return below
+    if math.isinf(above):
+        return math.inf
+    return float(below + t * (above - below))

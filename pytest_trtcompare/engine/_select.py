@@ -65,12 +65,14 @@ class RankSelect:
                     bucket.histogram[0] += n
                     bucket.low, bucket.high = min(bucket.low, 0), max(bucket.high, 0)
 
-    def add(self, values: np.ndarray) -> None:
+    def add(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Adds values; in round 0, `counts` may give their top-16-bit counts already."""
         if self._round > 0 and not self._buckets:
             return
         bits = values.view(np.int64)
         if self._round == 0:
-            counts = np.bincount(bits >> _TOP)
+            if counts is None:
+                counts = np.bincount(bits >> _TOP)
             self._top[: counts.shape[0]] += counts
             return
         keys = bits >> self._buckets[0].shift if self._same_shift else None

@@ -154,10 +154,11 @@ def _values_result(
     header: dict[str, Any],
 ) -> OutputComparison:
     s = _stats.scan(a, e, a_kind, e_kind, tol)
+    float32 = _stats.screen_applies(a.dtype, e.dtype, tol)
     extra: dict[str, Any] = {}
     details: FailureDetails | None = None
     if tol.check in ("median", "quantile"):
-        details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS)
+        details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS, float32)
         extra.update(_order_stats(order))
     stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
     if tol.check == "elemwise":
@@ -172,7 +173,9 @@ def _values_result(
         )
     if not passed:
         if details is None:
-            details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS)
+            details, order = report_pass(
+                a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS, float32
+            )
             extra.update(_order_stats(order))
         extra["worst"] = tuple(
             _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst
@@ -181,6 +184,8 @@ def _values_result(
         if tol.check == "elemwise":
             extra["required_atol_at_rtol"] = details.required_atol
             extra["required_rtol_at_atol"] = details.required_rtol
+            if not s.nan_errors and details.worst:  # float64's, where the scan had float32's
+                margin = details.worst[0][1]
     return OutputComparison(
         passed=passed,
         count=s.count,

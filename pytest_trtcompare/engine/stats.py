@@ -21,6 +21,8 @@ from ._screen32 import applies as screen_applies
 from .arrays import Kind
 from .tolerance import Tolerance
 
+__all__ = ["ErrorStats", "scan", "screen_applies"]
+
 #: A chunk whose largest error ratio stays below this cannot hold a mismatch, so its exact
 #: per-element verdict is skipped. The ratio is a few ulps from exact; 1e-12 is far wider.
 _SURELY_WITHIN = 1.0 - 1e-12

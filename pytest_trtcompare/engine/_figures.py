@@ -1,0 +1,80 @@
+"""Exact per-chunk figures of the failure report: the worst elements and the sharper
+tolerances ("would pass with"), from float64 chunks (`_report32` feeds them candidates)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from ._errors_chunked import Chunk
+from .tolerance import Tolerance
+
+
+class Worst:
+    """The `size` largest (ratio, index) pairs; ties keep the lower index; NaN errors first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.heap: list[tuple[float, int]] = []  # min-heap of (ratio, -flat index)
+
+    def _keep(self, ratio: float, flat: int) -> None:
+        ranked = (ratio, -flat)
+        if len(self.heap) < self.size:
+            heapq.heappush(self.heap, ranked)
+        elif ranked > self.heap[0]:
+            heapq.heapreplace(self.heap, ranked)
+
+    @np.errstate(invalid="ignore")
+    def add(self, chunk: Chunk) -> None:
+        if chunk.nan_error_positions is not None:
+            for flat in chunk.nan_error_positions[: self.size].tolist():
+                self._keep(math.inf, int(flat))
+        if not chunk.ratio.shape[0]:
+            return
+        # Only elements above the current k-th worst can enter (exact matches never do):
+        # argpartition degrades badly on the many tied zeros of a mostly exact output.
+        floor = self.floor()
+        candidates = np.flatnonzero(chunk.ratio > floor)  # NaN ratios (0/0) never enter
+        if candidates.size > self.size:
+            values = chunk.ratio[candidates]
+            kth = np.partition(values, candidates.size - self.size)[candidates.size - self.size]
+            above, tied = candidates[values > kth], candidates[values == kth]
+            candidates = np.concatenate([above, tied[: self.size - above.size]])  # lower first
+        for i in candidates.tolist():
+            self._keep(float(chunk.ratio[i]), chunk.flat_index(i))
+
+    def floor(self) -> float:
+        """The ratio an element must exceed to enter (0 while there is room)."""
+        return self.heap[0][0] if len(self.heap) >= self.size else 0.0
+
+    def ranked(self) -> tuple[tuple[int, float], ...]:
+        return tuple((-negative, ratio) for ratio, negative in sorted(self.heap, reverse=True))
+
+
+def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
+    """Per chunk: the atol that passes at the given rtol, and the rtol that passes at the atol.
+
+    Maxima of np.where(mask, x, 0) instead of gathering the elements over a tolerance (in
+    a failing output, maybe every element) or a masked reduction (`where=`, far slower).
+    """
+    d, r = chunk.abs_err, chunk.rel_err
+    if not d.shape[0]:
+        return 0.0, 0.0
+    if tol.rule == "polygraphy":
+        atol_need = float(np.where(r > tol.rtol, d, 0.0).max())
+        rtol_need = float(np.where(d > tol.atol, r, 0.0).max())
+        return atol_need, rtol_need
+    with np.errstate(invalid="ignore"):
+        # NaN: a NaN pair excused by nan_equal (needs nothing), or Inf - Inf (below)
+        atol_need = float(np.fmax.reduce(d - tol.rtol * chunk.expected_abs))
+    if math.isnan(atol_need):
+        atol_need = 0.0
+    if math.isinf(float(d.max())):  # an infinite error fails whatever the atol
+        atol_need = math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.divide(np.subtract(d, tol.atol), chunk.expected_abs)
+    # over atol, (d - atol) / |e| is NaN only for Inf / Inf: an rtol cannot cover it
+    rtol_need = float(np.where(d > tol.atol, need, 0.0).max())
+    return max(atol_need, 0.0), math.inf if math.isnan(rtol_need) else rtol_need

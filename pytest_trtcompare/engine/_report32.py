@@ -1,0 +1,177 @@
+"""The failure report's pass over narrow-float chunks, in float32 with exact refinement.
+
+`Float32Screen` gives each chunk's |a - e|, relative error and error ratio in float32, a
+few ulps from float64's. Every figure of the report is still float64's: float32 only
+chooses candidates, with a margin of `SLACK` (relative) and `TINY` (absolute) that its
+rounding cannot cross, and the candidates are recomputed in float64:
+- worst elements: those whose float32 ratio reaches the heap's floor or the chunk's k-th
+  largest ratio, less the margin;
+- decades: |a - e| rounded to float32 is monotone, so only values whose rounding equals a
+  decade boundary's are looked up exactly (`Decades.add_float32`);
+- order statistics: the float32 values place elements below, inside or above each window
+  (`_windows`), and the ones inside are kept in float64;
+- "would pass with" tolerances (elementwise checks): maxima over elements, so the
+  candidates are those near the float32 maximum, or near the mask's edge (d vs atol,
+  r vs rtol), where float32 cannot tell which side they are on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from ._decades import Decades
+from ._errors_chunked import EPS, Chunk, ChunkComputer
+from ._figures import Worst, required_tolerances
+from ._screen32 import Float32Screen
+from ._windows import SLACK, TINY, Window
+from .tolerance import Tolerance
+
+_SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of exact
+
+
+def _down(value: float) -> np.float32:
+    """The largest float32 at most `value` (a threshold that never drops a candidate)."""
+    low = np.float32(value)
+    return np.nextafter(low, np.float32(-np.inf)) if float(low) > value else low
+
+
+class Report32:
+    """Adds narrow-float chunks to the report's accumulators; `add` returns None for a
+    chunk that needs the float64 path (Inf, NaN errors, overflow)."""
+
+    def __init__(self, tol: Tolerance, computer: ChunkComputer, chunk_elements: int) -> None:
+        self.tol = tol
+        self.computer = computer
+        self.screen = Float32Screen(tol, computer, chunk_elements)
+        self._eabs = np.empty(chunk_elements, dtype=np.float32)
+
+    def _exact(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> Chunk:
+        return self.computer.compute(a[positions], e[positions], 0, dots=False)
+
+    @np.errstate(all="ignore")
+    def add(
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        start: int,
+        worst: Worst,
+        decades: Decades,
+        windows: list[tuple[str, Window]],
+        required: tuple[float, float] | None,
+    ) -> tuple[float, float] | None:
+        got = self.screen.ratios(a, e)
+        if got is None:
+            return None
+        e32, d, r, ratio = got
+        self._worst(a, e, start, ratio, worst)
+        decades.add_float32(d, lambda at: _exact_errors(a, e, at)[0])
+        self._windows(a, e, d, r, windows)
+        return (0.0, 0.0) if required is None else self._required(a, e, e32, d, r, required)
+
+    def _worst(
+        self, a: np.ndarray, e: np.ndarray, start: int, ratio: np.ndarray, worst: Worst
+    ) -> None:
+        floor = worst.floor()
+        if floor > 0:
+            candidates = np.flatnonzero(ratio >= _down(floor * (1 - 3 * SLACK) - TINY))
+        else:
+            candidates = np.arange(ratio.shape[0])
+        if candidates.shape[0] > worst.size:
+            values = ratio[candidates]
+            kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
+            candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
+        if candidates.shape[0]:
+            chunk = self._exact(a, e, candidates)
+            worst.add(replace(chunk, positions=candidates + start))
+
+    def _windows(
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        d: np.ndarray,
+        r: np.ndarray,
+        windows: list[tuple[str, Window]],
+    ) -> None:
+        masks = []
+        for kind, window in windows:
+            mask = window.members(d if kind == "abs" else r, d)
+            if mask is not None:
+                masks.append((kind, window, mask))
+        if not masks:
+            return
+        union = masks[0][2].copy()
+        for _, _, mask in masks[1:]:
+            union |= mask
+        positions = np.flatnonzero(union)  # no NaN pair: their errors are 0, below windows
+        exact_abs, exact_rel = _exact_errors(a, e, positions)
+        for kind, window, mask in masks:
+            inside = mask[positions]
+            window.keep((exact_abs if kind == "abs" else exact_rel)[inside])
+
+    def _required(
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        e32: np.ndarray,
+        d: np.ndarray,
+        r: np.ndarray,
+        best: tuple[float, float],
+    ) -> tuple[float, float]:
+        """Exact maxima over the elements whose values may exceed `best` (exact so far)."""
+        tol = self.tol
+        lo_atol = _down(tol.atol * (1 - SLACK) - TINY)
+        if tol.rule == "polygraphy":
+            lo_rtol = _down(tol.rtol * (1 - SLACK) - TINY)
+            hi_rtol = np.float32(tol.rtol * (1 + SLACK) + TINY)
+            hi_atol = np.float32(tol.atol * (1 + SLACK) + TINY)
+            for_atol = _near_top(d, r >= lo_rtol, lambda: r > hi_rtol, best[0], 3 * SLACK)
+            for_rtol = _near_top(r, d >= lo_atol, lambda: d > hi_atol, best[1], 3 * SLACK)
+        else:
+            eabs = np.abs(e32, out=self._eabs[: d.shape[0]])
+            allowed_part = np.multiply(eabs, np.float32(tol.rtol))
+            need = np.subtract(d, allowed_part)
+            bound = 4 * SLACK * (float(d.max()) + float(allowed_part.max()))  # |need - exact|
+            for_atol = need >= _down(max(best[0], float(need.max()) - bound) - bound - TINY)
+            sure = d > np.float32(tol.atol * (1 + _SURE_OVER))
+            over = np.divide(np.subtract(d, np.float32(tol.atol)), eabs)  # loose near atol
+            for_rtol = _near_top(over, sure, lambda: sure, best[1], _SURE_OVER)
+            for_rtol |= (d >= lo_atol) & ~sure
+        candidates = np.flatnonzero(for_atol | for_rtol)
+        if not candidates.shape[0]:
+            return 0.0, 0.0
+        return required_tolerances(self._exact(a, e, candidates), tol)
+
+
+def _near_top(
+    estimate: np.ndarray,
+    maybe: np.ndarray,
+    surely: Callable[[], np.ndarray],
+    best: float,
+    slack: float,
+) -> np.ndarray:
+    """Elements whose exact value may exceed `best` and be the largest over a mask.
+
+    `maybe` holds every element of the mask, `surely()` only elements of it; `estimate` is
+    within a relative `slack` / 3 of the exact value on `maybe`.
+    """
+    keep = maybe & (estimate >= _down(best * (1 - slack) - TINY))
+    if np.count_nonzero(keep) > 64:  # the first chunk, or rising data: the chunk's top
+        sure = surely()
+        top = float(np.where(keep & sure, estimate, np.float32(0)).max())
+        keep &= (estimate >= _down(top * (1 - slack) - TINY)) | ~sure
+    return keep
+
+
+def _exact_errors(
+    a: np.ndarray, e: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """float64 |a - e| and relative error at positions holding finite, non-NaN pairs: the
+    arithmetic of `ChunkComputer.compute`, without its general cases."""
+    actual, expected = a[positions].astype(np.float64), e[positions].astype(np.float64)
+    d = np.abs(actual - expected)
+    eabs = np.abs(expected)
+    eabs[eabs == 0] = EPS
+    return d, d / eabs

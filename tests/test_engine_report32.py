@@ -1,0 +1,142 @@
+"""The one-pass failure report (windows on a sample, float32 candidates refined in float64)
+against the float64 radix-selection path and tests/reference.py: every figure identical."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pytest_trtcompare.engine._equal as equal_module
+import pytest_trtcompare.engine._errors_chunked as chunked
+import pytest_trtcompare.engine._report_pass as report_module
+import pytest_trtcompare.engine._select as select_module
+import pytest_trtcompare.engine._windows as windows_module
+import pytest_trtcompare.engine.stats as stats_module
+from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.engine._decades import Decades
+
+from .reference import _quantile, reference_verdict
+from .strategies import output_pairs, tolerances
+from .test_engine_screen import edge_pairs
+
+_SETTINGS = settings(max_examples=250, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_NARROW = [np.float16, np.float32, ml_dtypes.bfloat16, np.float64, np.int32]
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(select_module, "_MIN_COLLECT", 5)
+
+
+def _fields(out):
+    skip = ("cosine_similarity", "mean_abs_error", "mean_rel_error")
+    return {k: v for k, v in dataclasses.asdict(out).items() if k not in skip}
+
+
+def _check(monkeypatch, actual, expected, tol, sample, cap=1 << 16):
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module, "WINDOW_MIN", 0)
+        patch.setattr(windows_module, "SAMPLE", sample)
+        patch.setattr(windows_module, "CAP_MIN", cap)
+        fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    with monkeypatch.context() as patch:  # the float64 path with its radix selection
+        patch.setattr(report_module, "WINDOW_MIN", math.inf)
+        patch.setattr(equal_module.EqualChunks, "equal", lambda self, a, e: False)
+        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    if fast.passed and stats_module.screen_applies(actual.dtype, expected.dtype, tol):
+        assert fast.margin == pytest.approx(plain.margin, rel=1e-5)  # float32 estimate
+        object.__setattr__(fast, "margin", plain.margin)
+    assert repr(_fields(fast)) == repr(_fields(plain))
+    passed, mismatches, elements = reference_verdict(actual, expected, tol)
+    assert (fast.passed, fast.mismatches) == (passed, mismatches)
+    compared = [el for el in elements if not math.isnan(el.abs_err)]
+    if fast.median_abs_error is not None and compared:
+        assert fast.median_abs_error == _quantile([el.abs_err for el in compared], 0.5)
+        assert fast.median_rel_error == _quantile([el.rel_err for el in compared], 0.5)
+        assert fast.quantile_abs_error == _quantile([el.abs_err for el in compared], tol.quantile)
+        assert fast.quantile_rel_error == _quantile([el.rel_err for el in compared], tol.quantile)
+
+
+@_SETTINGS
+@given(
+    pair=output_pairs(),
+    tol=tolerances,
+    sample=st.sampled_from([1, 3, 10, 1 << 17]),
+    cap=st.sampled_from([0, 2, 1 << 16]),
+)
+def test_one_pass_report_of_any_pair(tiny, monkeypatch, pair, tol, sample, cap):
+    """Ties, NaN, Inf, ints, bool, fp8/fp16/bf16 against anything; samples that mislead,
+    windows that overflow their cap."""
+    _check(monkeypatch, *pair, tol, sample, cap)
+
+
+@_SETTINGS
+@given(case=edge_pairs(), sample=st.sampled_from([2, 5, 1 << 17]))
+def test_one_pass_report_at_the_tolerance_edge(tiny, monkeypatch, case, sample):
+    actual, expected, tol = case
+    _check(monkeypatch, actual, expected, tol, sample)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    dtypes=st.sampled_from([(a, e) for a in _NARROW[:3] for e in _NARROW[:3]]),
+    offset=st.sampled_from([0.0, 1e-4, 0.1, 1.0]),
+    rule=st.sampled_from(["polygraphy", "allclose"]),
+    check=st.sampled_from(["elemwise", "median", "quantile"]),
+    ties=st.booleans(),
+)
+def test_one_pass_report_of_larger_outputs(monkeypatch, seed, dtypes, offset, rule, check, ties):
+    """Thousands of elements in real chunks: windows that hold the wanted ranks, decade
+    boundaries (an offset of 0.1), many tied errors, exact zeros."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1000, 5000))
+    expected = rng.standard_normal(size)
+    if ties:
+        expected = np.round(expected * 4) / 4
+        expected[rng.random(size) < 0.3] = 0.0
+    expected = expected.astype(dtypes[1])
+    noise = rng.standard_normal(size) * 1e-3 + offset
+    actual = (expected.astype(np.float64) + noise).astype(dtypes[0])
+    if ties:
+        same = rng.random(size) < 0.3
+        actual[same] = expected[same].astype(dtypes[0])
+    tol = Tolerance(atol=1e-3, rtol=1e-3, rule=rule, check=check, quantile=0.9)
+    _check(monkeypatch, actual, expected, tol, 1 << 10)
+
+
+_STARTS = 10.0 ** np.arange(-45, 39)
+
+
+@_SETTINGS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.integers(-40, 37),
+    near=st.sampled_from([0.0, 1e-8, -1e-8, 6e-8, -6e-8, -1.2e-7, 1e-3]),
+)
+def test_float32_decades_are_float64s(seed, scale, near):
+    """Errors of float32 pairs on and around decade boundaries (10 ** k within float32
+    rounding), exact zeros, subnormals: the histogram of their float64 errors."""
+    rng = np.random.default_rng(seed)
+    actual = (rng.standard_normal(300) * 10.0**scale).astype(np.float32)
+    offsets = rng.choice(_STARTS, 300) * rng.choice([-1.0, 1.0], 300) * (1 + near)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = (actual.astype(np.float64) + offsets).astype(np.float32)
+        expected[:30] = actual[:30]
+        exact = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        rounded = np.abs(actual - expected)
+    finite = np.isfinite(rounded)
+    exact, rounded = exact[finite], rounded[finite]
+    plain, fast = Decades(), Decades()
+    plain.add(exact)
+    fast.add_float32(rounded, lambda at: exact[at])
+    assert fast.histogram() == plain.histogram()
