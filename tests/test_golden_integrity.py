@@ -44,7 +44,8 @@ def _assert_detected(path, twin, label):
     with pytest.raises(GoldenError) as info:
         read_golden(path)
     message = str(info.value)
-    assert str(path) in message and ("corrupt" in message or "truncated" in message), label
+    named = ("corrupt", "truncated", "not a golden")
+    assert str(path) in message and any(word in message for word in named), label
     for args in (("show", str(path)), ("diff", str(path), str(twin))):
         code, err = _cli_exit(*args)
         assert code == 2 and str(path) in err and "Traceback" not in err, (label, args, err)
@@ -92,6 +93,7 @@ HAND_CRAFTED = {
         "header field 'name' of tensor 'y': outputs 'y' appears twice",
     ),
     "object dtype": (_set("dtype", "|O8"), "header field 'dtype' of tensor 'y'"),
+    "big-endian dtype": (_set("dtype", ">f4"), "'>f4' is big-endian; goldens are little-endian"),
     "complex dtype": (_set("dtype", "<c8"), "header field 'dtype' of tensor 'y'"),
     "unknown dtype": (_set("dtype", "float128x"), "header field 'dtype' of tensor 'y'"),
     "nbytes as string": (_set("nbytes", "48"), "header field 'nbytes' of tensor 'y'"),
@@ -132,6 +134,22 @@ def test_a_header_length_beyond_the_file_never_allocates(small):
     _assert_detected(path, twin, "huge length")
     with pytest.raises(GoldenError, match=r"header of 8000000000000000 bytes in a file of 512"):
         read_golden(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "an empty file, not a golden"),
+        (b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 512\n", "git lfs pull"),
+        (b"<<<<<<< HEAD\nPYTEST-TRTCOMPARE", "holds git merge-conflict markers, not a golden"),
+    ],
+)
+def test_what_real_life_leaves_instead_of_a_golden_is_named(small, content, message):
+    path, _, _ = small
+    path.write_bytes(content)
+    with pytest.raises(GoldenError, match=re.escape(message)):
+        read_golden(path)
+    assert _cli_exit("show", str(path))[0] == 2
 
 
 def test_format_1_goldens_still_load(small):
@@ -299,6 +317,22 @@ def test_a_symlinked_golden_is_read_through_and_replaced_on_update(pytester, xdi
 
 
 @pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("what", ["a symlink loop", "a broken symlink"])
+def test_update_replaces_a_dangling_link_with_the_golden(pytester, xdist, what):
+    path = _golden_test(pytester)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(path if what == "a symlink loop" else pytester.path / "nowhere")
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*test_it.golden: is {what}, not a golden file", "(regenerate it with:*"]
+    )
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    assert not path.is_symlink() and read_golden(path).outputs["y"].tolist() == [1.0, 1.0, 1.0]
+    run(pytester, *xdist).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
 @pytest.mark.parametrize("what", ["a directory", "a FIFO", "a symlink loop", "a broken symlink"])
 def test_something_else_where_a_golden_should_be_is_named(pytester, xdist, what):
     path = _golden_test(pytester)
@@ -314,6 +348,10 @@ def test_something_else_where_a_golden_should_be_is_named(pytester, xdist, what)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist, timeout=120)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*test_it.golden: is {what}, not a golden file*"])
+    if what in ("a directory", "a FIFO"):  # --update-goldens cannot replace those: say so
+        result.stdout.fnmatch_lines(
+            ["*not a golden file; remove it, then run: pytest --update-goldens*"]
+        )
 
 
 @pytest.mark.parametrize("xdist", XDIST)

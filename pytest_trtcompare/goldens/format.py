@@ -128,9 +128,7 @@ def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
         version, prefix = 1, handle.read(17)
         match = _PREFIX_V1.match(prefix)
     else:
-        raise GoldenError(
-            f"{source}: not a pytest-trtcompare golden, or a corrupt one (bad magic bytes)"
-        )
+        raise GoldenError(f"{source}: {_foreign(magic, size)}")
     if match is None:
         if handle.tell() == size:
             raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its first line)")
@@ -155,6 +153,17 @@ def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
     if padding.strip(b"\0"):
         raise GoldenError(f"{source}: corrupt golden (non-zero bytes after the header)")
     return Header(version, meta, tensors, body_start, dtypes)
+
+
+def _foreign(start: bytes, size: int) -> str:
+    """What a file without the golden magic is, where it is recognisable."""
+    if size == 0:
+        return "an empty file, not a golden"
+    if start.startswith(b"version https://git-lfs"):
+        return "a git-lfs pointer, not the golden itself (run: git lfs pull)"
+    if start.startswith(b"<<<<<<<"):
+        return "holds git merge-conflict markers, not a golden"
+    return "not a pytest-trtcompare golden, or a corrupt one (bad magic bytes)"
 
 
 def _field(source: str, where: str, name: str, problem: str) -> GoldenError:
@@ -210,6 +219,9 @@ def _check_document(
             dtype = None
         if dtype is None or (dtype.name not in ML_DTYPES and dtype.kind not in "biuf"):
             raise _field(source, where, "dtype", f"{dtype_name!r} is not a bool, int or float type")
+        if dtype.byteorder == ">":
+            problem = f"{dtype_name!r} is big-endian; goldens are little-endian"
+            raise _field(source, where, "dtype", problem)
         dtypes.append(dtype)
     return document["meta"], tensors, dtypes
 

@@ -189,7 +189,9 @@ def _lock(path: Path) -> Any:
 
     folder = Path(tempfile.gettempdir()) / "pytest-trtcompare-locks"
     folder.mkdir(exist_ok=True)
-    key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:20]
+    key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[
+        :20
+    ]  # (resolve() fails on a loop)
     return FileLock(str(folder / f"{key}.lock"))
 
 

@@ -183,13 +183,16 @@ class ItemGoldens:
         problem = golden_file_problem(path)
         if problem is None and not path.exists():
             return None
+        replaceable = problem is None or path.is_symlink()  # a write replaces a link itself
         try:
             if problem:
                 raise GoldenError(problem)
             return read_golden(path)
         except GoldenError as exc:
-            if self.session.settings.update_goldens and problem is None:
-                return None  # damaged: --update-goldens replaces it
+            if self.session.settings.update_goldens and replaceable:
+                return None  # damaged, or a dangling link: --update-goldens replaces it
+            if not replaceable:
+                raise GoldenError(f"{exc}; remove it, then run: {self.regenerate_hint()}") from None
             raise GoldenError(f"{exc}\n(regenerate it with: {self.regenerate_hint()})") from None
 
     def compared(self, path: Path) -> None:
