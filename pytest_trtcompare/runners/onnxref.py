@@ -14,6 +14,7 @@ import onnx
 
 from ..errors import ModelLoadError
 from .onnx_runner import OnnxModelRunner
+from .onnx_versions import RuntimeVersions, onnx_reference_versions
 
 
 class OnnxReferenceRunner(OnnxModelRunner):
@@ -37,6 +38,9 @@ class OnnxReferenceRunner(OnnxModelRunner):
                 f"onnx.reference cannot load model {self.loaded.source}: {exc}"
             ) from None
         self._restrict_outputs([vi.name for vi in self.proto.graph.output])
+
+    def _runtime_versions(self) -> RuntimeVersions:
+        return onnx_reference_versions()
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = self.wanted_outputs()
