@@ -74,7 +74,8 @@ def test_onnxruntime_refusal_is_not_cut_before_the_versions():
     with pytest.raises(ModelLoadError) as info:
         runners.create("onnxrt", _stamped(ORT.max_ir, ORT.opsets[""] + 2))
     text = str(info.value)
-    assert f"onnxruntime {onnxruntime.__version__} cannot load model <ModelProto>" in text
+    assert "onnxruntime cannot load model <ModelProto>" in text
+    assert f"(onnxruntime {onnxruntime.__version__})" in text
     assert f"till opset {ORT.opsets['']}" in text and "model_load_utils" not in text
 
 

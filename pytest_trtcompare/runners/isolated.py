@@ -67,7 +67,7 @@ def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str)
 
     try:
         runner = create(spec["name"], spec["model"], spec["precision"], **spec["options"])
-        specs = [(s.name, s.dtype, s.shape) for s in runner.input_specs()]
+        specs = [(s.name, s.dtype, s.shape, s.kind) for s in runner.input_specs()]
         connection.send(("ready", specs, runner.output_names(), runner.describe()))
     except BaseException as exc:  # the parent re-raises it with its type name
         connection.send(("error", type(exc).__name__, str(exc)))
@@ -135,8 +135,8 @@ class IsolatedRunner(Runner):
             raise _rebuild(reply[1], reply[2])
         _, specs, self._outputs, self._describe = reply
         self._specs = [
-            TensorSpec(name, dtype, None if shape is None else tuple(shape))
-            for name, dtype, shape in specs
+            TensorSpec(name, dtype, None if shape is None else tuple(shape), kind)
+            for name, dtype, shape, kind in specs
         ]
 
     def _stop(self) -> None:

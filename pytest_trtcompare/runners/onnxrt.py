@@ -80,8 +80,8 @@ class OnnxRuntimeRunner(OnnxModelRunner):
                     f"onnxrt {precision} on {wanted[0]}: {text.splitlines()[0][:200]}"
                 ) from None
             raise ModelLoadError(
-                f"onnxruntime {ort.__version__} cannot load model {self.loaded.source}: "
-                f"{_tidy(text)}"
+                f"onnxruntime cannot load model {self.loaded.source}: {_tidy(text)} "
+                f"(onnxruntime {ort.__version__})"
             ) from None
         self._run = self.session.run
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
