@@ -33,30 +33,42 @@ class RunnerCrashed(TrtCompareError):
     """The isolated runner's process died or hung; the message says how, with its stderr."""
 
 
-def _pack(arrays: dict[str, np.ndarray], folder: Path, prefix: str) -> dict[str, Any]:
-    packed: dict[str, Any] = {}
-    for index, (name, value) in enumerate(arrays.items()):
-        array = np.ascontiguousarray(value)
-        if array.dtype.hasobject:
-            raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
-        if array.nbytes > _FILE_THRESHOLD:
-            path = folder / f"{prefix}-{index}.npy"
-            np.save(path, array, allow_pickle=False)
-            packed[name] = ("file", str(path))
-        else:
-            packed[name] = ("bytes", array.dtype.str, array.shape, array.tobytes())
-    return packed
+def _pack(arrays: dict[str, Any], folder: Path, prefix: str) -> dict[str, Any]:
+    return {
+        name: _pack_value(name, value, folder, f"{prefix}-{index}")
+        for index, (name, value) in enumerate(arrays.items())
+    }
 
 
-def _unpack(packed: dict[str, Any]) -> dict[str, np.ndarray]:
-    arrays = {}
-    for name, item in packed.items():
-        if item[0] == "file":
-            arrays[name] = np.load(item[1], allow_pickle=False)
-        else:
-            _, dtype, shape, data = item
-            arrays[name] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
-    return arrays
+def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
+    """An array as (dtype, shape, bytes) or a file; a sequence as a list; None as is."""
+    if value is None:
+        return ("none",)
+    if isinstance(value, (list, tuple)):
+        return ("seq", [_pack_value(name, v, folder, f"{prefix}-{i}") for i, v in enumerate(value)])
+    array = np.ascontiguousarray(value)
+    if array.dtype.hasobject:
+        raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
+    if array.nbytes > _FILE_THRESHOLD:
+        path = folder / f"{prefix}.npy"
+        np.save(path, array, allow_pickle=False)
+        return ("file", str(path))
+    return ("bytes", array.dtype.str, array.shape, array.tobytes())
+
+
+def _unpack(packed: dict[str, Any]) -> dict[str, Any]:
+    return {name: _unpack_value(item) for name, item in packed.items()}
+
+
+def _unpack_value(item: Any) -> Any:
+    if item[0] == "none":
+        return None
+    if item[0] == "seq":
+        return [_unpack_value(v) for v in item[1]]
+    if item[0] == "file":
+        return np.load(item[1], allow_pickle=False)
+    _, dtype, shape, data = item
+    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
 
 
 def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str) -> None:

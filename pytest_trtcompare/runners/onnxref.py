@@ -13,8 +13,26 @@ import numpy as np
 import onnx
 
 from ..errors import ModelLoadError
+from .onnx_graph import value_spec
 from .onnx_runner import OnnxModelRunner
 from .onnx_versions import RuntimeVersions, onnx_reference_versions
+
+
+def _unwrapped(value: Any, kind: str) -> Any:
+    """onnx's evaluator returns an optional sequence made by `If` as [[t0, t1 ...]]: a
+    sequence of tensors cannot hold a list, so the extra level is its wrapping."""
+    wrapped = isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
+    return value[0] if wrapped and kind in ("sequence", "optional sequence") else value
+
+
+def _owned(value: Any) -> Any:
+    """A copy (the evaluator may hand back views of its state); sequences as lists of arrays,
+    an empty optional as None."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_owned(item) for item in value]
+    return np.array(value, copy=True)
 
 
 class OnnxReferenceRunner(OnnxModelRunner):
@@ -38,6 +56,7 @@ class OnnxReferenceRunner(OnnxModelRunner):
                 f"onnx.reference cannot load model {self.loaded.source}: {exc}"
             ) from None
         self._restrict_outputs([vi.name for vi in self.proto.graph.output])
+        self._kinds = {vi.name: value_spec(vi).kind for vi in self.proto.graph.output}
 
     def _runtime_versions(self) -> RuntimeVersions:
         return onnx_reference_versions()
@@ -46,7 +65,7 @@ class OnnxReferenceRunner(OnnxModelRunner):
         names = self.wanted_outputs()
         values = self.evaluator.run(names, feed)
         return {
-            name: np.array(value, copy=True)  # the evaluator may hand back views of its state
+            name: _owned(_unwrapped(value, self._kinds.get(name, "tensor")))
             for name, value in zip(names, values, strict=True)
         }
 
