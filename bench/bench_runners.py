@@ -117,6 +117,42 @@ def isolation(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, fl
     return min(local), min(isolated)
 
 
+def worker_starts(model: onnx.ModelProto, feed: dict, starts: int = 5) -> dict[str, float]:
+    """Seconds from `create(..., isolate=True)` to the first result: an onnxrt worker, and a
+    torch twin of a local class (exported with torch.export at the first feed)."""
+    timings: dict[str, float] = {}
+
+    def first_result(make: Callable[[], runners.Runner], run_feed: dict) -> float:
+        best = float("inf")
+        for _ in range(starts):
+            start = time.perf_counter()
+            runner = make()
+            runner.infer(run_feed)
+            best = min(best, time.perf_counter() - start)
+            runner.close()
+        return best
+
+    timings["onnxrt"] = first_result(lambda: runners.create("onnxrt", model, isolate=True), feed)
+    try:
+        import torch
+    except ImportError:
+        return timings
+
+    def twin() -> runners.Runner:
+        class Twin(torch.nn.Module):  # local: pickle cannot send it
+            def __init__(self) -> None:
+                super().__init__()
+                self.body = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU())
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.body(x)
+
+        return runners.create("torch", Twin(), isolate=True)
+
+    timings["torch (exported)"] = first_result(twin, {"x": np.ones((2, 16), np.float32)})
+    return timings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
@@ -146,6 +182,10 @@ def main() -> None:
             f"| {label} | {local * 1e6:.1f} | {isolated * 1e6:.1f} | "
             f"{(isolated - local) * 1e6:.1f} |"
         )
+    model, feed = cases["tiny chain 16-32-32-32-8, batch 1"]
+    for label, seconds in worker_starts(model, feed).items():
+        rows.append({"worker_start": label, "seconds": seconds})
+        print(f"worker start to first result, {label}: {seconds:.2f} s (best of 5)")
     print(f"\nmachine: {platform.machine()}, onnxruntime {ort.__version__}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,11 @@ def concrete_shape(spec: TensorSpec, shapes: Mapping[str, Sequence[int]] | None)
                 f"shape {shape} given for input {spec.name!r} does not fit {spec.describe()}"
             )
         return shape
+    if spec.shape is None:
+        raise InputDataError(
+            f"input {spec.describe()} has no known rank: give its shape, e.g. "
+            f"shapes={{{spec.name!r}: (2, 4)}} or @pytest.mark.shapes"
+        )
     if spec.is_dynamic:
         raise InputDataError(
             f"input {spec.describe()} has dynamic dimensions: give its shape, e.g. "
@@ -92,6 +97,11 @@ def synthetic_feed(
         )
     feed: Feed = {}
     for spec in specs:
+        if spec.kind != "tensor":
+            raise InputDataError(
+                f"input {spec.describe()} is a {spec.kind}: synthetic data makes tensors only; "
+                "give its value with inputs= (a list of arrays, or None for an empty optional)"
+            )
         dtype = _numpy_dtype(spec.dtype)
         shape = concrete_shape(spec, shapes)
         rng = np.random.default_rng([seed, iteration, zlib.crc32(spec.name.encode())])

@@ -176,3 +176,89 @@ def as_output_mapping(outputs: Any, side: str) -> dict[str, NamedArray]:
             f"got {type(outputs).__name__}"
         )
     return {SINGLE_OUTPUT_NAME: as_named_array(outputs, SINGLE_OUTPUT_NAME, side)}
+
+
+# -- sequence and optional outputs ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What a sequence or optional output is on each side ('sequence of 3', 'empty optional',
+    'tensor'); `problem` is set when the two cannot be compared element by element."""
+
+    actual: str
+    expected: str
+    problem: str | None
+
+
+def _is_sequence(value: Any) -> bool:
+    """A list or tuple of arrays (a runner's sequence output); a list of numbers is an array."""
+    return isinstance(value, (list, tuple)) and any(
+        item is None or _is_sequence(item) or isinstance(item, np.ndarray) or _is_torch_tensor(item)
+        for item in value
+    )
+
+
+def _what(value: Any, sequence: bool) -> str:
+    if value is None:
+        return "empty optional"
+    if sequence:
+        return f"sequence of {len(value)}"
+    return "tensor"
+
+
+def flatten_structured(
+    actual: Any, expected: Any
+) -> tuple[Any, Any, dict[str, Structure], dict[str, list[str]]]:
+    """Sequence outputs `seq` become `seq[0]`, `seq[1]` ... on both sides; an empty optional
+    (None) disappears. Returns both sides, the structure of every such output (with a problem
+    where lengths or kinds differ) and the names each output became, in order (itself first)."""
+    if not (isinstance(actual, Mapping) and isinstance(expected, Mapping)):
+        return actual, expected, {}, {}
+    structured = [
+        str(name)
+        for name, value in [*actual.items(), *expected.items()]
+        if value is None or _is_sequence(value)
+    ]
+    if not structured:
+        return actual, expected, {}, {}
+    flat_a = {str(k): v for k, v in actual.items()}
+    flat_e = {str(k): v for k, v in expected.items()}
+    structures: dict[str, Structure] = {}
+    expanded: dict[str, list[str]] = {}
+    for name in dict.fromkeys(structured):
+        if name in flat_a and name in flat_e:  # else: reported as missing on one side
+            a, e = flat_a.pop(name), flat_e.pop(name)
+            expanded[name] = _expand(name, a, e, flat_a, flat_e, structures)
+    return flat_a, flat_e, structures, expanded
+
+
+def _expand(
+    name: str,
+    a: Any,
+    e: Any,
+    flat_a: dict[str, Any],
+    flat_e: dict[str, Any],
+    structures: dict[str, Structure],
+) -> list[str]:
+    """Put the comparable leaves of one output pair into flat_a / flat_e; their names."""
+    if not (a is None or e is None or _is_sequence(a) or _is_sequence(e)):
+        flat_a[name], flat_e[name] = a, e
+        return [name]
+    a_seq = a is not None and isinstance(a, (list, tuple))
+    e_seq = e is not None and isinstance(e, (list, tuple))
+    what_a, what_e = _what(a, a_seq), _what(e, e_seq)
+    problem = None
+    if (a is None) != (e is None) or a_seq != e_seq:
+        problem = f"{what_a}, expected {what_e}"
+    elif a_seq and len(a) != len(e):
+        problem = (
+            f"sequence of {len(a)} elements, expected {len(e)} "
+            f"(the first {min(len(a), len(e))} are compared)"
+        )
+    structures[name] = Structure(what_a, what_e, problem)
+    names = [name]
+    if a_seq and e_seq:
+        for index in range(min(len(a), len(e))):
+            names += _expand(f"{name}[{index}]", a[index], e[index], flat_a, flat_e, structures)
+    return names

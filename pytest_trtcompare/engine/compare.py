@@ -16,7 +16,7 @@ from ..errors import InvalidOutputError
 from . import stats as _stats
 from ._errors_chunked import ChunkComputer
 from ._report_pass import FailureDetails, OrderStatistics, report_pass
-from .arrays import Kind, NamedArray, as_output_mapping
+from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .indices import compare_indices, top_k_indices
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
@@ -47,22 +47,25 @@ def compare_outputs(
     Keyword tolerance fields (atol=..., check=...) override every entry of `tolerance`.
     """
     table = ToleranceTable(tolerance, **tolerance_fields)
+    order = _names(actual) + _names(expected)
+    actual, expected, structures, expanded = flatten_structured(actual, expected)
     actual_map = as_output_mapping(actual, "actual")
     expected_map = as_output_mapping(expected, "expected")
     if isinstance(names, str):
         names = [names]  # one name, not its characters
     restricted = None if names is None else tuple(dict.fromkeys(str(n) for n in names))
-    if restricted is None:
-        selected = list(actual_map) + [n for n in expected_map if n not in actual_map]
-    else:
-        selected = list(restricted)
-    table.warn_unknown(selected)
-    missing_actual = tuple(n for n in selected if n not in actual_map)
-    missing_expected = tuple(n for n in selected if n not in expected_map)
+    selected = [*order, *actual_map, *expected_map] if restricted is None else list(restricted)
+    # a sequence `seq` is compared as itself (its length) and seq[0], seq[1] ...
+    selected = list(dict.fromkeys(e for n in selected for e in expanded.get(n, [n])))
+    table.warn_unknown([n for n in selected if n not in structures or n in order])
+    missing_actual = tuple(n for n in selected if n not in actual_map and n not in structures)
+    missing_expected = tuple(n for n in selected if n not in expected_map and n not in structures)
     outputs = {
-        name: compare_one(name, actual_map[name], expected_map[name], table[name])
+        name: _structure_result(name, structures[name], table[name])
+        if name in structures
+        else compare_one(name, actual_map[name], expected_map[name], table[name])
         for name in selected
-        if name in actual_map and name in expected_map
+        if name in structures or (name in actual_map and name in expected_map)
     }
     return ComparisonResult(
         outputs=outputs,
@@ -71,6 +74,25 @@ def compare_outputs(
         actual_names=tuple(actual_map),
         expected_names=tuple(expected_map),
         restricted_to=restricted,
+    )
+
+
+def _names(outputs: Any) -> list[str]:
+    return [str(name) for name in outputs] if isinstance(outputs, Mapping) else []
+
+
+def _structure_result(name: str, structure: Structure, tol: Tolerance) -> OutputComparison:
+    """A sequence's length or an optional's emptiness: passes when both sides agree."""
+    return OutputComparison(
+        name=name,
+        passed=structure.problem is None,
+        tolerance=tol,
+        actual_dtype=structure.actual,
+        expected_dtype=structure.expected,
+        shape=(),
+        expected_shape=(),
+        problem=structure.problem,
+        margin=0.0 if structure.problem is None else math.inf,
     )
 
 

@@ -17,13 +17,21 @@ from ..errors import FeedError, PrecisionUnsupported
 Dim = int | str | None
 
 
+#: What a value of a spec is: a tensor, a sequence (list) of tensors, an optional (None or a
+#: tensor), or an optional sequence (None or a list).
+KINDS = ("tensor", "sequence", "optional", "optional sequence")
+
+
 @dataclass(frozen=True)
 class TensorSpec:
-    """Name, numpy dtype name and shape of a model input or output (None/str: dynamic dim)."""
+    """Name, numpy dtype name and shape of a model input or output (None/str: dynamic dim).
+
+    For a sequence or optional (`kind`), dtype and shape are those of its tensors."""
 
     name: str
     dtype: str
-    shape: tuple[Dim, ...] | None  # None: rank unknown (a torch module or a callable)
+    shape: tuple[Dim, ...] | None  # None: rank unknown (a torch module, a callable, no shape)
+    kind: str = "tensor"
 
     @property
     def is_dynamic(self) -> bool:
@@ -31,9 +39,13 @@ class TensorSpec:
 
     def describe(self) -> str:
         if self.shape is None:
-            return f"{self.name}: {self.dtype}[...]"
-        dims = ", ".join("?" if dim is None else str(dim) for dim in self.shape)
-        return f"{self.name}: {self.dtype}[{dims}]"
+            tensor = f"{self.dtype}[...]"
+        else:
+            tensor = f"{self.dtype}[{', '.join('?' if d is None else str(d) for d in self.shape)}]"
+        if self.kind != "tensor":
+            for wrapper in reversed(self.kind.split()):
+                tensor = f"{wrapper}<{tensor}>"
+        return f"{self.name}: {tensor}"
 
 
 def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:
@@ -76,6 +88,9 @@ class FeedChecker:
         self.names = frozenset(spec.name for spec in specs)
         self.rules: list[tuple[str, Any, int | None, tuple[tuple[int, int], ...]]] = []
         for spec in specs:
+            if spec.kind != "tensor":
+                self.rules.append((spec.name, None, -1, ()))  # never fits: check_feed decides
+                continue
             try:
                 dtype: Any = np.dtype(spec.dtype)
             except TypeError:
@@ -93,7 +108,7 @@ class FeedChecker:
             return False
         for name, dtype, rank, static in self.rules:
             array = feed[name]
-            if type(array) is not np.ndarray:
+            if type(array) is not np.ndarray or rank == -1:
                 return False
             if array.dtype != dtype or (rank is not None and array.ndim != rank):
                 return False
@@ -117,17 +132,44 @@ def check_feed(specs: Sequence[TensorSpec], feed: Mapping[str, Any], runner: str
     if missing:
         raise FeedError(f"{runner}: feed lacks input(s) {missing}; it has {list(feed)}")
     for name, value in feed.items():
-        spec = known[name]
-        array = np.asarray(value)
-        if str(array.dtype) != spec.dtype:
+        _check_value(known[name], value, runner, name, known[name].kind)
+
+
+def _check_value(spec: TensorSpec, value: Any, runner: str, where: str, kind: str) -> None:
+    if kind.startswith("optional"):
+        if value is not None:
+            _check_value(spec, value, runner, where, kind.removeprefix("optional").strip())
+        return
+    if kind == "sequence":
+        if not isinstance(value, (list, tuple)):
             raise FeedError(
-                f"{runner}: input {name!r} is {array.dtype}, the model expects {spec.dtype}"
+                f"{runner}: input {where!r} is {type(value).__name__}, the model expects "
+                f"{spec.describe()} (a list of arrays)"
             )
-        if not shape_fits(spec, array.shape):
-            raise FeedError(
-                f"{runner}: input {name!r} has shape {tuple(array.shape)}, the model expects "
-                f"{spec.describe()}"
-            )
+        for index, item in enumerate(value):
+            _check_value(spec, item, runner, f"{where}[{index}]", "tensor")
+        return
+    array = np.asarray(value)
+    if str(array.dtype) != spec.dtype:
+        raise FeedError(
+            f"{runner}: input {where!r} is {array.dtype}, the model expects {spec.dtype}"
+        )
+    if not shape_fits(spec, array.shape):
+        raise FeedError(
+            f"{runner}: input {where!r} has shape {tuple(array.shape)}, the model expects "
+            f"{spec.describe()}"
+        )
+
+
+def as_feed_value(value: Any) -> Any:
+    """An array, or for a sequence / optional input a list of arrays / None."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)) and (
+        not value or any(item is None or isinstance(item, (np.ndarray, list)) for item in value)
+    ):
+        return [as_feed_value(item) for item in value]
+    return np.asarray(value)
 
 
 class Runner(abc.ABC):
@@ -188,7 +230,13 @@ class Runner(abc.ABC):
             checker = self._checker = FeedChecker(self.input_specs())
         if checker is not None and type(feed) is dict and checker.fits(feed):
             return self._infer(feed)  # the hot path: a dict of fitting ndarrays, used as is
-        arrays = {name: np.asarray(value) for name, value in feed.items()}
+        structured = (
+            {spec.name for spec in checker.specs if spec.kind != "tensor"} if checker else set()
+        )
+        arrays = {
+            name: as_feed_value(value) if name in structured else np.asarray(value)
+            for name, value in feed.items()
+        }
         if checker is not None:
             check_feed(checker.specs, arrays, self.name)
         return self._infer(arrays)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import TrtCompareError
 from .base import Runner, TensorSpec
+from .isolated_torch import export_to_file, needs_export
 
 _FILE_THRESHOLD = 16 << 20
 _STDERR_TAIL = 2000
@@ -33,42 +34,55 @@ class RunnerCrashed(TrtCompareError):
     """The isolated runner's process died or hung; the message says how, with its stderr."""
 
 
-def _pack(arrays: dict[str, np.ndarray], folder: Path, prefix: str) -> dict[str, Any]:
-    packed: dict[str, Any] = {}
-    for index, (name, value) in enumerate(arrays.items()):
-        array = np.ascontiguousarray(value)
-        if array.dtype.hasobject:
-            raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
-        if array.nbytes > _FILE_THRESHOLD:
-            path = folder / f"{prefix}-{index}.npy"
-            np.save(path, array, allow_pickle=False)
-            packed[name] = ("file", str(path))
-        else:
-            packed[name] = ("bytes", array.dtype.str, array.shape, array.tobytes())
-    return packed
+def _pack(arrays: dict[str, Any], folder: Path, prefix: str) -> dict[str, Any]:
+    return {
+        name: _pack_value(name, value, folder, f"{prefix}-{index}")
+        for index, (name, value) in enumerate(arrays.items())
+    }
 
 
-def _unpack(packed: dict[str, Any]) -> dict[str, np.ndarray]:
-    arrays = {}
-    for name, item in packed.items():
-        if item[0] == "file":
-            arrays[name] = np.load(item[1], allow_pickle=False)
-        else:
-            _, dtype, shape, data = item
-            arrays[name] = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
-    return arrays
+def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
+    """An array as (dtype, shape, bytes) or a file; a sequence as a list; None as is."""
+    if value is None:
+        return ("none",)
+    if isinstance(value, (list, tuple)):
+        return ("seq", [_pack_value(name, v, folder, f"{prefix}-{i}") for i, v in enumerate(value)])
+    array = np.ascontiguousarray(value)
+    if array.dtype.hasobject:
+        raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
+    if array.nbytes > _FILE_THRESHOLD:
+        path = folder / f"{prefix}.npy"
+        np.save(path, array, allow_pickle=False)
+        return ("file", str(path))
+    return ("bytes", array.dtype.str, array.shape, array.tobytes())
+
+
+def _unpack(packed: dict[str, Any]) -> dict[str, Any]:
+    return {name: _unpack_value(item) for name, item in packed.items()}
+
+
+def _unpack_value(item: Any) -> Any:
+    if item[0] == "none":
+        return None
+    if item[0] == "seq":
+        return [_unpack_value(v) for v in item[1]]
+    if item[0] == "file":
+        return np.load(item[1], allow_pickle=False)
+    _, dtype, shape, data = item
+    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
 
 
 def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str) -> None:
     """The worker: build the runner once, then answer infer requests until told to stop."""
     with open(stderr_path, "ab", buffering=0) as stderr:
         os.dup2(stderr.fileno(), 2)
+    from .isolated_torch import load_exported
     from .registry import create_local as create
 
     try:
-        runner = create(spec["name"], spec["model"], spec["precision"], **spec["options"])
-        specs = [(s.name, s.dtype, s.shape) for s in runner.input_specs()]
-        connection.send(("ready", specs, runner.output_names(), runner.describe()))
+        model = load_exported(spec["model"])
+        runner = create(spec["name"], model, spec["precision"], **spec["options"])
+        connection.send(("ready", *_shape_of(runner)))
     except BaseException as exc:  # the parent re-raises it with its type name
         connection.send(("error", type(exc).__name__, str(exc)))
         return
@@ -79,11 +93,26 @@ def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str)
             runner.close()
             return
         try:
-            outputs = runner.infer(_unpack(message[1]))
+            if message[2] is None:
+                outputs = runner.infer(_unpack(message[1]))
+            else:
+                with runner.select_outputs(message[2]):
+                    outputs = runner.infer(_unpack(message[1]))
             calls += 1
             connection.send(("outputs", _pack(outputs, Path(folder), f"out{calls}")))
         except BaseException as exc:
             connection.send(("error", type(exc).__name__, str(exc)))
+
+
+def _shape_of(runner: Runner) -> tuple[Any, ...]:
+    """What the parent needs to answer for the runner without asking the worker."""
+    return (
+        [(s.name, s.dtype, s.shape, s.kind) for s in runner.input_specs()],
+        runner.output_names(),
+        runner.describe(),
+        getattr(runner, "layer_order", None),
+        runner.checks_feed,
+    )
 
 
 class IsolatedRunner(Runner):
@@ -114,6 +143,16 @@ class IsolatedRunner(Runner):
         self._stderr = self._folder / "stderr.txt"
         self._process: Any = None
         self._connection: Any = None
+        self._local: Runner | None = None
+        self._layer_order: list[str] | None = None
+        if needs_export(name, model):
+            # a module pickle cannot send: built here for its specs, exported at the first feed
+            from .registry import create_local
+
+            self._local = create_local(name, model, precision, **options)
+            self._spec["model"] = None
+            self._take(_shape_of(self._local))
+            return
         self._start()
 
     # -- process management ------------------------------------------------------------------
@@ -133,10 +172,13 @@ class IsolatedRunner(Runner):
         if reply[0] == "error":
             self._stop()
             raise _rebuild(reply[1], reply[2])
-        _, specs, self._outputs, self._describe = reply
+        self._take(reply[1:])
+
+    def _take(self, shape: Any) -> None:
+        specs, self._outputs, self._describe, self._layer_order, self.checks_feed = shape
         self._specs = [
-            TensorSpec(name, dtype, None if shape is None else tuple(shape))
-            for name, dtype, shape in specs
+            TensorSpec(name, dtype, None if dims is None else tuple(dims), kind)
+            for name, dtype, dims, kind in specs
         ]
 
     def _stop(self) -> None:
@@ -196,10 +238,23 @@ class IsolatedRunner(Runner):
     def output_names(self) -> list[str]:
         return list(self._outputs)
 
+    @property
+    def layer_order(self) -> list[str] | None:
+        """The inner runner's topological order of tensors (outputs="all")."""
+        return self._layer_order
+
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._local is not None:
+            self._spec["model"] = export_to_file(self._local, feed, self._folder)
+            self._spec["options"] = {
+                **self._spec["options"],
+                "input_names": self._local._input_names,  # type: ignore[attr-defined]
+            }
+            self._local.close()
+            self._local = None
         if self._process is None or not self._process.is_alive():
-            self._start()  # a fresh worker after a crash
-        self._connection.send(("infer", _pack(feed, self._folder, "in")))
+            self._start()  # the first worker, or a fresh one after a crash
+        self._connection.send(("infer", _pack(feed, self._folder, "in"), self._selection))
         reply = self._receive("running")
         if reply[0] == "error":
             raise _rebuild(reply[1], reply[2])
@@ -209,6 +264,9 @@ class IsolatedRunner(Runner):
         return {**self._describe, "isolated": True}
 
     def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
+            self._local = None
         if self._process is not None and self._process.is_alive():
             try:
                 self._connection.send(("close",))

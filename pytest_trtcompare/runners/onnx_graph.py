@@ -19,9 +19,11 @@ def numpy_dtype_name(elem_type: int) -> str:
         return str(TensorProto.DataType.Name(elem_type)).lower()
 
 
-def _dims(value_info: onnx.ValueInfoProto) -> tuple[Dim, ...]:
+def _dims(tensor_type: onnx.TypeProto.Tensor) -> tuple[Dim, ...] | None:
+    if not tensor_type.HasField("shape"):
+        return None  # unknown rank: any shape fits
     dims: list[Dim] = []
-    for dim in value_info.type.tensor_type.shape.dim:
+    for dim in tensor_type.shape.dim:
         if dim.HasField("dim_value"):
             dims.append(int(dim.dim_value))
         elif dim.HasField("dim_param"):
@@ -31,14 +33,27 @@ def _dims(value_info: onnx.ValueInfoProto) -> tuple[Dim, ...]:
     return tuple(dims)
 
 
+def value_spec(value_info: onnx.ValueInfoProto) -> TensorSpec:
+    """The spec of a tensor, sequence, optional or optional sequence value."""
+    kinds: list[str] = []
+    value_type = value_info.type
+    while value_type.WhichOneof("value") in ("sequence_type", "optional_type"):
+        if value_type.HasField("sequence_type"):
+            kinds.append("sequence")
+            value_type = value_type.sequence_type.elem_type
+        else:
+            kinds.append("optional")
+            value_type = value_type.optional_type.elem_type
+    tensor = value_type.tensor_type
+    dtype = numpy_dtype_name(tensor.elem_type) if tensor.elem_type else "undefined"
+    shape = _dims(tensor) if value_type.HasField("tensor_type") else None
+    return TensorSpec(value_info.name, dtype, shape, " ".join(kinds) or "tensor")
+
+
 def graph_input_specs(model: onnx.ModelProto) -> list[TensorSpec]:
     """Inputs that are not initializers (older exporters list weights as inputs too)."""
     weights = {t.name for t in model.graph.initializer}
-    return [
-        TensorSpec(vi.name, numpy_dtype_name(vi.type.tensor_type.elem_type), _dims(vi))
-        for vi in model.graph.input
-        if vi.name not in weights
-    ]
+    return [value_spec(vi) for vi in model.graph.input if vi.name not in weights]
 
 
 def intermediate_tensors(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -11,6 +11,7 @@ from ..errors import ModelLoadError
 from .base import Runner, TensorSpec
 from .onnx_graph import graph_input_specs, with_all_outputs
 from .onnx_model import load_model
+from .onnx_versions import RuntimeVersions, fit_ir_version
 from .precision import convert
 
 
@@ -21,7 +22,11 @@ class OnnxModelRunner(Runner):
     def __init__(self, model: Any, precision: str, outputs: str | Sequence[str] | None) -> None:
         super().__init__(precision)
         self.loaded = load_model(model)
-        converted = convert(self.loaded, precision)
+        versions = self._runtime_versions()
+        fitted, self.ir_note = (
+            (self.loaded, "") if versions is None else fit_ir_version(self.loaded, versions)
+        )
+        converted = convert(fitted, precision)
         self.route = converted.route
         self.proto: onnx.ModelProto = converted.proto
         self._layer_order: list[str] | None = None
@@ -30,6 +35,10 @@ class OnnxModelRunner(Runner):
         self._specs = graph_input_specs(self.proto)
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
         self._outputs: list[str] = [vi.name for vi in self.proto.graph.output]
+
+    def _runtime_versions(self) -> RuntimeVersions | None:
+        """The IR / opset versions the runtime reads (None: load the model as stamped)."""
+        return None
 
     def _restrict_outputs(self, available: list[str]) -> None:
         """Keep the outputs the user asked for (`outputs=[...]`), failing on unknown names."""
@@ -54,8 +63,11 @@ class OnnxModelRunner(Runner):
         return self._layer_order
 
     def describe(self) -> dict[str, Any]:
-        return {
+        info = {
             **super().describe(),
             "precision_route": self.route,
             "model_digest": self.loaded.digest,
         }
+        if self.ir_note:
+            info["ir_version"] = self.ir_note
+        return info

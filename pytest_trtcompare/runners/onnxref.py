@@ -12,8 +12,40 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, PrecisionUnsupported
+from .onnx_graph import value_spec
 from .onnx_runner import OnnxModelRunner
+from .onnx_versions import RuntimeVersions, onnx_reference_versions
+from .precision import implicit_inputs, topological_sort
+
+
+def _in_order(graph: onnx.GraphProto) -> bool:
+    """Whether every node comes after the producers of its inputs (subgraph reads included)."""
+    produced = {node_output for node in graph.node for node_output in node.output}
+    available = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        needed = [*node.input, *implicit_inputs(node)]
+        if any(name and name in produced and name not in available for name in needed):
+            return False
+        available.update(node.output)
+    return True
+
+
+def _unwrapped(value: Any, kind: str) -> Any:
+    """onnx's evaluator returns an optional sequence made by `If` as [[t0, t1 ...]]: a
+    sequence of tensors cannot hold a list, so the extra level is its wrapping."""
+    wrapped = isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
+    return value[0] if wrapped and kind in ("sequence", "optional sequence") else value
+
+
+def _owned(value: Any) -> Any:
+    """A copy (the evaluator may hand back views of its state); sequences as lists of arrays,
+    an empty optional as None."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_owned(item) for item in value]
+    return np.array(value, copy=True)
 
 
 class OnnxReferenceRunner(OnnxModelRunner):
@@ -30,6 +62,12 @@ class OnnxReferenceRunner(OnnxModelRunner):
         super().__init__(model, precision, outputs)
         from onnx.reference import ReferenceEvaluator
 
+        if not _in_order(self.proto.graph):  # the evaluator runs nodes as listed
+            ordered = onnx.ModelProto()
+            ordered.CopyFrom(self.proto)  # never reorder the user's ModelProto
+            self.proto = ordered
+            topological_sort(self.proto.graph)
+
         try:
             self.evaluator = ReferenceEvaluator(self.proto)
         except Exception as exc:  # the evaluator raises many types for unsupported graphs
@@ -37,14 +75,41 @@ class OnnxReferenceRunner(OnnxModelRunner):
                 f"onnx.reference cannot load model {self.loaded.source}: {exc}"
             ) from None
         self._restrict_outputs([vi.name for vi in self.proto.graph.output])
+        self._kinds = {vi.name: value_spec(vi).kind for vi in self.proto.graph.output}
+
+    def _runtime_versions(self) -> RuntimeVersions:
+        return onnx_reference_versions()
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from onnx.reference.op_run import RuntimeTypeError
+
         names = self.wanted_outputs()
-        values = self.evaluator.run(names, feed)
+        try:
+            values = self.evaluator.run(names, feed)
+        except RuntimeTypeError as exc:
+            if self.precision == "fp32":
+                raise
+            raise PrecisionUnsupported(self._type_error(exc)) from None
         return {
-            name: np.array(value, copy=True)  # the evaluator may hand back views of its state
+            name: _owned(_unwrapped(value, self._kinds.get(name, "tensor")))
             for name, value in zip(names, values, strict=True)
         }
+
+    def _type_error(self, exc: Exception) -> str:
+        """Name the ops the evaluator runs through their function bodies: those bodies keep
+        float32 constants, so they fail in float16 / bfloat16 where a kernel would not."""
+        from onnx.reference.op_run import OpFunction
+
+        bodies = sorted({n.op_type for n in self.evaluator.rt_nodes_ if isinstance(n, OpFunction)})
+        where = (
+            f"{', '.join(bodies)} (run through its onnx function body)"
+            if bodies
+            else "an op of the model"
+        )
+        return (
+            f"onnxref {self.precision}: onnx's reference evaluator cannot run {where} in "
+            f"{self.precision} for model {self.loaded.source}: {str(exc).strip()}"
+        )
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "version": onnx.__version__, "device": "cpu"}

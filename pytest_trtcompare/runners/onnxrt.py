@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
 from .onnx_runner import OnnxModelRunner
+from .onnx_versions import RuntimeVersions, onnxruntime_versions
 
 _CPU_NOTE = (
     "onnxruntime's CPU provider computes most float16 ops in float32 (it casts around "
@@ -24,6 +26,18 @@ def _import_onnxruntime() -> Any:
             "onnxruntime is not installed: pip install onnxruntime"
         ) from None
     return onnxruntime
+
+
+def _tidy(text: str) -> str:
+    """onnxruntime's message without the C++ source location and signature before it, and
+    cut (if at all) in the middle, so the versions it names at its end survive."""
+    text = text.strip()
+    located = re.match(r"(\[ONNXRuntimeError\] : \d+ : \w+ : )\S+:\d+ ", text)
+    if located:
+        rest = text[located.end() :]
+        signature = re.match(r"[^()]*(\((?:[^()]|\([^()]*\))*\))?\s*", rest)
+        text = located.group(1) + (rest[signature.end() :] if signature else rest)
+    return text if len(text) <= 600 else f"{text[:200]} ... {text[-380:]}"
 
 
 class OnnxRuntimeRunner(OnnxModelRunner):
@@ -44,7 +58,7 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         session_options: Any = None,
         outputs: str | Sequence[str] | None = None,
     ) -> None:
-        ort = _import_onnxruntime()
+        ort = self._ort = _import_onnxruntime()
         super().__init__(model, precision, outputs)
         wanted = list(providers) if providers else ["CPUExecutionProvider"]
         available = ort.get_available_providers()
@@ -65,15 +79,16 @@ class OnnxRuntimeRunner(OnnxModelRunner):
                 raise PrecisionUnsupported(
                     f"onnxrt {precision} on {wanted[0]}: {text.splitlines()[0][:200]}"
                 ) from None
-            hint = ""
-            if "IR version" in text:
-                hint = " (save it with an older ir_version: helper.make_model(..., ir_version=10))"
             raise ModelLoadError(
-                f"onnxruntime cannot load model {self.loaded.source}: {text.strip()[:300]}{hint}"
+                f"onnxruntime cannot load model {self.loaded.source}: {_tidy(text)} "
+                f"(onnxruntime {ort.__version__})"
             ) from None
         self._run = self.session.run
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
         self._version = ort.__version__
+
+    def _runtime_versions(self) -> RuntimeVersions:
+        return onnxruntime_versions(self._ort)
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = self._selection if self._selection is not None else self._outputs
