@@ -52,7 +52,7 @@ class CompareFixture:
             tolerances = {"": table.default, **table.per_output}
             result = compare_outputs(actual, expected, tolerances, names=names)
         except TrtCompareError as exc:
-            outcome = Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}")
+            outcome = Outcome.error(exc)
         else:
             outcome = compared([result], source="compare", arrays=(actual, expected))
         settle(self._item, settings, outcome)
@@ -137,13 +137,11 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
         try:
             path = goldens.path()
         except TrtCompareError as exc:
-            outcome = Outcome(Kind.ERROR, str(exc))
+            outcome = Outcome(Kind.ERROR, str(exc), source="compare_frameworks")
         else:
             outcome = state.cases.run_golden(spec, case, path, goldens)
     else:
         outcome = state.cases.run(spec, case)
-    if outcome.source == "compare":  # skips, crashes and errors say where they come from
-        outcome = Outcome(outcome.kind, outcome.message, source="compare_frameworks")
     state.reporter.note(outcome)
     request.node.stash[OUTCOME] = outcome
     if outcome.kind in (Kind.SKIPPED, Kind.ERROR):

@@ -118,7 +118,7 @@ class GoldenFixture:
         try:
             table = self._settings.tolerances.resolve(precision, tolerance, **fields)
         except TrtCompareError as exc:
-            return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}", source="golden")
+            return Outcome.error(exc, "golden")
         if self._goldens.updating(path):
             meta = {
                 "name": name,
@@ -144,7 +144,7 @@ class GoldenFixture:
                 outputs, golden.outputs, {"": table.default, **table.per_output}
             )
         except TrtCompareError as exc:
-            return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}", source="golden")
+            return Outcome.error(exc, "golden")
         runner = self._meta.get(name, {}).get("runner")
         return compared(
             [result],

@@ -248,12 +248,13 @@ class CaseRunner:
 def _guarded(run: Any) -> Outcome:
     """What cannot run here skips, a crash fails, our own errors become the message alone;
     errors raised by user code (a callable runner, a torch module) propagate as they are."""
+    source = "compare_frameworks"
     try:
         outcome: Outcome = run()
     except RunnerSkip as exc:
-        return Outcome(Kind.SKIPPED, str(exc))
+        return Outcome(Kind.SKIPPED, str(exc), source=source)
     except RunnerCrashed as exc:
-        return Outcome(Kind.CRASHED, str(exc))
+        return Outcome(Kind.CRASHED, str(exc), source=source)
     except TrtCompareError as exc:
-        return Outcome(Kind.ERROR, f"{type(exc).__name__}: {exc}")
+        return Outcome.error(exc, source)
     return outcome

@@ -37,6 +37,11 @@ class Outcome:
     golden: str | None = None  # the golden file involved, for the report
     note: str = ""  # added after the report (e.g. the nodes to keep in fp32)
 
+    @classmethod
+    def error(cls, exc: BaseException, source: str = "compare") -> Outcome:
+        """One of our own errors (a TrtCompareError) as the message alone, its type first."""
+        return cls(Kind.ERROR, f"{type(exc).__name__}: {exc}", source=source)
+
     @property
     def worst(self) -> ComparisonResult | None:
         """The first failing iteration, else the one closest to failing."""
