@@ -61,8 +61,11 @@ class Report32:
         decades: Decades,
         windows: list[tuple[str, Window]],
         required: tuple[float, float] | None,
+        screened: tuple[np.ndarray, ...] | None = None,
     ) -> tuple[float, float] | None:
-        got = self.screen.ratios(a, e)
+        """`screened`: the chunk's float32 (e, |a - e|, relative error, ratio) when the
+        scan has just computed them (`Float32Screen.last`)."""
+        got = screened if screened is not None else self.screen.ratios(a, e)
         if got is None:
             return None
         e32, d, r, ratio = got

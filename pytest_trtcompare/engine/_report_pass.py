@@ -29,7 +29,7 @@ from ._select import RankSelect, quantile_ranks
 from .arrays import Kind
 from .tolerance import Tolerance
 
-__all__ = ["FailureDetails", "OrderStatistics", "_Worst", "report_pass"]
+__all__ = ["FailureDetails", "OrderStatistics", "ReportBuilder", "_Worst", "report_pass"]
 
 #: Below this many elements the windows are not worth a sample (tests lower it).
 WINDOW_MIN = 1 << 18
@@ -56,21 +56,28 @@ class OrderStatistics:
 class _Chunks:
     """The pair's chunks: (start, actual, expected, whether bit-for-bit equal)."""
 
-    def __init__(self, a: np.ndarray, e: np.ndarray, kinds: tuple[Kind, Kind], tol: Tolerance):
+    def __init__(
+        self, a: np.ndarray, e: np.ndarray, kinds: tuple[Kind, Kind], tol: Tolerance, size: int
+    ):
         self.a, self.e = a, e
-        self.size = max(1, min(a.shape[0], _chunked.CHUNK_ELEMENTS))
+        self.size = max(1, min(a.shape[0], size))
         self.computer = ChunkComputer(*kinds, tol, capacity=self.size)
         self.equality = EqualChunks(a.dtype, e.dtype, self.size)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray, np.ndarray, bool]]:
-        for start in range(0, self.a.shape[0], self.size):
-            a, e = self.a[start : start + self.size], self.e[start : start + self.size]
+        return self.until(self.a.shape[0])
+
+    def until(self, stop: int) -> Iterator[tuple[int, np.ndarray, np.ndarray, bool]]:
+        for start in range(0, stop, self.size):
+            end = min(start + self.size, stop)
+            a, e = self.a[start:end], self.e[start:end]
             yield start, a, e, self.equality.enabled and self.equality.equal(a, e)
 
 
 def _windows_from_sample(
-    chunks: _Chunks, ranks: dict[float, tuple[int, int]], count: int
-) -> list[tuple[str, _windows.Window]]:
+    chunks: _Chunks, quantiles: tuple[float, ...], count: int
+) -> list[tuple[str, float, _windows.Window]]:
+    """Windows per (error kind, quantile); their ranks are set once the count is known."""
     positions = _windows.sample_positions(chunks.a.shape[0], _windows.SAMPLE)
     parts: dict[str, list[np.ndarray]] = {"abs": [], "rel": []}
     for start in range(0, positions.shape[0], chunks.size):
@@ -82,7 +89,7 @@ def _windows_from_sample(
     found = []
     for kind, values in parts.items():
         sample = np.concatenate(values)
-        found += [(kind, _windows.window_for(sample, q, r, cap)) for q, r in ranks.items()]
+        found += [(kind, q, _windows.window_for(sample, q, (0, 0), cap)) for q in quantiles]
     return found
 
 
@@ -107,7 +114,132 @@ def _select_exact(
     return selects
 
 
-@np.errstate(all="ignore")
+class ReportBuilder:
+    """The failure report's figures, accumulated chunk by chunk.
+
+    The scan `begin`s it at its first failing chunk and `add`s every chunk from there on,
+    handing over the float32 errors it has just computed, so a failing output's report
+    costs no second reading of those chunks; `finish` adds the chunks before that one.
+    Every figure is independent of the order chunks arrive in. Nothing is allocated
+    before `begin`, so a passing comparison pays nothing for having a builder.
+    """
+
+    def __init__(
+        self,
+        actual: np.ndarray,
+        expected: np.ndarray,
+        kinds: tuple[Kind, Kind],
+        tol: Tolerance,
+        worst_count: int,
+        float32: bool = False,
+        chunk_elements: int | None = None,
+    ) -> None:
+        self._args = (actual.reshape(-1), expected.reshape(-1), kinds, tol)
+        self._size = chunk_elements or _chunked.CHUNK_ELEMENTS
+        self.tol = tol
+        self.worst_count = worst_count
+        self.float32 = float32
+        self.began_at: int | None = None
+        self.need = (0.0, 0.0)
+
+    @property
+    def active(self) -> bool:
+        return self.began_at is not None
+
+    def begin(self, start: int) -> None:
+        """Start accumulating at flat index `start` (a chunk boundary)."""
+        self.chunks = _Chunks(*self._args, self._size)
+        self.worst, self.decades = _Worst(self.worst_count), Decades()
+        n = self.chunks.a.shape[0]
+        quantiles = tuple(dict.fromkeys((0.5, self.tol.quantile)))
+        self.windows = (
+            _windows_from_sample(self.chunks, quantiles, n) if n and n >= WINDOW_MIN else []
+        )
+        self.fast = (
+            Report32(self.tol, self.chunks.computer, self.chunks.size)
+            if self.float32 and self.windows
+            else None
+        )
+        self.began_at = start
+
+    @np.errstate(all="ignore")
+    def add(
+        self,
+        start: int,
+        a: np.ndarray,
+        e: np.ndarray,
+        equal: bool,
+        screened: tuple[np.ndarray, ...] | None = None,
+    ) -> None:
+        """Add one chunk; `screened`: its float32 (e, |a - e|, relative error, ratio)."""
+        if equal:
+            self.decades.zeros += a.shape[0]
+            for _, _, window in self.windows:
+                window.add_zeros(a.shape[0])
+            return
+        tol, fast = self.tol, self.fast
+        required = tol.check == "elemwise"
+        best = self.need if required else None
+        windows = [(kind, window) for kind, _, window in self.windows]
+        needs = (
+            fast.add(a, e, start, self.worst, self.decades, windows, best, screened)
+            if fast
+            else None
+        )
+        if needs is None:
+            chunk = self.chunks.computer.compute(a, e, start, dots=False)
+            self.worst.add(chunk)
+            self.decades.add(chunk.abs_err, top_counts(chunk.abs_err))
+            for kind, window in windows:
+                errors = chunk.abs_err if kind == "abs" else chunk.rel_err
+                mask = window.members(errors, chunk.abs_err)
+                if mask is not None:
+                    window.keep(errors[mask])
+            needs = _required_tolerances(chunk, tol) if required else (0.0, 0.0)
+        self.need = (max(self.need[0], needs[0]), max(self.need[1], needs[1]))
+
+    def finish(self, compared: int) -> tuple[FailureDetails, OrderStatistics]:
+        """Add the chunks before `begin`'s, and read the figures."""
+        if self.began_at is None:
+            self.begin(self._args[0].shape[0])
+        assert self.began_at is not None
+        for start, a, e, equal in self.chunks.until(self.began_at):
+            self.add(start, a, e, equal)
+        details = FailureDetails(
+            self.worst.ranked(), self.decades.histogram(), self.need[0], self.need[1]
+        )
+        if not compared:
+            return details, OrderStatistics(0.0, 0.0, 0.0, 0.0)
+        return details, self._order_statistics(compared)
+
+    def _order_statistics(self, compared: int) -> OrderStatistics:
+        qs = {q: quantile_ranks(compared, q)[:2] for q in (0.5, self.tol.quantile)}
+        values: dict[str, dict[int, float]] = {"abs": {}, "rel": {}}
+        missing = set() if self.windows else {"abs", "rel"}
+        for kind, q, window in self.windows:
+            window.ranks = qs[q]
+            found = window.values()
+            if found is None:
+                missing.add(kind)
+            else:
+                values[kind].update(found)
+        if missing:
+            ranks = {rank for pair in qs.values() for rank in pair}
+            selected = _select_exact(self.chunks, ranks, compared, sorted(missing))
+            for kind, select in selected.items():
+                values[kind] = select.values
+
+        def quantile(kind: str, q: float) -> float:
+            return _quantile(values[kind], compared, q)
+
+        return OrderStatistics(
+            median_abs=quantile("abs", 0.5),
+            median_rel=quantile("rel", 0.5),
+            quantile_abs=quantile("abs", self.tol.quantile),
+            quantile_rel=quantile("rel", self.tol.quantile),
+        )
+
+
 def report_pass(
     actual: np.ndarray,
     expected: np.ndarray,
@@ -118,71 +250,11 @@ def report_pass(
     worst_count: int,
     float32: bool = False,
 ) -> tuple[FailureDetails, OrderStatistics]:
-    """Worst elements, histogram, sharper tolerances and order statistics of one pair.
-
-    `float32`: the pair may take the float32 pass (`_screen32.applies`).
+    """Worst elements, histogram, sharper tolerances and order statistics of one pair, in
+    a pass of its own (`float32`: the pair may take the float32 pass, `_screen32.applies`).
     """
-    chunks = _Chunks(actual.reshape(-1), expected.reshape(-1), (a_kind, e_kind), tol)
-    worst, decades = _Worst(worst_count), Decades()
-    need_atol = need_rtol = 0.0
-    required = tol.check == "elemwise"
-    qs: dict[float, tuple[int, int]] = {}
-    for q in (0.5, tol.quantile) if compared else ():
-        low, high, _ = quantile_ranks(compared, q)
-        qs[q] = (low, high)
-    windows = (
-        _windows_from_sample(chunks, qs, compared)
-        if compared and chunks.a.shape[0] >= WINDOW_MIN
-        else []
-    )
-    fast = Report32(tol, chunks.computer, chunks.size) if float32 and windows else None
-    for start, a, e, equal in chunks:
-        if equal:
-            decades.zeros += a.shape[0]
-            for _, window in windows:
-                window.add_zeros(a.shape[0])
-            continue
-        best = (need_atol, need_rtol) if required else None
-        needs = fast.add(a, e, start, worst, decades, windows, best) if fast else None
-        if needs is None:
-            chunk = chunks.computer.compute(a, e, start, dots=False)
-            worst.add(chunk)
-            decades.add(chunk.abs_err, top_counts(chunk.abs_err))
-            for kind, window in windows:
-                errors = chunk.abs_err if kind == "abs" else chunk.rel_err
-                mask = window.members(errors, chunk.abs_err)
-                if mask is not None:
-                    window.keep(errors[mask])
-            needs = _required_tolerances(chunk, tol) if required else (0.0, 0.0)
-        need_atol, need_rtol = max(need_atol, needs[0]), max(need_rtol, needs[1])
-    details = FailureDetails(worst.ranked(), decades.histogram(), need_atol, need_rtol)
-    if not compared:
-        return details, OrderStatistics(0.0, 0.0, 0.0, 0.0)
-    values: dict[str, dict[int, float]] = {"abs": {}, "rel": {}}
-    missing = set()
-    for kind, window in windows:
-        found = window.values()
-        if found is None:
-            missing.add(kind)
-        else:
-            values[kind].update(found)
-    if not windows:
-        missing = {"abs", "rel"}
-    if missing:
-        ranks = {rank for pair in qs.values() for rank in pair}
-        selected = _select_exact(chunks, ranks, compared, sorted(missing))
-        for kind, select in selected.items():
-            values[kind] = select.values
-
-    def quantile(kind: str, q: float) -> float:
-        return _quantile(values[kind], compared, q)
-
-    return details, OrderStatistics(
-        median_abs=quantile("abs", 0.5),
-        median_rel=quantile("rel", 0.5),
-        quantile_abs=quantile("abs", tol.quantile),
-        quantile_rel=quantile("rel", tol.quantile),
-    )
+    builder = ReportBuilder(actual, expected, (a_kind, e_kind), tol, worst_count, float32)
+    return builder.finish(compared)
 
 
 def _quantile(values: dict[int, float], count: int, q: float) -> float:

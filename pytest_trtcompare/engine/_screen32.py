@@ -91,6 +91,9 @@ class Float32Screen:
         self._flags = np.empty(chunk_elements, dtype=np.bool_)
         self._keep = np.empty(chunk_elements, dtype=np.uint32)
         self._wide = np.empty((2, DOT_BLOCK))
+        #: After a successful `summarize`: that chunk's float32 (e, |a - e|, relative
+        #: error, error ratio), what `ratios` gives, valid until the next call.
+        self.last: tuple[np.ndarray, ...] = ()
 
     def _as_float32(self, values: np.ndarray, buffer: np.ndarray) -> np.ndarray:
         if values.dtype == np.float32:
@@ -133,6 +136,7 @@ class Float32Screen:
             return None
         if failing:
             summary.mismatches = self._mismatches(a, e, scratch)
+        self.last = (e32, d, r, scratch)
         return summary
 
     def _float64_dots(self, a32: np.ndarray, e32: np.ndarray) -> tuple[float, float, float]:

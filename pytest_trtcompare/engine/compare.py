@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidOutputError
 from . import stats as _stats
 from ._errors_chunked import ChunkComputer
-from ._report_pass import FailureDetails, OrderStatistics, report_pass
+from ._report_pass import FailureDetails, OrderStatistics, ReportBuilder
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .indices import compare_indices, top_k_indices
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
@@ -175,12 +175,20 @@ def _values_result(
     tol: Tolerance,
     header: dict[str, Any],
 ) -> OutputComparison:
-    s = _stats.scan(a, e, a_kind, e_kind, tol)
     float32 = _stats.screen_applies(a.dtype, e.dtype, tol)
+    # The report is built in the scan's pass: from the first mismatch on (an elementwise
+    # check fails exactly when there is one), or from the start for an order statistic.
+    report = ReportBuilder(
+        a, e, (a_kind, e_kind), tol, WORST_ELEMENTS, float32, _stats.CHUNK_ELEMENTS
+    )
+    if tol.check in ("median", "quantile"):
+        report.begin(0)
+    fused = report.active or tol.check == "elemwise"
+    s = _stats.scan(a, e, a_kind, e_kind, tol, report if fused else None)
     extra: dict[str, Any] = {}
     details: FailureDetails | None = None
     if tol.check in ("median", "quantile"):
-        details, order = report_pass(a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS, float32)
+        details, order = report.finish(s.compared)
         extra.update(_order_stats(order))
     stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
     if tol.check == "elemwise":
@@ -195,9 +203,7 @@ def _values_result(
         )
     if not passed:
         if details is None:
-            details, order = report_pass(
-                a, e, a_kind, e_kind, tol, s.compared, WORST_ELEMENTS, float32
-            )
+            details, order = report.finish(s.compared)
             extra.update(_order_stats(order))
         extra["worst"] = tuple(
             _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst

@@ -16,12 +16,13 @@ import numpy as np
 
 from ._equal import EqualChunks
 from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer, dot
+from ._report_pass import ReportBuilder
 from ._screen32 import ChunkSummary, Float32Screen
 from ._screen32 import applies as screen_applies
 from .arrays import Kind
 from .tolerance import Tolerance
 
-__all__ = ["ErrorStats", "scan", "screen_applies"]
+__all__ = ["CHUNK_ELEMENTS", "ErrorStats", "scan", "screen_applies"]
 
 #: A chunk whose largest error ratio stays below this cannot hold a mismatch, so its exact
 #: per-element verdict is skipped. The ratio is a few ulps from exact; 1e-12 is far wider.
@@ -110,9 +111,18 @@ def _summarize_exact(chunk: Chunk, computer: ChunkComputer, always_exact: bool) 
 
 
 def scan(
-    actual: np.ndarray, expected: np.ndarray, a_kind: Kind, e_kind: Kind, tol: Tolerance
+    actual: np.ndarray,
+    expected: np.ndarray,
+    a_kind: Kind,
+    e_kind: Kind,
+    tol: Tolerance,
+    report: ReportBuilder | None = None,
 ) -> ErrorStats:
-    """One chunked pass over a pair of equal-shape arrays."""
+    """One chunked pass over a pair of equal-shape arrays.
+
+    `report`: a failure report to build in the same pass, from the first chunk with a
+    mismatch on (or from the start, when the caller has begun it already).
+    """
     a, e = actual.reshape(-1), expected.reshape(-1)
     computer = ChunkComputer(a_kind, e_kind, tol, capacity=a.shape[0])
     chunk_elements = max(1, min(a.shape[0], CHUNK_ELEMENTS))
@@ -130,15 +140,23 @@ def scan(
         stop = start + CHUNK_ELEMENTS
         a_chunk, e_chunk = a[start:stop], e[start:stop]
         summary: ChunkSummary | None = None
-        if equality.enabled and equality.equal(a_chunk, e_chunk):
+        computed: tuple[np.ndarray, ...] | None = None
+        is_equal = equality.enabled and equality.equal(a_chunk, e_chunk)
+        if is_equal:
             equal.append((start, start + a_chunk.shape[0]))
             summary = _equal_summary(start, a_chunk.shape[0])
         elif screen is not None and (summary := screen.summarize(a_chunk, e_chunk)) is not None:
             screened.append((start, stop, summary.max_abs, summary.max_rel))
+            computed = screen.last
         else:
             chunk = computer.compute(a_chunk, e_chunk, start)
             summary = _summarize_exact(chunk, computer, always_exact)
         _accumulate(total, summary)
+        if report is not None:
+            if not report.active and (summary.mismatches or summary.nan_errors):
+                report.begin(start)
+            if report.active:
+                report.add(start, a_chunk, e_chunk, is_equal, computed)
     if screened and screen is not None:
         exact_maxima = screen.resolve_maxima(a, e, screened)
         _accumulate(total, ChunkSummary(0, *exact_maxima[:2], *exact_maxima[2:], 0, 0, 0, 0, 0, 0))
