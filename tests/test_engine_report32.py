@@ -140,3 +140,53 @@ def test_float32_decades_are_float64s(seed, scale, near):
     plain.add(exact)
     fast.add_float32(rounded, lambda at: exact[at])
     assert fast.histogram() == plain.histogram()
+
+
+@pytest.mark.parametrize("first_failing_chunk", [0, 5, 15])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk, dtype):
+    """Chunks from the first mismatch on are read once (the scan hands its float32 errors
+    over); only those before it are read again; every figure equals a pass of its own."""
+    size = 1024
+    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(report_module, "WINDOW_MIN", 0)
+    monkeypatch.setattr(windows_module, "SAMPLE", 256)
+    rng = np.random.default_rng(first_failing_chunk)
+    expected = rng.standard_normal(16 * size).astype(dtype)
+    actual = (expected.astype(np.float64) + rng.standard_normal(16 * size) * 1e-5).astype(dtype)
+    bad = first_failing_chunk * size + rng.choice(size, 3, replace=False)
+    actual[bad] += dtype(1.0)
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+
+    added = []
+    real_add = report_module.Report32.add
+
+    def add(self, a, e, start, *args):
+        added.append((start, args[-1] is not None if len(args) == 5 else False))
+        return real_add(self, a, e, start, *args)
+
+    monkeypatch.setattr(report_module.Report32, "add", add)
+    out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    handed_over = [start for start, given in added if given]
+    read_again = [start for start, given in added if not given]
+    assert handed_over == [c * size for c in range(first_failing_chunk, 16)]
+    assert read_again == [c * size for c in range(first_failing_chunk)]
+    assert out.mismatches == 3 and not out.passed
+
+    details, order = report_module.report_pass(
+        actual, expected, "float", "float", tol, out.count, len(out.worst), float32=True
+    )
+    assert [tuple(np.unravel_index(flat, actual.shape)) for flat, _ in details.worst] == [
+        w.index for w in out.worst
+    ]
+    assert details.histogram == out.histogram
+    assert (details.required_atol, details.required_rtol) == (
+        out.required_atol_at_rtol,
+        out.required_rtol_at_atol,
+    )
+    assert (order.median_abs, order.median_rel) == (out.median_abs_error, out.median_rel_error)
+    assert (order.quantile_abs, order.quantile_rel) == (
+        out.quantile_abs_error,
+        out.quantile_rel_error,
+    )

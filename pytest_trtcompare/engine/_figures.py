@@ -36,7 +36,10 @@ class Worst:
         # Only elements above the current k-th worst can enter (exact matches never do):
         # argpartition degrades badly on the many tied zeros of a mostly exact output.
         floor = self.floor()
-        candidates = np.flatnonzero(chunk.ratio > floor)  # NaN ratios (0/0) never enter
+        if self._lower_ties_may_enter(chunk):
+            candidates = np.flatnonzero(chunk.ratio >= floor)  # NaN ratios (0/0) never enter
+        else:
+            candidates = np.flatnonzero(chunk.ratio > floor)
         if candidates.size > self.size:
             values = chunk.ratio[candidates]
             kth = np.partition(values, candidates.size - self.size)[candidates.size - self.size]
@@ -44,6 +47,14 @@ class Worst:
             candidates = np.concatenate([above, tied[: self.size - above.size]])  # lower first
         for i in candidates.tolist():
             self._keep(float(chunk.ratio[i]), chunk.flat_index(i))
+
+    def _lower_ties_may_enter(self, chunk: Chunk) -> bool:
+        """Whether an element tied with the k-th worst may displace it (a lower index).
+
+        Chunks mostly arrive in order, where ties never enter; the failure report built in
+        the scan's pass adds the chunks before its first mismatch last.
+        """
+        return len(self.heap) >= self.size and chunk.flat_index(0) < -self.heap[0][1]
 
     def floor(self) -> float:
         """The ratio an element must exceed to enter (0 while there is room)."""
