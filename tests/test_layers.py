@@ -5,6 +5,7 @@ with and without -n 2, with a real onnxruntime and the reference evaluator at fp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
@@ -13,7 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_trtcompare import runners
+from pytest_trtcompare import compare_outputs, runners
+from pytest_trtcompare.engine.layers import LayerView, listed
 from pytest_trtcompare.session import cases, layers
 from pytest_trtcompare.session.expand import Case
 from pytest_trtcompare.session.settings import ToleranceSettings
@@ -215,6 +217,65 @@ def test_bad_command_line_and_ini_values_are_usage_errors(pytester, suite):
     result = run(pytester)
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*ini trtcompare_layers = 'strict': takes gate or report*"])
+
+
+# -- compare_layers ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def block_runners():
+    reference = runners.create("onnxrt", block_model(), outputs="all")
+    target = runners.create("onnxref", block_model(), "fp16", outputs="all")
+    feed = {"x": np.random.default_rng(1).random((2, 3), dtype=np.float32)}
+    return target, reference, feed
+
+
+def test_compare_layers_leaves_out_integer_tensors_and_names_nodes(block_runners):
+    target, reference, feed = block_runners
+    result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4)
+    assert list(result.outputs) == [
+        "/block/scale/Mul_output_0",
+        "/block/Add_output_0",
+        "t",
+        "y",
+    ]
+    assert result.layers is not None and result.layers.left_out == 1
+    assert result.layers.model_outputs == ("y",)
+    assert result.first_divergence_node == "/block/scale/Mul (Mul)"
+    assert not result.passed
+    everything = layers.compare_layers(
+        target, reference, feed, atol=1e-4, rtol=1e-4, layer_dtypes="all"
+    )
+    assert "/block/Shape_output_0" in everything.outputs
+    assert everything.outputs["/block/Shape_output_0"].passed
+
+
+def test_report_mode_decides_on_the_model_outputs(block_runners):
+    target, reference, feed = block_runners
+    result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4, layers="report")
+    assert result.passed and result.first_divergence == "/block/scale/Mul_output_0"
+    text = result.report()
+    assert "2 of 4 layers out of tolerance" in text
+    assert "the model outputs pass (layers='report': only they decide the verdict)" in text
+
+
+def test_compare_layers_refuses_unknown_modes(block_runners):
+    target, reference, feed = block_runners
+    with pytest.raises(ValueError, match="layers='gates': takes one of gate, report"):
+        layers.compare_layers(target, reference, feed, layers="gates")
+    with pytest.raises(ValueError, match="layer_dtypes='int': takes one of float, all"):
+        layers.compare_layers(target, reference, feed, layer_dtypes="int")
+
+
+def test_listing_counts_the_rest():
+
+    names = [f"t{i}" for i in range(10)]
+    actual = {n: np.full(3, 1.0 if n != "t5" else 2.0, np.float32) for n in names}
+    expected = {n: np.ones(3, np.float32) for n in names}
+    result = compare_outputs(actual, expected)
+    result = dataclasses.replace(result, per_layer=True, layers=LayerView(model_outputs=("t9",)))
+    listing = listed(result)
+    assert listing.names == ("t3", "t4", "t5", "t9") and listing.detailed == ("t5",)
+    assert listing.not_shown == 6
+    assert listed(result, verbosity=2).names == tuple(names)
 
 
 # -- the marker path's memory bound -------------------------------------------------------------

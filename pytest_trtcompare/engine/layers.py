@@ -2,8 +2,9 @@
 
 A per-layer result can hold hundreds of tensors. The report, the accuracy summary, the JSON
 report and JUnit properties all list the same few (`listed`): every failing layer, the
-`AROUND` passing layers just before the first divergence, and the model's own outputs; the
-rest are counted. With verbosity 2 (`-vv`) every layer is listed.
+`AROUND` passing layers just before the first divergence, and the model's own outputs (when
+nothing fails: the layer closest to failing and the model outputs); the rest are counted.
+With verbosity 2 (`-vv`) every layer is listed.
 """
 
 from __future__ import annotations
@@ -60,40 +61,28 @@ class LayerResult(Protocol):
 
 @dataclass(frozen=True)
 class Listing:
-    """Which tensors a report lists: `detailed` in full, `brief` in one line each (both in
-    topological order), and how many passing layers it leaves unlisted."""
+    """Which tensors a report lists: `detailed` in full, `names` (all listed, topological
+    order) in one line each, and how many passing layers it leaves unlisted."""
 
     detailed: tuple[str, ...]
-    brief: tuple[str, ...]
+    names: tuple[str, ...]
     not_shown: int
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(sorted((*self.detailed, *self.brief), key=self._position))
-
-    _order: Mapping[str, int] = field(default_factory=dict, repr=False)
-
-    def _position(self, name: str) -> int:
-        return self._order.get(name, 0)
 
 
 def listed(result: LayerResult, verbosity: int = 0) -> Listing:
     """The tensors to list (see the module docstring)."""
     view = result.layers or LayerView()
     names = list(result.outputs)
-    order = {name: i for i, name in enumerate(names)}
     failing = [name for name in names if not result.outputs[name].passed]
     if verbosity >= 2:
-        brief = [name for name in names if name not in failing]
-        return Listing(tuple(failing), tuple(brief), 0, order)
+        return Listing(tuple(failing), tuple(names), 0)
     first = failing[0] if failing else None
     detailed = [name for name in failing if verbosity >= 1 or name in (first, *view.model_outputs)]
-    brief = [name for name in failing if name not in detailed]
+    shown = set(failing) | {name for name in view.model_outputs if name in result.outputs}
     if first is not None:
-        before = [name for name in names[: order[first]] if result.outputs[name].passed]
-        brief += before[-AROUND:]
+        before = [name for name in names[: names.index(first)] if result.outputs[name].passed]
+        shown.update(before[-AROUND:])
     elif names:  # nothing failed: the layer closest to failing
-        brief.append(max(names, key=lambda name: result.outputs[name].margin))
-    brief += [name for name in view.model_outputs if name in order and name not in failing]
-    brief = sorted(dict.fromkeys(brief), key=order.__getitem__)
-    return Listing(tuple(detailed), tuple(brief), len(names) - len(detailed) - len(brief), order)
+        shown.add(max(names, key=lambda name: result.outputs[name].margin))
+    ordered = tuple(name for name in names if name in shown)
+    return Listing(tuple(detailed), ordered, len(names) - len(ordered))
