@@ -19,6 +19,11 @@ class ToleranceWarning(UserWarning):
     """A tolerance was given for an output name that the comparison does not have."""
 
 
+class LayerDivergenceWarning(UserWarning):
+    """A per-layer test with layers='report' passed on its model outputs while a layer
+    diverged: the warning names the first divergence."""
+
+
 class FeatureNotAvailableError(TrtCompareError):
     """An option or marker is registered but its feature has not landed yet."""
 

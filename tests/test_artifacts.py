@@ -146,7 +146,9 @@ def test_per_layer_plot_marks_the_first_divergence(pytester):
     )
     result = pytester.runpytest("--trtcompare-artifacts", "arts")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*first divergence (topological order): add2*", "*layers.png*"])
+    result.stdout.fnmatch_lines(
+        ["*first divergence (topological order): bias2 (Add) -> add2*", "*layers.png*"]
+    )
     (layers,) = list((pytester.path / "arts").rglob("layers.png"))
     assert layers.stat().st_size > 10_000
 

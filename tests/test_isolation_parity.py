@@ -54,6 +54,8 @@ def test_per_layer_runners_keep_their_layer_order():
     inside = runners.create("onnxrt", layer_chain(), outputs="all")
     outside = runners.create("onnxrt", layer_chain(), outputs="all", isolate=True)
     assert outside.layer_order == inside.layer_order and inside.layer_order
+    assert outside.layers == inside.layers  # producing node, op type, dtype cross too
+    assert (inside.layers[1].node, inside.layers[1].op) == ("bias0", "Add")
     feed = {"x": np.random.default_rng(1).standard_normal((2, 16)).astype(np.float32)}
     chunk = inside.layer_order[1:3]
     with outside.select_outputs(chunk), inside.select_outputs(chunk):

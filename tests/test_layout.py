@@ -79,7 +79,7 @@ def test_the_cycle_finder_finds_a_planted_cycle(monkeypatch):
     monkeypatch.setattr(f"{__name__}.GRAPH", planted)
     cycle = _cycle()
     assert cycle is not None and cycle[0] == cycle[-1]
-    assert set(cycle) == {"pytest_trtcompare.engine.report", "pytest_trtcompare.engine.results"}
+    assert {"pytest_trtcompare.engine.report", "pytest_trtcompare.engine.results"} <= set(cycle)
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

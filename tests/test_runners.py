@@ -228,7 +228,8 @@ def test_per_layer_comparison_names_the_perturbed_layer(feed, target_framework):
     assert result.first_divergence == "add2"
     assert list(result.outputs)[:7] == ["mm0", "add0", "act0", "mm1", "add1", "act1", "mm2"]
     assert all(result.outputs[name].passed for name in ["mm0", "add1", "act1", "mm2"])
-    assert "first divergence (topological order): add2" in result.report()
+    assert result.first_divergence_node == "bias2 (Add) -> add2"
+    assert "first divergence (topological order): bias2 (Add) -> add2, layer 8" in result.report()
 
 
 def test_runner_cache_builds_each_runner_once(chain, tmp_path):

@@ -158,3 +158,7 @@ def test_per_layer_comparison_through_tensorrt(fake, feed):
     reference = runners.create("onnxrt", layer_chain(), outputs="all")
     result = compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4)
     assert result.first_divergence == "add1"
+    assert result.first_divergence_node == "bias1 (Add) -> add1"  # from the ONNX reference
+    marked = {layer.tensor: layer for layer in target.layers}
+    assert marked["y"].model_output and not marked["add1"].model_output
+    assert marked["add1"].dtype == "float32"

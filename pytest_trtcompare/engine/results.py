@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .layer_report import format_layers
+from .layers import LayerView
 from .outputs import OutputComparison
 from .report import format_result
 
@@ -22,6 +24,7 @@ class ComparisonResult:
     expected_names: tuple[str, ...] = ()
     restricted_to: tuple[str, ...] | None = field(default=None)
     per_layer: bool = False  # outputs are a model's intermediate tensors in topological order
+    layers: LayerView | None = None  # per-layer: producing nodes, model outputs, gate mode
 
     @property
     def first_divergence(self) -> str | None:
@@ -29,10 +32,22 @@ class ComparisonResult:
         return next((out.name for out in self.outputs.values() if not out.passed), None)
 
     @property
+    def first_divergence_node(self) -> str | None:
+        """The first divergence as '/encoder/layer.3/attn/Softmax (Softmax)' (per-layer)."""
+        first = self.first_divergence
+        if first is None or self.layers is None:
+            return first
+        return self.layers.label(first)
+
+    @property
     def passed(self) -> bool:
-        return not (self.missing_in_actual or self.missing_in_expected) and all(
-            out.passed for out in self.outputs.values()
-        )
+        """Every output within tolerance; per-layer with layers='report', the model outputs."""
+        if self.missing_in_actual or self.missing_in_expected:
+            return False
+        names = list(self.outputs)
+        if self.layers is not None:
+            names = self.layers.gating(names)
+        return all(self.outputs[name].passed for name in names)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -50,6 +65,8 @@ class ComparisonResult:
 
     def report(self, verbosity: int = 0) -> str:
         """The failure report (pass lines only for passing outputs); -v adds rows."""
+        if self.layers is not None:
+            return format_layers(self, verbosity)
         return format_result(self, verbosity)
 
     def __str__(self) -> str:

@@ -245,6 +245,14 @@ def add_options(parser: pytest.Parser) -> None:
         "in fp32 (onnxref, onnxrt and trt targets of ONNX models) and add them to its report",
     )
     add(
+        "--trt-layers",
+        dest="trt_layers",
+        choices=["gate", "report"],
+        help="per-layer tests (outputs='all'): 'gate' fails on any layer out of tolerance; "
+        "'report' fails only on the model outputs and reports the first divergence "
+        "(overrides the layers= marker argument; ini: trtcompare_layers)",
+    )
+    add(
         "--trtcompare-isolate",
         dest="trtcompare_isolate",
         action="store_true",
@@ -259,6 +267,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
+    parser.addini("trtcompare_layers", "default of layers= (gate or report)", default="")
     parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
     parser.addini(
         "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False

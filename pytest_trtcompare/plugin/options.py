@@ -47,6 +47,7 @@ class Settings:
     engine_cache: str | None
     isolate: bool
     debug_precision: bool  # --trt-debug-precision
+    layers: tuple[str | None, str | None]  # --trt-layers, ini trtcompare_layers
     verbosity: int
     rootpath: Path
     input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
@@ -106,6 +107,13 @@ def _frameworks(config: pytest.Config) -> tuple[str, ...] | None:
         except UnknownFrameworkError as exc:
             raise _usage(f"--frameworks: {exc}") from None
     return names
+
+
+def _layers(config: pytest.Config) -> tuple[str | None, str | None]:
+    ini = str(config.getini("trtcompare_layers")).strip() or None
+    if ini is not None and ini not in ("gate", "report"):
+        raise _usage(f"ini trtcompare_layers = {ini!r}: takes gate or report")
+    return config.getoption("trt_layers"), ini
 
 
 def _overrides(config: pytest.Config) -> dict[str, Any]:
@@ -168,6 +176,7 @@ def build_settings(config: pytest.Config) -> Settings:
         engine_cache=None if engine_cache is None else str(engine_cache),
         isolate=bool(config.getoption("trtcompare_isolate")),
         debug_precision=bool(config.getoption("trt_debug_precision")),
+        layers=_layers(config),
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
         **_overrides(config),

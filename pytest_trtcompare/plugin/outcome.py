@@ -6,13 +6,17 @@ and an OutputMismatchError raised by `assert_outputs_close` in a test body.
 
 from __future__ import annotations
 
+import json
 import shlex
+import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
+from ..engine.report import num
 from ..engine.results import ComparisonResult, OutputMismatchError
+from ..errors import LayerDivergenceWarning
 from ..session.outcome import Kind, Outcome, runner_name
 from . import summary
 from .options import Settings
@@ -31,8 +35,9 @@ def quoted_nodeid(item_or_nodeid: pytest.Item | str) -> str:
     return shlex.quote(nodeid)
 
 
-def record(item: pytest.Item, outcome: Outcome) -> None:
-    """The accuracy records of an outcome, on the item (summary, JSON report, JUnit)."""
+def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
+    """The accuracy records of an outcome, on the item (summary, JSON report, JUnit); of a
+    per-layer comparison, the layers its report lists and one summary of all of them."""
     worst = outcome.worst
     if worst is None:
         return
@@ -42,8 +47,22 @@ def record(item: pytest.Item, outcome: Outcome) -> None:
         outcome.source,
         runner_name(outcome.target or None),
         runner_name(outcome.reference),
+        verbosity,
     )
     item.user_properties.extend(summary.to_properties(records))
+    if worst.layers is not None:
+        layers = summary.layer_summary(worst, display_id(item), verbosity)
+        item.user_properties.append((summary.LAYERS_PROPERTY, json.dumps(layers, sort_keys=True)))
+        if outcome.kind is Kind.PASSED and worst.first_divergence is not None:
+            margin = num(worst.outputs[worst.first_divergence].margin, 3)
+            warnings.warn_explicit(  # at the test, not in the plugin
+                f"{display_id(item)}: first divergence {worst.first_divergence_node} "
+                f"({margin}x its tolerance); the model outputs pass and decide the verdict "
+                "(layers='report')",
+                LayerDivergenceWarning,
+                filename=str(item.path),
+                lineno=(item.location[1] or 0) + 1,
+            )
 
 
 def artifacts_root(item: pytest.Item, settings: Settings) -> Path:
@@ -94,7 +113,7 @@ def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: boo
     A mismatch inside a test body raises OutputMismatchError (the user's line shows in the
     traceback); outside one (a compare_frameworks verdict) it fails with the report alone."""
     __tracebackhide__ = True
-    record(item, outcome)
+    record(item, outcome, settings.verbosity)
     if outcome.kind in (Kind.PASSED, Kind.GOLDEN_WRITTEN):
         return
     if outcome.kind is Kind.SKIPPED:

@@ -25,6 +25,7 @@ class Reporter:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.records: list[summary.Record] = []
+        self.layers: list[dict[str, Any]] = []
         self.descriptions: dict[str, Any] = {}
         self.builds: dict[str, dict[str, dict[str, int]]] = {}
 
@@ -37,6 +38,11 @@ class Reporter:
     def logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.failed):
             self.records.extend(summary.from_properties(report.user_properties))
+            self.layers.extend(
+                json.loads(str(value))
+                for key, value in report.user_properties
+                if key == summary.LAYERS_PROPERTY
+            )
 
     def worker_payload(self, builds: Mapping[str, Any]) -> dict[str, Any]:
         # plain JSON types only: execnet refuses e.g. torch's TorchVersion (a str subclass)
@@ -70,7 +76,9 @@ class Reporter:
             path.parent.mkdir(parents=True, exist_ok=True)
             version = importlib.metadata.version("pytest-trtcompare")
             path.write_text(
-                summary.report_json(self.records, self.descriptions, self.builds, version)
+                summary.report_json(
+                    self.records, self.descriptions, self.builds, version, self.layers
+                )
             )
         except OSError as exc:
             terminalreporter.write_line(f"accuracy report NOT written to {path}: {exc}", red=True)

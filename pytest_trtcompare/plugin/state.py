@@ -26,6 +26,7 @@ class PluginState:
             settings.engine_cache,
             isolate=settings.isolate,
             debug_precision=settings.debug_precision,
+            layers=settings.layers,
         )
         return cls(settings, cases, GoldenSession(settings), Reporter(settings))
 

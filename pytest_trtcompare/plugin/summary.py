@@ -11,9 +11,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..engine.compare import ComparisonResult
+from ..engine.layers import listed
 from ..engine.report import num
 
 PROPERTY = "trtcompare"
+LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,27 @@ class Record:
     source: str  # "compare_frameworks", "compare" or "golden"
     target: str | None = None
     reference: str | None = None
+    node: str | None = (
+        None  # per-layer: the producing node, '/encoder/layer.0/attn/MatMul (MatMul)'
+    )
+    gates: bool = True  # False: a layer out of tolerance that does not decide (layers='report')
 
 
 def records(
-    result: ComparisonResult, test: str, source: str, target: str | None, reference: str | None
+    result: ComparisonResult,
+    test: str,
+    source: str,
+    target: str | None,
+    reference: str | None,
+    verbosity: int = 0,
 ) -> list[Record]:
+    """One record per output; per-layer, per layer that the report lists (engine/layers.py)."""
     out = []
-    for name, output in result.outputs.items():
+    view = result.layers
+    names = list(result.outputs) if view is None else list(listed(result, verbosity).names)
+    gating = set(names if view is None else view.gating(list(result.outputs)))
+    for name in names:
+        output = result.outputs[name]
         out.append(
             Record(
                 test=test,
@@ -51,6 +67,8 @@ def records(
                 source=source,
                 target=target,
                 reference=reference,
+                node=None if view is None else view.label(name),
+                gates=name in gating,
             )
         )
     for name in (*result.missing_in_actual, *result.missing_in_expected):
@@ -71,6 +89,25 @@ def records(
             )
         )
     return out
+
+
+def layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> dict[str, Any]:
+    """What a per-layer comparison compared, listed and left out, and its first divergence."""
+    view = result.layers
+    assert view is not None
+    listing = listed(result, verbosity)
+    return {
+        "test": test,
+        "layers": view.mode,
+        "compared": len(result.outputs),
+        "failing": sum(not out.passed for out in result.outputs.values()),
+        "listed": len(listing.names),
+        "not_listed": listing.not_shown,
+        "left_out": view.left_out,
+        "first_divergence": result.first_divergence,
+        "first_divergence_node": result.first_divergence_node,
+        "passed": result.passed,
+    }
 
 
 def to_properties(items: Iterable[Record]) -> list[tuple[str, Any]]:
@@ -114,8 +151,8 @@ def format_summary(items: list[Record], limit: int | None) -> list[str]:
     rows = [
         (
             num(r.margin, 3),
-            "ok" if r.passed else "FAIL",
-            f"{r.test} :: {r.output}",
+            "ok" if r.passed else ("FAIL" if r.gates else "over"),
+            f"{r.test} :: {r.node or r.output}",
             f"abs {num(r.max_abs_error, 3)}  rel {num(r.max_rel_error, 3)}",
             f"{r.check} atol={num(r.atol, 2)} rtol={num(r.rtol, 2)}",
         )
@@ -135,11 +172,17 @@ _HEADS = ("margin", "", "test :: output", "worst error", "tolerance")
 
 
 def report_json(
-    items: list[Record], runners: Mapping[str, Any], builds: Mapping[str, Any], version: str
+    items: list[Record],
+    runners: Mapping[str, Any],
+    builds: Mapping[str, Any],
+    version: str,
+    layers: list[dict[str, Any]] | None = None,
 ) -> str:
-    """--trtcompare-report: every record, the runners' descriptions, the build counts."""
+    """--trtcompare-report: every record, the runners' descriptions, the build counts, and
+    per per-layer test what it compared and its first divergence."""
     document = {
         "plugin_version": version,
+        "layers": layers or [],
         "outputs": [_jsonable(asdict(r)) for r in sorted(items, key=lambda r: -r.margin)],
         "runners": dict(sorted(runners.items())),
         "runner_builds": builds,

@@ -48,6 +48,17 @@ class TensorSpec:
         return f"{self.name}: {tensor}"
 
 
+@dataclass(frozen=True)
+class Layer:
+    """One tensor of a per-layer runner (`outputs="all"`) and the node that produces it."""
+
+    tensor: str
+    node: str  # the producing node's (or TensorRT layer's) name; the tensor's when unnamed
+    op: str  # its op type: "Softmax", "MatMul" (TensorRT: the layer type)
+    dtype: str  # numpy dtype name of the tensor
+    model_output: bool = False  # one of the model's own outputs (not marked for the comparison)
+
+
 def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:
     """Whether a concrete shape fits a spec: same rank, equal static dims."""
     return spec.shape is None or (
@@ -203,6 +214,12 @@ class Runner(abc.ABC):
     @abc.abstractmethod
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model; the feed is already checked against `input_specs`."""
+
+    @property
+    def layers(self) -> list[Layer] | None:
+        """Per-layer runners (`outputs="all"`): every marked tensor in topological order with
+        its producing node; None for others."""
+        return None
 
     #: False when the runner cannot know its inputs (a callable without input_specs=).
     checks_feed: bool = True

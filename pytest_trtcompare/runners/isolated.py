@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TrtCompareError
-from .base import Runner, TensorSpec
+from .base import Layer, Runner, TensorSpec
 from .isolated_torch import export_to_file, needs_export
 
 _FILE_THRESHOLD = 16 << 20
@@ -110,7 +110,7 @@ def _shape_of(runner: Runner) -> tuple[Any, ...]:
         [(s.name, s.dtype, s.shape, s.kind) for s in runner.input_specs()],
         runner.output_names(),
         runner.describe(),
-        getattr(runner, "layer_order", None),
+        runner.layers,  # Layer dataclasses pickle as they are
         runner.checks_feed,
     )
 
@@ -144,7 +144,7 @@ class IsolatedRunner(Runner):
         self._process: Any = None
         self._connection: Any = None
         self._local: Runner | None = None
-        self._layer_order: list[str] | None = None
+        self._layers: list[Layer] | None = None
         if needs_export(name, model):
             # a module pickle cannot send: built here for its specs, exported at the first feed
             from .registry import create_local
@@ -175,7 +175,7 @@ class IsolatedRunner(Runner):
         self._take(reply[1:])
 
     def _take(self, shape: Any) -> None:
-        specs, self._outputs, self._describe, self._layer_order, self.checks_feed = shape
+        specs, self._outputs, self._describe, self._layers, self.checks_feed = shape
         self._specs = [
             TensorSpec(name, dtype, None if dims is None else tuple(dims), kind)
             for name, dtype, dims, kind in specs
@@ -241,7 +241,11 @@ class IsolatedRunner(Runner):
     @property
     def layer_order(self) -> list[str] | None:
         """The inner runner's topological order of tensors (outputs="all")."""
-        return self._layer_order
+        return None if self._layers is None else [layer.tensor for layer in self._layers]
+
+    @property
+    def layers(self) -> list[Layer] | None:
+        return None if self._layers is None else list(self._layers)
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._local is not None:

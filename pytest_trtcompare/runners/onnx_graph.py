@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from .base import Dim, TensorSpec
+from .base import Dim, Layer, TensorSpec
 
 
 def numpy_dtype_name(elem_type: int) -> str:
@@ -78,13 +78,21 @@ def intermediate_tensors(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return ordered
 
 
-def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
-    """A copy whose graph outputs are every typed intermediate tensor, in topological order."""
+def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[Layer]]:
+    """A copy whose graph outputs are every typed intermediate tensor, and those tensors in
+    topological order with the node that produces each."""
     tensors = intermediate_tensors(model)
     marked = onnx.ModelProto()
     marked.CopyFrom(model)
     existing = {vi.name for vi in marked.graph.output}
+    producers = {name: node for node in model.graph.node for name in node.output if name}
+    layers = []
     for vi in tensors:
         if vi.name not in existing:
             marked.graph.output.append(vi)
-    return marked, [vi.name for vi in tensors]
+        node = producers[vi.name]
+        dtype = numpy_dtype_name(vi.type.tensor_type.elem_type)
+        layers.append(
+            Layer(vi.name, node.name or vi.name, node.op_type, dtype, vi.name in existing)
+        )
+    return marked, layers

@@ -8,7 +8,7 @@ from typing import Any
 import onnx
 
 from ..errors import ModelLoadError
-from .base import Runner, TensorSpec
+from .base import Layer, Runner, TensorSpec
 from .onnx_graph import graph_input_specs, with_all_outputs
 from .onnx_model import load_model
 from .onnx_versions import RuntimeVersions, fit_ir_version
@@ -29,9 +29,9 @@ class OnnxModelRunner(Runner):
         converted = convert(fitted, precision)
         self.route = converted.route
         self.proto: onnx.ModelProto = converted.proto
-        self._layer_order: list[str] | None = None
+        self._layers: list[Layer] | None = None
         if outputs == "all":
-            self.proto, self._layer_order = with_all_outputs(self.proto)
+            self.proto, self._layers = with_all_outputs(self.proto)
         self._specs = graph_input_specs(self.proto)
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
         self._outputs: list[str] = [vi.name for vi in self.proto.graph.output]
@@ -60,7 +60,11 @@ class OnnxModelRunner(Runner):
     @property
     def layer_order(self) -> list[str] | None:
         """Tensors in topological order when built with outputs="all"."""
-        return self._layer_order
+        return None if self._layers is None else [layer.tensor for layer in self._layers]
+
+    @property
+    def layers(self) -> list[Layer] | None:
+        return None if self._layers is None else list(self._layers)
 
     def describe(self) -> dict[str, Any]:
         info = {

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FrameworkUnavailable, ModelLoadError
-from .base import Runner, TensorSpec
+from .base import Layer, Runner, TensorSpec
 from .cuda import CudaApi, load_cuda_api
 from .onnx_graph import graph_input_specs
 from .onnx_model import LoadedModel, load_model
@@ -81,7 +81,7 @@ class TensorRTRunner(Runner):
         self.gpu = self.cuda.device_name(0)
         self.profile = self._profile(shapes)
         self.mark_all = outputs == "all"
-        self._layer_order: list[str] | None = None
+        self._layers: list[Layer] | None = None
         self.route = "prebuilt engine"
         self.loaded: LoadedModel | None = None
         path = Path(model) if isinstance(model, (str, os.PathLike)) else None
@@ -161,7 +161,7 @@ class TensorRTRunner(Runner):
             Path(timing_cache) if timing_cache else None,
         )
         plan = build_engine(self.trt, self.logger, spec)
-        self.route, self._layer_order = spec.route, spec.layer_order
+        self.route, self._layers = spec.route, spec.layers
         return plan
 
     # -- running ----------------------------------------------------------------------------
@@ -184,14 +184,21 @@ class TensorRTRunner(Runner):
     @property
     def layer_order(self) -> list[str] | None:
         """Layer outputs in the network's (topological) order, when built with outputs="all"."""
-        if self._layer_order is None:
+        layers = self.layers
+        return None if layers is None else [marked.tensor for marked in layers]
+
+    @property
+    def layers(self) -> list[Layer] | None:
+        if self._layers is None:
             return None
-        return [name for name in self._layer_order if name in self._outputs]
+        outputs = set(self._outputs)
+        return [marked for marked in self._layers if marked.tensor in outputs]
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self.stream is None:
             raise RuntimeError(f"{self.name} is closed")
-        return self.io.run(feed, [n for n in self.wanted_outputs() if n in self._outputs])
+        outputs = set(self._outputs)
+        return self.io.run(feed, [n for n in self.wanted_outputs() if n in outputs])
 
     def describe(self) -> dict[str, Any]:
         info = {

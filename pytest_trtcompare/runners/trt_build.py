@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import ModelLoadError, PrecisionUnsupported
 from ..goldens.atomic import atomic_write_bytes
+from .base import Layer
 from .onnx_model import LoadedModel
 from .precision import convert
 
@@ -42,11 +43,11 @@ class BuildSpec:
     workspace: int | None = None
     timing_cache: Path | None = None
     route: str = ""
-    layer_order: list[str] | None = field(default=None)
+    layers: list[Layer] | None = field(default=None)
 
 
 def build_engine(trt: Any, logger: Any, spec: BuildSpec) -> bytes:
-    """A serialized engine (bytes); sets spec.route and, with mark_all, spec.layer_order."""
+    """A serialized engine (bytes); sets spec.route and, with mark_all, spec.layers."""
     loaded = spec.loaded
     flag = weak_typing_flag(trt, spec.precision)
     proto, strongly_typed = loaded.proto, False
@@ -70,7 +71,7 @@ def build_engine(trt: Any, logger: Any, spec: BuildSpec) -> bytes:
     parser = trt.OnnxParser(network, logger)
     _parse(parser, loaded, proto)
     if spec.mark_all:
-        spec.layer_order = mark_layerwise(trt, network)
+        spec.layers = mark_layerwise(trt, network)
     config = builder.create_builder_config()
     if spec.workspace:
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, spec.workspace)
@@ -117,8 +118,22 @@ def _parse(parser: Any, loaded: LoadedModel, proto: Any) -> None:
     )
 
 
-def mark_layerwise(trt: Any, network: Any) -> list[str]:
-    """Mark every markable layer output as a network output; returns them in layer order."""
+#: TensorRT tensor types as numpy dtype names (what a per-layer comparison filters on).
+_DTYPE_NAMES = {
+    "FLOAT": "float32",
+    "HALF": "float16",
+    "BF16": "bfloat16",
+    "FP8": "float8_e4m3fn",
+    "INT8": "int8",
+    "UINT8": "uint8",
+    "INT32": "int32",
+    "INT64": "int64",
+}
+
+
+def mark_layerwise(trt: Any, network: Any) -> list[Layer]:
+    """Mark every markable layer output as a network output; returns them in layer order,
+    each with its layer's name and type."""
 
     def layer_types(names: tuple[str, ...]) -> list[Any]:
         return [getattr(trt.LayerType, n) for n in names if hasattr(trt.LayerType, n)]
@@ -138,8 +153,12 @@ def mark_layerwise(trt: Any, network: Any) -> list[str]:
             tensor = layer.get_output(j)
             if tensor is None or tensor.is_shape_tensor or tensor.dtype.name in _NOT_MARKED_DTYPES:
                 continue
-            order.append(tensor.name)
-            if not tensor.is_network_output:
+            dtype = _DTYPE_NAMES.get(tensor.dtype.name, tensor.dtype.name.lower())
+            output = bool(tensor.is_network_output)
+            order.append(
+                Layer(tensor.name, layer.name or tensor.name, layer.type.name, dtype, output)
+            )
+            if not output:
                 network.mark_output(tensor)
     return order
 

@@ -5,7 +5,8 @@
 - An output whose shape the context reports with -1 (data-dependent, e.g. NonZero) gets its
   memory from an IOutputAllocator, which also learns its shape (as Polygraphy's TrtRunner does).
 - Shape tensors live in host memory (TensorLocation.HOST): their address is a numpy array's.
-- Only the outputs asked for are copied to the host.
+- Only the outputs asked for get host memory and are copied to the host; the rest stay on the
+  device (a per-layer comparison asks for a group of tensors at a time).
 """
 
 from __future__ import annotations
@@ -137,19 +138,22 @@ class EngineIO:
                     cuda.copy_to_device(pointer, array, stream)
                 self._set_address(name, pointer, array.shape)
             hosts: dict[str, tuple[np.ndarray, int | None]] = {}
+            asked = set(wanted)
             for name in self.outputs:
                 shape = _dims(context.get_tensor_shape(name))
                 if name in self.allocated or any(d < 0 for d in shape):
                     self._use_allocator(name)
                     continue
-                host = np.empty(shape, dtype=self.dtypes[name])
+                dtype = self.dtypes[name]
                 if self.on_host[name]:
+                    host = np.empty(shape, dtype=dtype)
                     hosts[name] = (host, None)
                     pointer = host.ctypes.data
-                else:
-                    pointer = cuda.malloc(host.nbytes)
+                else:  # every output needs device memory; host memory only those asked for
+                    pointer = cuda.malloc(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
                     pointers.append(pointer)
-                    hosts[name] = (host, pointer)
+                    if name in asked:
+                        hosts[name] = (np.empty(shape, dtype=dtype), pointer)
                 self._set_address(name, pointer, shape)
             if not context.execute_async_v3(stream):
                 raise RuntimeError("TensorRT execute_async_v3 failed (see the TensorRT log above)")

@@ -25,6 +25,7 @@ from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
 from ..runners.isolated import RunnerCrashed
 from .expand import Case
+from .layers import compare_layers
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
@@ -54,8 +55,10 @@ class CaseRunner:
         engine_cache: str | None = None,
         isolate: bool = False,
         debug_precision: bool = False,
+        layers: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.settings = settings
+        self.layers_override, self.layers_default = layers  # --trt-layers, ini trtcompare_layers
         self.isolate = isolate
         self.debug_precision = debug_precision
         self.runners = RunnerCache()
@@ -121,23 +124,28 @@ class CaseRunner:
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
         if spec.reference_path is not None:
             return self._run_saved(spec, case, Path(spec.reference_path))
-        reference, expected = self.expected(spec, case)
+        if spec.outputs == "all":
+            reference = self.runner(spec, spec.reference_framework or "", "fp32", case)
+            expected: list[
+                dict[str, np.ndarray]
+            ] = []  # compared a group of layers at a time, nothing kept
+        else:
+            reference, expected = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
         if case.target.split(":")[0] in spec.models:
             target = by_position(target, reference)
         feeds = self.feeds(spec, reference, case)
-        tolerance = self.tolerance(spec, case.precision)
+        if spec.outputs == "all":
+            return self._run_layers(spec, case, target, reference, feeds)
         names = None
-        if spec.outputs is not None:  # "all" or a list: what both expose, in reference order
-            order = getattr(reference, "layer_order", None) or list(expected[0])
+        if spec.outputs is not None:  # a list: what both expose, in reference order
             available = set(target.output_names())
-            names = [name for name in order if name in available]
+            names = [name for name in expected[0] if name in available]
+        tolerance = self.tolerance(spec, case.precision)
         results, failing = [], None
         for feed, want in zip(feeds, expected, strict=True):
             got = target.infer(feed)
             result = compare_outputs(got, want, tolerance, names=names)
-            if spec.outputs == "all":
-                result = dataclasses.replace(result, per_layer=True)
             if failing is None and not result.passed:
                 failing = (got, want)  # kept for the failure artifacts
             results.append(result)
@@ -148,18 +156,53 @@ class CaseRunner:
             reference=reference.describe(),
             arrays=failing,
         )
-        if failing is not None and self._debuggable(spec, case):
-            note = explain_failure(
-                spec.model_for(case.target),
-                case.precision,
-                case.target,
-                tolerance=tolerance,
-                shapes=case.shapes,
-                inputs=feeds,
-                **spec.options.get(case.target, {}),
+        return self._explained(spec, case, outcome, feeds)
+
+    def _explained(
+        self, spec: CompareSpec, case: Case, outcome: Outcome, feeds: list[Feed]
+    ) -> Outcome:
+        """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
+        if outcome.kind is not Kind.MISMATCH or not self._debuggable(spec, case):
+            return outcome
+        note = explain_failure(
+            spec.model_for(case.target),
+            case.precision,
+            case.target,
+            tolerance=self.tolerance(spec, case.precision),
+            shapes=case.shapes,
+            inputs=feeds,
+            **spec.options.get(case.target, {}),
+        )
+        return dataclasses.replace(outcome, note=note)
+
+    def _run_layers(
+        self, spec: CompareSpec, case: Case, target: Any, reference: Any, feeds: list[Feed]
+    ) -> Outcome:
+        """outputs="all": the grouped, memory-bounded road of `compare_layers`, per feed."""
+        mode = self.layers_override or spec.layers or self.layers_default or "gate"
+        results, failing = [], None
+        for feed in feeds:
+            kept: dict[str, tuple[Any, Any]] = {}
+            result = compare_layers(
+                target,
+                reference,
+                feed,
+                self.tolerance(spec, case.precision),
+                layers=mode,
+                layer_dtypes=spec.layer_dtypes or "float",
+                keep=kept,
             )
-            outcome = dataclasses.replace(outcome, note=note)
-        return outcome
+            if failing is None and not result.passed:
+                failing = ({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()})
+            results.append(result)
+        outcome = compared(
+            results,
+            source="compare_frameworks",
+            target=target.describe(),
+            reference=reference.describe(),
+            arrays=failing,
+        )
+        return self._explained(spec, case, outcome, feeds)
 
     def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
         """--trt-debug-precision applies to reduced precision on an ONNX model's own runner."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.layers import LAYER_DTYPES, LAYER_MODES
 from ..engine.tolerance import PRECISIONS, ToleranceTable
 from ..errors import MarkerError, ToleranceError, UnknownFrameworkError
 from ..runners import check_framework_name
@@ -108,6 +109,23 @@ def outputs(value: Any, check: Checker) -> str | tuple[str, ...] | None:
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise check.fail("outputs", value, "'all' or a list of output names")
+
+
+def layer_options(kwargs: Mapping[str, Any], check: Checker) -> dict[str, str]:
+    """layers= ("gate" | "report") and layer_dtypes= ("float" | "all"), with outputs="all"."""
+    found = {}
+    for argument, choices in (("layers", LAYER_MODES), ("layer_dtypes", LAYER_DTYPES)):
+        value = kwargs.get(argument)
+        if value is None:
+            continue
+        if not isinstance(value, str) or value not in choices:
+            raise check.fail(argument, value, " or ".join(repr(c) for c in choices))
+        if kwargs.get("outputs") != "all":
+            raise check.fail(
+                argument, value, "a per-layer comparison: add outputs='all' to the marker"
+            )
+        found[argument] = value
+    return found
 
 
 def tolerance(value: Any, check: Checker) -> Any:

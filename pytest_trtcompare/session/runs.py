@@ -2,8 +2,7 @@
 
 `RunnerCache` builds each (model, framework, precision, shapes, options) runner once per
 session and counts the builds. `compare_runners` runs a target and a reference on the same
-feeds; `compare_layers` compares every intermediate tensor in topological order, a group
-of tensors at a time so both frameworks' intermediates are never all alive together.
+feeds; `compare_layers` (layers.py) compares every intermediate tensor in topological order.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ from ..engine.compare import ComparisonResult, compare_outputs
 from ..engine.tolerance import ToleranceSpec
 from ..inputs import Feed, load_feeds, synthetic_feeds
 from ..runners.base import Runner
+from .layers import LAYER_GROUP, compare_layers
 
-#: Intermediate tensors fetched per run in a per-layer comparison (bounds memory).
-LAYER_GROUP = 64
+__all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
 
 
 def _freeze(value: Any) -> Hashable:
@@ -119,44 +118,3 @@ def compare_runners(
         actual = target.infer(feed)
         results.append(compare_outputs(actual, expected, tolerance, **tolerance_fields))
     return results
-
-
-def compare_layers(
-    target: Runner,
-    reference: Runner,
-    feed: Feed,
-    tolerance: ToleranceSpec = None,
-    *,
-    group: int | None = None,
-    **tolerance_fields: Any,
-) -> ComparisonResult:
-    """Compare every tensor both runners expose (built with outputs="all"), in the
-    reference's topological order; `result.first_divergence` names the first one over
-    tolerance. Tensors are fetched `group` at a time and dropped once compared."""
-    order = getattr(reference, "layer_order", None) or reference.output_names()
-    available = set(target.output_names())
-    names = [name for name in order if name in available]
-    size = group or LAYER_GROUP
-    results = []
-    for start in range(0, len(names), size):
-        chunk = names[start : start + size]
-        expected = _subset(reference, feed, chunk)
-        actual = _subset(target, feed, chunk)
-        results.append(
-            compare_outputs(actual, expected, tolerance, names=chunk, **tolerance_fields)
-        )
-        del expected, actual
-    outputs = {name: out for result in results for name, out in result.outputs.items()}
-    return ComparisonResult(
-        outputs=outputs,
-        actual_names=tuple(target.output_names()),
-        expected_names=tuple(reference.output_names()),
-        restricted_to=tuple(names),
-        per_layer=True,
-    )
-
-
-def _subset(runner: Runner, feed: Feed, names: Sequence[str]) -> dict[str, np.ndarray]:
-    with runner.select_outputs(names):
-        outputs = runner.infer(feed)
-    return {name: outputs[name] for name in names if name in outputs}

@@ -23,6 +23,7 @@ from .marker_values import (
     framework_list,
     is_int,
     is_model,
+    layer_options,
     mapping_of,
     model_path,
     outputs,
@@ -51,6 +52,8 @@ class CompareSpec:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     isolate: bool | None = None  # run the runners in worker processes (TensorRT: by default)
     reference_path: str | None = None  # saved outputs (Polygraphy JSON, golden, .npz, test data)
+    layers: str | None = None  # outputs="all": "gate" or "report" (None: option, ini, "gate")
+    layer_dtypes: str | None = None  # outputs="all": "float" (None) or "all"
 
     @property
     def reference_framework(self) -> str | None:
@@ -158,6 +161,7 @@ def compare_spec(
     if not all(isinstance(v, Mapping) for v in options.values()):
         raise check.fail("options", options, "a dict of framework to its options dict")
     _check_framework_keys(frameworks, models, options, check)
+    layer_args = layer_options(kwargs, check)
     inputs = kwargs.get("inputs")
     if isinstance(inputs, (str, os.PathLike)):
         inputs = model_path(inputs, base)
@@ -179,6 +183,7 @@ def compare_spec(
         options={k: dict(v) for k, v in options.items()},
         isolate=None if isolate is None else bool(isolate),
         reference_path=reference_path,
+        **layer_args,
     )
 
 

@@ -1,0 +1,86 @@
+"""The report of a per-layer comparison: the first divergence by node, in full; the failing
+layers and a few around the first divergence in one line each; the rest counted."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .layers import LayerView, Listing, listed
+from .outputs import OutputComparison
+from .report import ResultView, _dtypes, format_failure, num
+
+
+class LayerResultView(ResultView, Protocol):
+    @property
+    def layers(self) -> LayerView | None: ...
+    @property
+    def passed(self) -> bool: ...
+
+
+def format_layers(result: LayerResultView, verbosity: int = 0) -> str:
+    view = result.layers or LayerView()
+    names = list(result.outputs)
+    listing = listed(result, verbosity)
+    lines = [_headline(result, view, names)]
+    first = result.first_divergence
+    if first is not None:
+        lines.append(
+            f"first divergence (topological order): {view.label(first)}, "
+            f"layer {names.index(first) + 1} of {len(names)}"
+        )
+    for name in listing.detailed:
+        out = result.outputs[name]
+        detail = format_failure(out, verbosity)
+        if detail[0].startswith(name):
+            detail[0] = view.label(name) + detail[0][len(name) :]
+        lines += ["", *detail]
+    lines += ["", *_listing_lines(result, view, listing)]
+    return "\n".join(lines)
+
+
+def _headline(result: LayerResultView, view: LayerView, names: list[str]) -> str:
+    failing = [name for name in names if not result.outputs[name].passed]
+    left_out = (
+        f" ({view.left_out} integer/bool tensors not compared; layer_dtypes='all' compares them)"
+        if view.left_out
+        else ""
+    )
+    if not failing:
+        return f"all {len(names)} layers within tolerance{left_out}"
+    text = f"{len(failing)} of {len(names)} layers out of tolerance{left_out}"
+    finals = [name for name in view.model_outputs if name in result.outputs]
+    bad = [name for name in finals if not result.outputs[name].passed]
+    if bad:
+        text += f"; model outputs out of tolerance: {', '.join(bad)}"
+    elif finals:
+        text += "; the model outputs pass"
+        if view.mode == "report":
+            text += " (layers='report': only they decide the verdict)"
+    return text
+
+
+def _listing_lines(result: LayerResultView, view: LayerView, listing: Listing) -> list[str]:
+    first = result.first_divergence
+    lines = ["layers (topological order):"]
+    for name in listing.names:
+        line = f"  {_brief(result.outputs[name], view.label(name))}"
+        if name == first:
+            line += "  <- first divergence"
+        elif name in view.model_outputs:
+            line += "  (model output)"
+        lines.append(line)
+    if listing.not_shown:
+        lines.append(
+            f"  ... {listing.not_shown} more passing layers not listed (-vv lists every layer)"
+        )
+    return lines
+
+
+def _brief(out: OutputComparison, label: str) -> str:
+    figures = f"max abs {num(out.max_abs_error)}, max rel {num(out.max_rel_error)}"
+    if out.passed:
+        return f"passed: {label} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
+    if out.problem is not None:
+        return f"FAILED: {label}: {out.problem}"
+    share = f"{out.mismatches} / {out.count} elements"
+    return f"FAILED: {label} ({_dtypes(out)}): {share}, {figures}, margin {num(out.margin, 3)}"

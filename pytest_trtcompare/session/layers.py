@@ -1,0 +1,106 @@
+"""Per-layer comparison: every tensor both runners expose (built with outputs="all"), in the
+reference's topological order, a group at a time so that both frameworks' intermediates are
+never all alive together. The marker path (`outputs="all"`) and `compare_layers` share it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..engine.compare import ComparisonResult, compare_outputs
+from ..engine.layers import LAYER_DTYPES, LAYER_MODES, LayerView
+from ..engine.outputs import OutputComparison
+from ..engine.tolerance import ToleranceSpec
+from ..inputs import Feed
+from ..runners.base import Layer, Runner
+
+#: Intermediate tensors fetched per run in a per-layer comparison (bounds memory).
+LAYER_GROUP = 64
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+def layer_plan(
+    target: Runner, reference: Runner, layer_dtypes: str = "float"
+) -> tuple[list[str], LayerView]:
+    """The tensors to compare, in the reference's order, and what the report says of them:
+    producing nodes (from the reference's graph, else the target's), model outputs, how many
+    tensors their dtype left out (integers, bools: shape plumbing)."""
+    known: dict[str, Layer] = {}
+    for runner in (target, reference):  # the reference's names win
+        known.update({layer.tensor: layer for layer in runner.layers or ()})
+    order = getattr(reference, "layer_order", None) or reference.output_names()
+    available = set(target.output_names())
+    names = [name for name in order if name in available]
+    kept = [
+        name
+        for name in names
+        if layer_dtypes == "all" or name not in known or _is_float(known[name].dtype)
+    ]
+    view = LayerView(
+        nodes={name: (known[name].node, known[name].op) for name in kept if name in known},
+        model_outputs=tuple(name for name in kept if name in known and known[name].model_output),
+        left_out=len(names) - len(kept),
+    )
+    return kept, view
+
+
+def compare_layers(
+    target: Runner,
+    reference: Runner,
+    feed: Feed,
+    tolerance: ToleranceSpec = None,
+    *,
+    group: int | None = None,
+    layers: str = "gate",
+    layer_dtypes: str = "float",
+    keep: dict[str, tuple[Any, Any]] | None = None,
+    **tolerance_fields: Any,
+) -> ComparisonResult:
+    """Compare every tensor both runners expose in topological order; the result's
+    `first_divergence` (`first_divergence_node`) names the first one over tolerance.
+
+    `layers="report"` lets only the model outputs decide `passed`; `layer_dtypes="all"` also
+    compares integer and bool tensors. Tensors are fetched `group` (default LAYER_GROUP) at a
+    time and dropped once compared; `keep`, when given, receives the (actual, expected)
+    arrays of the first divergence and of failing model outputs (for failure artifacts)."""
+    if layers not in LAYER_MODES:
+        raise ValueError(f"layers={layers!r}: takes one of {', '.join(LAYER_MODES)}")
+    if layer_dtypes not in LAYER_DTYPES:
+        raise ValueError(f"layer_dtypes={layer_dtypes!r}: takes one of {', '.join(LAYER_DTYPES)}")
+    names, view = layer_plan(target, reference, layer_dtypes)
+    size = group or LAYER_GROUP
+    outputs: dict[str, OutputComparison] = {}
+    first: str | None = None
+    for start in range(0, len(names), size):
+        chunk = names[start : start + size]
+        expected = _subset(reference, feed, chunk)
+        actual = _subset(target, feed, chunk)
+        result = compare_outputs(actual, expected, tolerance, names=chunk, **tolerance_fields)
+        outputs.update(result.outputs)
+        for name, out in result.outputs.items():
+            if out.passed or keep is None:
+                continue
+            if first is None or name in view.model_outputs:
+                first = first or name
+                if name in actual and name in expected:
+                    keep[name] = (actual[name], expected[name])
+        del expected, actual
+    return ComparisonResult(
+        outputs=outputs,
+        actual_names=tuple(target.output_names()),
+        expected_names=tuple(reference.output_names()),
+        restricted_to=tuple(names),
+        per_layer=True,
+        layers=LayerView(view.nodes, view.model_outputs, view.left_out, layers),
+    )
+
+
+def _subset(runner: Runner, feed: Feed, names: Sequence[str]) -> dict[str, np.ndarray]:
+    with runner.select_outputs(names):
+        outputs = runner.infer(feed)
+    return {name: outputs[name] for name in names if name in outputs}

@@ -1,0 +1,314 @@
+"""Per-layer comparison people can act on (issue 13, part 2): the first divergence by node and
+op type, integer / bool tensors left out, only failing layers and a few around the first
+divergence listed, layers='report', and the marker path's memory bound. Through pytester,
+with and without -n 2, with a real onnxruntime and the reference evaluator at fp16."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_trtcompare import compare_outputs, runners
+from pytest_trtcompare.engine.layers import LayerView, listed
+from pytest_trtcompare.session import cases, layers
+from pytest_trtcompare.session.expand import Case
+from pytest_trtcompare.session.settings import ToleranceSettings
+from pytest_trtcompare.session.spec import compare_spec
+
+from .pytester_helpers import XDIST, run
+
+
+def block_model() -> onnx.ModelProto:
+    """x*1000 + 3000 diverges at fp16 (rel 5e-4), tanh squashes it to exactly 1; the output is
+    reshaped through int64 shape plumbing (Shape), as exporters do."""
+    consts = [
+        numpy_helper.from_array(np.array(1000, np.float32), "k"),
+        numpy_helper.from_array(np.array(3000, np.float32), "c"),
+    ]
+    nodes = [
+        helper.make_node("Mul", ["x", "k"], ["/block/scale/Mul_output_0"], name="/block/scale/Mul"),
+        helper.make_node(
+            "Add", ["/block/scale/Mul_output_0", "c"], ["/block/Add_output_0"], name="/block/Add"
+        ),
+        helper.make_node("Tanh", ["/block/Add_output_0"], ["t"], name="/block/act/Tanh"),
+        helper.make_node("Shape", ["x"], ["/block/Shape_output_0"], name="/block/Shape"),
+        helper.make_node("Reshape", ["t", "/block/Shape_output_0"], ["y"], name="/block/Reshape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        consts,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+CONFTEST = """
+import onnx
+from tests_layers_model import MODEL
+
+def pytest_configure(config):
+    onnx.save(MODEL, str(config.rootpath / "block.onnx"))
+"""
+
+TEST = """
+import pytest
+
+@pytest.mark.compare_frameworks(
+    model="block.onnx", frameworks=["onnxrt", "onnxref"], outputs="all",
+    tolerance={{"atol": 1e-4, "rtol": 1e-4}}{extra}
+)
+@pytest.mark.shapes({{"x": (2, 3)}})
+def test_block(comparison):
+    pass
+"""
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makepyfile(
+        tests_layers_model="import onnx\nMODEL = onnx.load_from_string("
+        f"{block_model().SerializeToString()!r})\n"
+    )
+    pytester.makeconftest(CONFTEST)
+    pytester.syspathinsert()
+
+    def write(extra: str = "") -> None:
+        pytester.makepyfile(test_block=TEST.format(extra=extra))
+
+    return write
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_failure_names_the_node_and_lists_only_what_matters(pytester, suite, xdist):
+    suite()
+    result = run(
+        pytester,
+        "--trt-precision=fp16",
+        "--junitxml=junit.xml",
+        "--trtcompare-report=r.json",
+        *xdist,
+    )
+    result.assert_outcomes(failed=1)
+    assert result.ret == 1
+    text = result.stdout.str()
+    assert (
+        "onnxref-fp16 vs onnxrt-fp32: 2 of 4 layers out of tolerance (1 integer/bool tensors "
+        "not compared; layer_dtypes='all' compares them); the model outputs pass" in text
+    )
+    assert "first divergence (topological order): /block/scale/Mul (Mul), layer 1 of 4" in text
+    assert "/block/scale/Mul (Mul) (float16 vs float32, shape (2, 3)):" in text  # in detail
+    assert "FAILED: /block/Add (Add) (float16 vs float32" in text  # one line
+    assert "passed: /block/Reshape (Reshape) -> y (float32 vs float32" in text
+    assert "Shape" not in text.split("accuracy summary")[0].replace("/block/Shape", "")
+    assert "more passing layers not listed" in text  # /block/act/Tanh -> t
+    assert "INTERNALERROR" not in text and "Traceback" not in text
+    properties = ET.parse(pytester.path / "junit.xml").getroot().iter("property")
+    names = [p.get("name") for p in properties]
+    assert names.count("trtcompare") == 3 and names.count("trtcompare.layers") == 1
+    document = json.loads((pytester.path / "r.json").read_text())
+    (summary,) = document["layers"]
+    assert summary["first_divergence_node"] == "/block/scale/Mul (Mul)"
+    assert (summary["compared"], summary["listed"], summary["not_listed"]) == (4, 3, 1)
+    assert summary["left_out"] == 1 and summary["passed"] is False
+    assert len(document["outputs"]) == 3
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_report_mode_passes_on_the_outputs_and_warns_with_the_divergence(pytester, suite, xdist):
+    suite(', layers="report"')
+    result = run(pytester, "--trt-precision=fp16", "--trtcompare-report=r.json", *xdist)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "*LayerDivergenceWarning: test_block[[]onnxref-fp16-bs2[]]: first divergence "
+            "/block/scale/Mul (Mul) (*x its tolerance); the model outputs pass and decide "
+            "the verdict (layers='report')"
+        ]
+    )
+    result.stdout.fnmatch_lines(["*over  test_block*/block/scale/Mul (Mul)*"])  # not deciding
+    (summary,) = json.loads((pytester.path / "r.json").read_text())["layers"]
+    assert summary["passed"] is True and summary["layers"] == "report"
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_command_line_gates_over_the_marker(pytester, suite, xdist):
+    suite(', layers="report"')
+    result = run(pytester, "--trt-precision=fp16", "--trt-layers=gate", *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*first divergence (topological order): /block/scale/Mul (Mul)*"])
+
+
+def test_ini_report_mode(pytester, suite):
+    suite()
+    pytester.makeini("[pytest]\ntrtcompare_layers = report\n")
+    result = run(pytester, "--trt-precision=fp16")
+    result.assert_outcomes(passed=1)
+
+
+def test_integer_tensors_are_compared_when_asked(pytester, suite):
+    suite(', layer_dtypes="all"')
+    result = run(pytester, "--trt-precision=fp16", "-vv")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "2 of 5 layers out of tolerance; the model outputs pass" in text
+    assert "passed: /block/Shape (Shape) (int64 vs int64, shape (2,))" in text  # -vv: all
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ', layers="repor"',
+            "test_block.py::test_block: @pytest.mark.compare_frameworks(layers=...) got "
+            "'repor' (str); it takes 'gate' or 'report'",
+        ),
+        (
+            ", layers=True",
+            "*(layers=...) got True (bool); it takes 'gate' or 'report'",
+        ),
+        (
+            ', layer_dtypes="ints"',
+            "*(layer_dtypes=...) got 'ints' (str); it takes 'float' or 'all'",
+        ),
+    ],
+)
+def test_marker_mistakes_name_the_argument(pytester, suite, xdist, extra, message):
+    suite(extra)
+    result = run(pytester, *xdist)
+    assert result.ret == (1 if xdist else 2)  # a collection error, as every marker mistake
+    result.stdout.fnmatch_lines([f"*{message}*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_layers_without_outputs_all_is_named(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="m.onnx", frameworks=["onnxrt"], layers="report")
+        def test_x():
+            pass
+        """
+    )
+    result = run(pytester)
+    result.stdout.fnmatch_lines(
+        ["*(layers=...) got 'report' (str); it takes a per-layer comparison: add outputs='all'*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_bad_command_line_and_ini_values_are_usage_errors(pytester, suite):
+    suite()
+    result = run(pytester, "--trt-layers=gates")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*argument --trt-layers: invalid choice: 'gates'*"])
+    pytester.makeini("[pytest]\ntrtcompare_layers = strict\n")
+    result = run(pytester)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*ini trtcompare_layers = 'strict': takes gate or report*"])
+
+
+# -- compare_layers ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def block_runners():
+    reference = runners.create("onnxrt", block_model(), outputs="all")
+    target = runners.create("onnxref", block_model(), "fp16", outputs="all")
+    feed = {"x": np.random.default_rng(1).random((2, 3), dtype=np.float32)}
+    return target, reference, feed
+
+
+def test_compare_layers_leaves_out_integer_tensors_and_names_nodes(block_runners):
+    target, reference, feed = block_runners
+    result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4)
+    assert list(result.outputs) == [
+        "/block/scale/Mul_output_0",
+        "/block/Add_output_0",
+        "t",
+        "y",
+    ]
+    assert result.layers is not None and result.layers.left_out == 1
+    assert result.layers.model_outputs == ("y",)
+    assert result.first_divergence_node == "/block/scale/Mul (Mul)"
+    assert not result.passed
+    everything = layers.compare_layers(
+        target, reference, feed, atol=1e-4, rtol=1e-4, layer_dtypes="all"
+    )
+    assert "/block/Shape_output_0" in everything.outputs
+    assert everything.outputs["/block/Shape_output_0"].passed
+
+
+def test_report_mode_decides_on_the_model_outputs(block_runners):
+    target, reference, feed = block_runners
+    result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4, layers="report")
+    assert result.passed and result.first_divergence == "/block/scale/Mul_output_0"
+    text = result.report()
+    assert "2 of 4 layers out of tolerance" in text
+    assert "the model outputs pass (layers='report': only they decide the verdict)" in text
+
+
+def test_compare_layers_refuses_unknown_modes(block_runners):
+    target, reference, feed = block_runners
+    with pytest.raises(ValueError, match="layers='gates': takes one of gate, report"):
+        layers.compare_layers(target, reference, feed, layers="gates")
+    with pytest.raises(ValueError, match="layer_dtypes='int': takes one of float, all"):
+        layers.compare_layers(target, reference, feed, layer_dtypes="int")
+
+
+def test_listing_counts_the_rest():
+
+    names = [f"t{i}" for i in range(10)]
+    actual = {n: np.full(3, 1.0 if n != "t5" else 2.0, np.float32) for n in names}
+    expected = {n: np.ones(3, np.float32) for n in names}
+    result = compare_outputs(actual, expected)
+    result = dataclasses.replace(result, per_layer=True, layers=LayerView(model_outputs=("t9",)))
+    listing = listed(result)
+    assert listing.names == ("t3", "t4", "t5", "t9") and listing.detailed == ("t5",)
+    assert listing.not_shown == 6
+    assert listed(result, verbosity=2).names == tuple(names)
+
+
+# -- the marker path's memory bound -------------------------------------------------------------
+def test_marker_path_fetches_a_group_at_a_time_and_caches_no_layers(monkeypatch):
+    from pytest_trtcompare.runners.onnxrt import OnnxRuntimeRunner
+
+    asked: list[int] = []
+
+    class RecordingRunner(OnnxRuntimeRunner):
+        def _infer(self, feed):
+            asked.append(len(self.wanted_outputs()))
+            return super()._infer(feed)
+
+    real_create = runners.create
+    monkeypatch.setattr(
+        runners,
+        "create",
+        lambda name, model, precision="fp32", **options: (
+            RecordingRunner(model, precision, **options)
+            if name == "onnxrt"
+            else real_create(name, model, precision, **options)
+        ),
+    )
+    monkeypatch.setattr(layers, "LAYER_GROUP", 2)
+    from .onnx_models import layer_chain
+
+    spec = compare_spec(
+        (), {"model": layer_chain(), "frameworks": ["onnxrt", "onnxref"], "outputs": "all"}, "t"
+    )
+    runner = cases.CaseRunner(ToleranceSettings())
+    outcome = runner.run(spec, Case("onnxref", "fp32", {"x": (2, 16)}, "bs2", ({"x": (2, 16)},)))
+    assert outcome.kind.value == "passed", outcome.message
+    assert len(outcome.results[0].outputs) == 12
+    assert asked and max(asked) <= 2  # never all layers at once
+    assert len(asked) == 6
+    assert not runner._expected  # the reference's all-layer outputs are not cached
