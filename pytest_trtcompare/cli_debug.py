@@ -47,7 +47,7 @@ def parse_check(text: str) -> Tolerance:
         except ValueError:
             raise ToleranceError(f"--check {text!r}: {value!r} is not a number") from None
         try:
-            return Tolerance(check=name, threshold=threshold)  # type: ignore[call-arg]
+            return Tolerance(check=name, threshold=threshold)
         except ToleranceError as exc:
             raise ToleranceError(f"--check {text!r}: {exc}") from None
     if sep and name not in FIELD_NAMES and " " not in text.strip():
