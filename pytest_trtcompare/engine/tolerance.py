@@ -19,7 +19,9 @@ from ..errors import ToleranceError, ToleranceWarning
 #: Metric checks: one figure of the whole output against `threshold` (Polygraphy's
 #: `--compare l2 cosine_similarity psnr snr`, plus logits KL divergence and top-1 agreement).
 METRICS = ("cosine", "l2", "snr", "psnr", "kl", "top1")
-CHECKS = ("elemwise", "max", "mean", "median", "quantile", "indices", *METRICS)
+#: Checks of the error statistics against atol / rtol (Polygraphy's --check-error-stat).
+STAT_CHECKS = ("elemwise", "max", "mean", "median", "quantile")
+CHECKS = (*STAT_CHECKS, "indices", *METRICS)
 #: Default thresholds (Polygraphy's for cosine, l2, snr, psnr).
 METRIC_DEFAULTS: Mapping[str, float] = {
     "cosine": 0.997,
@@ -336,6 +338,11 @@ class ToleranceTable:
 
     def __getitem__(self, name: str) -> Entry:
         return self.per_output.get(name, self.default)
+
+    def add_metrics(self, metrics: Sequence[Tolerance]) -> None:
+        """Add metric checks to every entry (replacing ones of the same check)."""
+        self.default = with_metrics(self.default, metrics)
+        self.per_output = {n: with_metrics(e, metrics) for n, e in self.per_output.items()}
 
     def warn_unknown(self, names: Iterable[str]) -> None:
         """Warn (as Polygraphy does) about per-output tolerances naming no output."""
