@@ -18,7 +18,7 @@ import numpy as np
 from .cli_debug import add_parser as add_debug_precision
 from .engine.compare import compare_outputs
 from .engine.report import num
-from .engine.tolerance import CHECKS, RULES
+from .engine.tolerance import RULES, STAT_CHECKS
 from .errors import TrtCompareError
 from .goldens.interop import (
     load_reference,
@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", help="expected outputs, the reference")
     diff.add_argument("--atol", type=float)
     diff.add_argument("--rtol", type=float)
-    diff.add_argument("--check-error-stat", choices=[c for c in CHECKS if c != "indices"])
+    diff.add_argument("--check-error-stat", choices=STAT_CHECKS)
     diff.add_argument("--rule", choices=RULES)
     diff.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
     diff.add_argument("-v", "--verbose", action="count", default=0)

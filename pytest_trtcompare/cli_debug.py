@@ -16,9 +16,9 @@ from typing import Any
 import onnx
 
 from .compare import Tolerance
-from .engine.tolerance import CHECKS, FIELD_NAMES
+from .engine.tolerance import FIELD_NAMES, METRICS
 from .errors import InputDataError, ToleranceError
-from .session.settings import parse_tolerance_fields
+from .session.settings import is_metric_spec, parse_metric, parse_tolerance_fields
 
 
 def parse_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
@@ -38,24 +38,15 @@ def parse_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def parse_check(text: str) -> Tolerance:
-    """One --check: 'NAME=VALUE' for a check that takes a threshold (cosine=0.999, where
-    Tolerance knows it), or tolerance fields 'check=mean atol=1e-3 ...'."""
-    name, sep, value = text.strip().partition("=")
-    if sep and name in CHECKS and "threshold" in FIELD_NAMES and " " not in text.strip():
-        try:
-            threshold = float(value)
-        except ValueError:
-            raise ToleranceError(f"--check {text!r}: {value!r} is not a number") from None
-        try:
-            return Tolerance(check=name, threshold=threshold)  # type: ignore[call-arg]
-        except ToleranceError as exc:
-            raise ToleranceError(f"--check {text!r}: {exc}") from None
+    """One --check: a metric check 'NAME=VALUE' or 'NAME>=VALUE' (cosine=0.999, snr>=25,
+    l2<=1e-3), or tolerance fields 'check=mean atol=1e-3 ...'."""
+    if is_metric_spec(text):
+        return parse_metric(text, "--check")
+    name, sep, _ = text.strip().partition("=")
     if sep and name not in FIELD_NAMES and " " not in text.strip():
-        threshold_checks = [c for c in CHECKS if "threshold" in FIELD_NAMES]
         raise ToleranceError(
-            f"--check {text!r}: {name!r} is not a check"
-            + (f" ({', '.join(threshold_checks)})" if threshold_checks else "")
-            + f" nor a tolerance field ({', '.join(sorted(FIELD_NAMES))})"
+            f"--check {text!r}: {name!r} is not a check ({', '.join(METRICS)}) "
+            f"nor a tolerance field ({', '.join(sorted(FIELD_NAMES))})"
         )
     return Tolerance(**parse_tolerance_fields(text, f"--check {text!r}"))
 

@@ -6,6 +6,7 @@ says so); `assert_outputs_close` raises `OutputMismatchError` with the full repo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,9 +19,18 @@ from ._errors_chunked import ChunkComputer
 from ._report_pass import FailureDetails, OrderStatistics, ReportBuilder
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .indices import compare_indices, top_k_indices
+from .metrics import compute_metrics
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
-from .tolerance import Tolerance, ToleranceSpec, ToleranceTable, parse_top_k
+from .tolerance import (
+    Entry,
+    Tolerance,
+    ToleranceSpec,
+    ToleranceTable,
+    members,
+    parse_top_k,
+    split_entry,
+)
 
 __all__ = [
     "ComparisonResult",
@@ -81,12 +91,12 @@ def _names(outputs: Any) -> list[str]:
     return [str(name) for name in outputs] if isinstance(outputs, Mapping) else []
 
 
-def _structure_result(name: str, structure: Structure, tol: Tolerance) -> OutputComparison:
+def _structure_result(name: str, structure: Structure, tol: Entry) -> OutputComparison:
     """A sequence's length or an optional's emptiness: passes when both sides agree."""
     return OutputComparison(
         name=name,
         passed=structure.problem is None,
-        tolerance=tol,
+        tolerance=members(tol)[0],
         actual_dtype=structure.actual,
         expected_dtype=structure.expected,
         shape=(),
@@ -113,9 +123,11 @@ def assert_outputs_close(
 
 
 def compare_one(
-    name: str, actual: NamedArray, expected: NamedArray, tol: Tolerance
+    name: str, actual: NamedArray, expected: NamedArray, entry: Entry
 ) -> OutputComparison:
-    """Compare one pair of arrays under one tolerance."""
+    """Compare one pair of arrays under one tolerance, or several that must all pass."""
+    base, metric_checks = split_entry(entry)
+    tol = base if base is not None else metric_checks[0]
     header: dict[str, Any] = dict(
         name=name,
         tolerance=tol,
@@ -140,9 +152,25 @@ def compare_one(
             ) from None
         a_kind = e_kind = "int"
         header["postprocessed"] = tol.postprocess
+    metrics = compute_metrics(a, e, metric_checks)
+    metrics_pass = all(m.passed for m in metrics)
     if tol.check == "indices":
-        return _indices_result(a, e, tol, header)
-    return _values_result(a, e, a_kind, e_kind, tol, header)
+        result = _indices_result(a, e, tol, header)
+    elif base is None:  # metric checks alone: the scan gives the report's figures
+        scan_tol = tol.replace(check="elemwise")
+        result = _values_result(a, e, a_kind, e_kind, scan_tol, header, not metrics_pass)
+        result = dataclasses.replace(result, mismatches=0, passed=True, margin=0.0, gated=False)
+    else:
+        result = _values_result(a, e, a_kind, e_kind, tol, header, not metrics_pass)
+    if not metrics:
+        return result
+    return dataclasses.replace(
+        result,
+        passed=result.passed and metrics_pass,
+        base_passed=result.passed,
+        margin=max(result.margin, *(m.margin for m in metrics)),
+        metrics=metrics,
+    )
 
 
 def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
@@ -174,6 +202,7 @@ def _values_result(
     e_kind: Kind,
     tol: Tolerance,
     header: dict[str, Any],
+    details_wanted: bool = False,
 ) -> OutputComparison:
     float32 = _stats.screen_applies(a.dtype, e.dtype, tol)
     # The report is built in the scan's pass: from the first mismatch on (an elementwise
@@ -201,7 +230,7 @@ def _values_result(
             if s.nan_errors
             else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
         )
-    if not passed:
+    if not passed or details_wanted:
         if details is None:
             details, order = report.finish(s.compared)
             extra.update(_order_stats(order))

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from .indices import IndexStats
+from .metrics import MetricResult
 from .tolerance import Tolerance
 
 #: Worst elements kept for the report (the report shows 10, or more with -v).
@@ -64,6 +65,13 @@ class OutputComparison:
     histogram: tuple[tuple[int | None, int], ...] = ()
     indices: IndexStats | None = None
     postprocessed: str | None = None
+    metrics: tuple[MetricResult, ...] = ()  # metric checks (cosine, l2, ...), all must pass
+    gated: bool = True  # False: only metric checks decide (no elementwise/statistic tolerance)
+    base_passed: bool = True  # the elementwise/statistic/indices tolerance passed (or none)
+
+    def metric(self, check: str) -> MetricResult | None:
+        """The result of metric check `check` ('cosine', 'l2', ...), None when not checked."""
+        return next((m for m in self.metrics if m.check == check), None)
 
     @property
     def mismatch_share(self) -> float:

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 
 
@@ -95,6 +96,8 @@ def format_pass(out: OutputComparison) -> str:
         figures = f"{out.count} rows in place"
     else:
         figures = f"max abs {num(out.max_abs_error)}, max rel {num(out.max_rel_error)}"
+    for metric in out.metrics:
+        figures += f", {metric.check} {format_pair(metric.value, metric.threshold)[0]}"
     return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
 
 
@@ -105,14 +108,22 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
         return _format_indices(out, verbosity)
     tol = out.tolerance
     share = f"{100 * out.mismatch_share:.3g}%"
-    lines = [
-        f"{out.name} ({_dtypes(out)}): {out.mismatches} / {out.count} elements ({share}) exceed",
-        f"  {tol.describe()}",
-    ]
+    if out.base_passed and out.metrics:  # only metric checks failed
+        failed = sum(not m.passed for m in out.metrics)
+        lines = [f"{out.name} ({_dtypes(out)}): {failed} of {len(out.metrics)} metric checks fail"]
+        if out.gated:
+            lines.append(f"  within {tol.describe()}")
+    else:
+        lines = [
+            f"{out.name} ({_dtypes(out)}): {out.mismatches} / {out.count} elements ({share}) "
+            "exceed",
+            f"  {tol.describe()}",
+        ]
     if out.postprocessed:
         lines[-1] += f" after {out.postprocessed}"
-    if tol.check != "elemwise":
+    if tol.check != "elemwise" and not (out.base_passed and out.metrics):
         lines.insert(1, f"  {_statistic_verdict(out)}")
+    lines.extend(f"  {'FAILED' if not m.passed else 'passed'} {m.describe()}" for m in out.metrics)
     if out.greatest_abs is not None:
         ga = out.greatest_abs
         lines.append(
@@ -138,8 +149,9 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     special = _special_values(out)
     if special:
         lines.append(f"  {special}")
-    lines.extend(_would_pass(out))
-    lines.extend(_worst_table(out.worst, 10 if verbosity < 1 else 25))
+    if out.gated:
+        lines.extend(_would_pass(out))
+    lines.extend(_worst_table(out.worst, 10 if verbosity < 1 else 25, out.gated))
     lines.extend(_histogram(out))
     return lines
 
@@ -192,11 +204,11 @@ def _would_pass(out: OutputComparison) -> list[str]:
     return [line] + ([f"    or {' or '.join(sharper)}"] if sharper else [])
 
 
-def _worst_table(worst: tuple[ElementError, ...], rows: int) -> list[str]:
+def _worst_table(worst: tuple[ElementError, ...], rows: int, ratio: bool = True) -> list[str]:
     if not worst:
         return []
     shown = worst[:rows]
-    cells = [
+    cells: list[tuple[str, ...]] = [
         (
             str(el.index),
             num(el.actual, 6),
@@ -207,7 +219,9 @@ def _worst_table(worst: tuple[ElementError, ...], rows: int) -> list[str]:
         )
         for el in shown
     ]
-    heads = ("index", "actual", "expected", "abs err", "rel err", "÷ allowed")
+    heads: tuple[str, ...] = ("index", "actual", "expected", "abs err", "rel err", "÷ allowed")
+    if not ratio:  # metric checks alone: no allowed error per element
+        heads, cells = heads[:-1], [c[:-1] for c in cells]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
     fmt = "  ".join(f"{{:>{w}}}" if i else f"{{:<{w}}}" for i, w in enumerate(widths))
     lines = [f"  worst elements:  {fmt.format(*heads)}"]

@@ -8,7 +8,7 @@ import math
 import numbers
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,32 @@ import numpy as np
 
 from ..errors import ToleranceError, ToleranceWarning
 
-CHECKS = ("elemwise", "max", "mean", "median", "quantile", "indices")
+#: Metric checks: one figure of the whole output against `threshold` (Polygraphy's
+#: `--compare l2 cosine_similarity psnr snr`, plus logits KL divergence and top-1 agreement).
+METRICS = ("cosine", "l2", "snr", "psnr", "kl", "top1")
+#: Checks of the error statistics against atol / rtol (Polygraphy's --check-error-stat).
+STAT_CHECKS = ("elemwise", "max", "mean", "median", "quantile")
+CHECKS = (*STAT_CHECKS, "indices", *METRICS)
+#: Default thresholds (Polygraphy's for cosine, l2, snr, psnr).
+METRIC_DEFAULTS: Mapping[str, float] = {
+    "cosine": 0.997,
+    "l2": 1e-5,
+    "snr": 20.0,
+    "psnr": 30.0,
+    "kl": 1e-3,
+    "top1": 0.99,
+}
+#: Metrics that must reach their threshold (value >= threshold); the others must not exceed it.
+MINIMUM_METRICS = frozenset({"cosine", "snr", "psnr", "top1"})
+#: Allowed thresholds: (low, high), both inclusive; dB thresholds only need to be finite.
+_THRESHOLD_RANGES: Mapping[str, tuple[float, float]] = {
+    "cosine": (-1.0, 1.0),
+    "l2": (0.0, math.inf),
+    "snr": (-math.inf, math.inf),
+    "psnr": (-math.inf, math.inf),
+    "kl": (0.0, math.inf),
+    "top1": (0.0, 1.0),
+}
 RULES = ("polygraphy", "allclose")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
@@ -51,6 +76,7 @@ class Tolerance:
     inf_equal: bool = True
     index_tolerance: int = 0
     postprocess: str | None = None
+    threshold: float | None = None  # metric checks only; None: the metric's default
 
     def __post_init__(self) -> None:
         for name in ("atol", "rtol"):
@@ -83,6 +109,12 @@ class Tolerance:
         object.__setattr__(self, "index_tolerance", int(index_tolerance))
         if self.postprocess is not None:
             parse_top_k(self.postprocess)
+        object.__setattr__(self, "threshold", _threshold(self.check, self.threshold))
+
+    @property
+    def is_metric(self) -> bool:
+        """A metric check (cosine, l2, snr, psnr, kl, top1): verdict from `threshold`."""
+        return self.check in METRICS
 
     @classmethod
     def for_precision(cls, precision: str, **fields: Any) -> Tolerance:
@@ -102,12 +134,17 @@ class Tolerance:
                 f"unknown tolerance field(s) {', '.join(sorted(unknown))}; "
                 f"valid fields: {', '.join(sorted(FIELD_NAMES))}"
             )
+        check = fields.get("check", self.check)
+        if check != self.check and "threshold" not in fields:
+            fields["threshold"] = None  # another check: its own default (or none)
         return dataclasses.replace(self, **fields)
 
     def describe(self) -> str:
         """Short human text, e.g. 'elemwise tolerance atol=0.001 rtol=0.001'."""
         if self.check == "indices":
             return f"index tolerance {self.index_tolerance}"
+        if self.is_metric:
+            return metric_bound(self.check, self.threshold)
         text = f"{self.check} tolerance atol={self.atol:g} rtol={self.rtol:g}"
         if self.check == "quantile":
             text += f" (q={self.quantile:g})"
@@ -123,10 +160,93 @@ def _real(name: str, value: Any) -> float:
     return float(value)
 
 
+def metric_bound(check: str, threshold: float | None) -> str:
+    """'cosine >= 0.999', 'l2 <= 1e-05', 'snr >= 20 dB'."""
+    unit = " dB" if check in ("snr", "psnr") else ""
+    relation = ">=" if check in MINIMUM_METRICS else "<="
+    return f"{check} {relation} {threshold:.10g}{unit}"
+
+
+def _threshold(check: str, value: Any) -> float | None:
+    """The checked threshold of a metric (its default when None); None for the other checks."""
+    if check not in METRICS:
+        if value is not None:
+            raise ToleranceError(
+                f"threshold={value!r} applies to the metric checks ({', '.join(METRICS)}) "
+                f"only, not to check={check!r}"
+            )
+        return None
+    if value is None:
+        return METRIC_DEFAULTS[check]
+    number = _real("threshold", value)
+    low, high = _THRESHOLD_RANGES[check]
+    if math.isnan(number) or not low <= number <= high or math.isinf(number):
+        span = {
+            "cosine": "in [-1, 1]",
+            "top1": "in [0, 1]",
+            "l2": "finite and >= 0",
+            "kl": "finite and >= 0",
+        }.get(check, "a finite number of dB")
+        raise ToleranceError(f"threshold of check={check!r} must be {span}, got {value!r}")
+    return number
+
+
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Tolerance))
 
 ToleranceLike = Tolerance | Mapping[str, Any]
-ToleranceSpec = Tolerance | Mapping[str, ToleranceLike] | None
+#: One output's tolerance, or a sequence of them that must all pass (Polygraphy's
+#: `--compare simple cosine_similarity`).
+Entry = Tolerance | tuple[Tolerance, ...]
+ToleranceSpec = (
+    Tolerance
+    | Sequence[ToleranceLike]
+    | Mapping[str, ToleranceLike | Sequence[ToleranceLike]]
+    | None
+)
+
+
+def members(entry: Entry) -> tuple[Tolerance, ...]:
+    """The tolerances of an entry, a single one as a 1-tuple."""
+    return entry if isinstance(entry, tuple) else (entry,)
+
+
+def entry_record(entry: Entry) -> dict[str, Any] | list[dict[str, Any]]:
+    """JSON-able fields of an entry (golden metadata): a dict, or a list of them."""
+    if isinstance(entry, Tolerance):
+        return dataclasses.asdict(entry)
+    return [dataclasses.asdict(t) for t in entry]
+
+
+def split_entry(entry: Entry) -> tuple[Tolerance | None, tuple[Tolerance, ...]]:
+    """(the elementwise / statistic / indices tolerance or None, the metric checks)."""
+    found = members(entry)
+    base = [t for t in found if not t.is_metric]
+    return (base[0] if base else None), tuple(t for t in found if t.is_metric)
+
+
+def with_metrics(entry: Entry, metrics: Sequence[Tolerance]) -> Entry:
+    """`entry` with `metrics` added, each replacing a member of the same check."""
+    if not metrics:
+        return entry
+    replaced = {t.check for t in metrics}
+    kept = tuple(t for t in members(entry) if t.check not in replaced)
+    return _entry([*kept, *metrics], "tolerance")
+
+
+def _entry(found: Sequence[Tolerance], where: str) -> Entry:
+    if not found:
+        raise ToleranceError(f"{where}: an empty sequence of tolerances")
+    non_metric = [t.check for t in found if not t.is_metric]
+    if len(non_metric) > 1:
+        raise ToleranceError(
+            f"{where}: a sequence takes one elementwise/statistic tolerance and any metric "
+            f"checks; got {', '.join(non_metric)}"
+        )
+    checks = [t.check for t in found]
+    twice = sorted({c for c in checks if checks.count(c) > 1 and c in METRICS})
+    if twice:
+        raise ToleranceError(f"{where}: check {twice[0]!r} given twice")
+    return found[0] if len(found) == 1 else tuple(found)
 
 
 def parse_top_k(spec: str) -> tuple[int, int]:
@@ -139,7 +259,14 @@ def parse_top_k(spec: str) -> tuple[int, int]:
     return int(match["k"]), int(match["axis"] or -1)
 
 
-def _as_tolerance(value: ToleranceLike, base: Tolerance, where: str) -> Tolerance:
+def _as_entry(value: Any, base: Tolerance, where: str) -> Entry:
+    """A Tolerance, a mapping of its fields, or a list/tuple of either."""
+    if isinstance(value, (list, tuple)):
+        return _entry([_as_tolerance(v, base, f"{where}[{i}]") for i, v in enumerate(value)], where)
+    return _as_tolerance(value, base, where)
+
+
+def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
     if isinstance(value, Tolerance):
         return value
     if isinstance(value, Mapping):
@@ -158,6 +285,13 @@ def _as_tolerance(value: ToleranceLike, base: Tolerance, where: str) -> Toleranc
     raise ToleranceError(problem)
 
 
+def _override(entry: Entry, overrides: Mapping[str, Any]) -> Entry:
+    if isinstance(entry, Tolerance):
+        return entry.replace(**overrides)
+    changed = [t if t.is_metric else t.replace(**overrides) for t in entry]
+    return _entry(changed, "tolerance")
+
+
 def _is_field_mapping(spec: Mapping[str, Any]) -> bool:
     """{"atol": 1e-3, ...}: fields of one tolerance, not a table keyed by output name."""
     return bool(spec) and all(
@@ -170,36 +304,45 @@ class ToleranceTable:
     """Per-output tolerances with a default under the key "" (Polygraphy's `out0:1e-3`).
 
     A mapping whose keys are all tolerance fields ({"atol": 1e-3, "rtol": 0}) is read as the
-    fields of the default tolerance instead.
+    fields of the default tolerance instead. Any entry may be a sequence of tolerances that
+    must all pass: at most one elementwise / statistic one, and metric checks. Keyword
+    `overrides` change the elementwise / statistic member of every entry (a lone metric check
+    when it is the only member); fields of a mapping entry start from the default's.
     """
 
     def __init__(self, spec: ToleranceSpec = None, **overrides: Any) -> None:
-        default = Tolerance()
-        per_output: dict[str, Tolerance] = {}
-        if isinstance(spec, Tolerance):
-            default = spec
+        default: Entry = Tolerance()
+        per_output: dict[str, Entry] = {}
+        if isinstance(spec, (Tolerance, list, tuple)):
+            default = _as_entry(spec, Tolerance(), "tolerance")
         elif isinstance(spec, Mapping) and _is_field_mapping(spec):
-            default = _as_tolerance(spec, default, "tolerance")  # {"atol": 1e-3, "rtol": 0}
+            default = _as_tolerance(spec, Tolerance(), "tolerance")  # {"atol": 1e-3, "rtol": 0}
         elif isinstance(spec, Mapping):
             if "" in spec:
-                default = _as_tolerance(spec[""], default, "tolerance['']")
+                default = _as_entry(spec[""], Tolerance(), "tolerance['']")
+            base = split_entry(default)[0] or Tolerance()
             for name, value in spec.items():
                 if name != "":
-                    per_output[str(name)] = _as_tolerance(value, default, f"tolerance[{name!r}]")
+                    per_output[str(name)] = _as_entry(value, base, f"tolerance[{name!r}]")
         elif spec is not None:
             raise ToleranceError(
                 f"tolerance must be a Tolerance, a dict of its fields ({{'atol': 1e-3, "
-                f"'rtol': 1e-3}}) or a dict of output name to either; got {spec!r} "
-                f"({type(spec).__name__})"
+                f"'rtol': 1e-3}}), a list of them that must all pass, or a dict of output "
+                f"name to any of these; got {spec!r} ({type(spec).__name__})"
             )
         if overrides:
-            default = default.replace(**overrides)
-            per_output = {name: tol.replace(**overrides) for name, tol in per_output.items()}
+            default = _override(default, overrides)
+            per_output = {name: _override(entry, overrides) for name, entry in per_output.items()}
         self.default = default
         self.per_output = per_output
 
-    def __getitem__(self, name: str) -> Tolerance:
+    def __getitem__(self, name: str) -> Entry:
         return self.per_output.get(name, self.default)
+
+    def add_metrics(self, metrics: Sequence[Tolerance]) -> None:
+        """Add metric checks to every entry (replacing ones of the same check)."""
+        self.default = with_metrics(self.default, metrics)
+        self.per_output = {n: with_metrics(e, metrics) for n, e in self.per_output.items()}
 
     def warn_unknown(self, names: Iterable[str]) -> None:
         """Warn (as Polygraphy does) about per-output tolerances naming no output."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..engine.tolerance import CHECKS, PRECISIONS
+from ..engine.tolerance import METRICS, PRECISIONS, STAT_CHECKS
 from ..session.settings import parse_precisions
 
 UPDATE_GOLDENS = "--update-goldens"
@@ -196,8 +196,17 @@ def add_options(parser: pytest.Parser) -> None:
     add(
         "--trt-check-error-stat",
         dest="trt_check_error_stat",
-        choices=[c for c in CHECKS if c != "indices"],
+        choices=STAT_CHECKS,
         help="error statistic checked by every comparison",
+    )
+    add(
+        "--trt-check",
+        dest="trt_check",
+        action="append",
+        metavar="METRIC=T",
+        help=f"a metric check every comparison must pass too, from {', '.join(METRICS)} "
+        "(cosine=0.999, snr>=25, l2<=1e-3; repeatable or comma-separated; overrides markers "
+        "and ini)",
     )
     add(
         "--trtcompare-report",
@@ -262,7 +271,8 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
     parser.addini(
         "trtcompare_tolerances",
-        "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line",
+        "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line, "
+        "metric checks after ';' ('fp16: atol=1e-2 rtol=1e-2; cosine>=0.999')",
         type="linelist",
         default=[],
     )

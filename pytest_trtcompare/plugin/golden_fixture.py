@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from ..engine.compare import compare_outputs
 from ..engine.results import ComparisonResult
-from ..engine.tolerance import ToleranceSpec
+from ..engine.tolerance import ToleranceSpec, entry_record
 from ..errors import FeedError, TrtCompareError
 from ..goldens.store import Golden, model_change_note
 from ..inputs import synthetic_feed
@@ -123,7 +122,7 @@ class GoldenFixture:
             meta = {
                 "name": name,
                 "precision": precision,
-                "tolerance": dataclasses.asdict(table.default),
+                "tolerance": entry_record(table.default),
                 **self._meta.get(name, {}),
             }
             inputs = self._inputs.get(name, {})

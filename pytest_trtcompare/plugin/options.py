@@ -17,9 +17,10 @@ from ..errors import ToleranceError, UnknownFrameworkError
 from ..runners import check_framework_name
 from ..session.settings import (
     ToleranceSettings,
+    parse_ini_tolerances,
     parse_input_shapes,
+    parse_metrics,
     parse_precisions,
-    parse_tolerance_table,
     parse_val_range,
 )
 from .argv import (
@@ -79,7 +80,8 @@ def _precisions(config: pytest.Config) -> tuple[str, ...]:
 
 def _tolerances(config: pytest.Config) -> ToleranceSettings:
     try:
-        table = parse_tolerance_table(config.getini("trtcompare_tolerances"))
+        table, ini_metrics = parse_ini_tolerances(config.getini("trtcompare_tolerances"))
+        metrics = parse_metrics(config.getoption("trt_check") or [], "--trt-check")
         command_line = {
             name: value
             for name, value in (
@@ -89,7 +91,9 @@ def _tolerances(config: pytest.Config) -> ToleranceSettings:
             )
             if value is not None
         }
-        settings = ToleranceSettings(ini_table=table, command_line=command_line)
+        settings = ToleranceSettings(
+            ini_table=table, command_line=command_line, ini_metrics=ini_metrics, metrics=metrics
+        )
         settings.resolve("fp32")  # validates the command-line values (negative atol ...)
     except ToleranceError as exc:
         raise _usage(str(exc)) from None

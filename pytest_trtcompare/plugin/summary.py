@@ -4,6 +4,7 @@ controller and JUnit XML unchanged."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -13,6 +14,7 @@ from typing import Any
 from ..engine.compare import ComparisonResult
 from ..engine.layers import listed
 from ..engine.report import num
+from ..engine.tolerance import METRICS, metric_bound
 
 PROPERTY = "trtcompare"
 LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
@@ -36,6 +38,8 @@ class Record:
         None  # per-layer: the producing node, '/encoder/layer.0/attn/MatMul (MatMul)'
     )
     gates: bool = True  # False: a layer out of tolerance that does not decide (layers='report')
+    #: metric checks: {"check", "threshold", "value", "passed", "margin"} each
+    metrics: tuple[dict[str, Any], ...] = ()
 
 
 def records(
@@ -69,6 +73,7 @@ def records(
                 reference=reference,
                 node=None if view is None else view.label(name),
                 gates=name in gating,
+                metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
             )
         )
     for name in (*result.missing_in_actual, *result.missing_in_expected):
@@ -118,6 +123,10 @@ def to_properties(items: Iterable[Record]) -> list[tuple[str, Any]]:
         properties.append(
             (f"{PROPERTY}.{record.output}.max_abs_error", _json_number(record.max_abs_error))
         )
+        for metric in record.metrics:
+            key = f"{PROPERTY}.{record.output}.{metric['check']}"
+            properties.append((key, _json_number(metric["value"])))
+            properties.append((f"{key}.margin", _json_number(metric["margin"])))
         properties.append((PROPERTY, json.dumps(_jsonable(asdict(record)), sort_keys=True)))
     return properties
 
@@ -129,6 +138,10 @@ def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
             data = json.loads(value)
             for name in _NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
                 data[name] = float(data[name])
+            data["metrics"] = tuple(
+                {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
+                for m in data.get("metrics", ())
+            )
             found.append(Record(**data))
     return found
 
@@ -141,7 +154,14 @@ def _json_number(value: float) -> float | str:
 
 
 def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (_json_number(v) if isinstance(v, float) else v) for k, v in data.items()}
+    return {
+        k: _json_number(v)
+        if isinstance(v, float)
+        else [_jsonable(m) for m in v]
+        if k == "metrics"
+        else v
+        for k, v in data.items()
+    }
 
 
 def format_summary(items: list[Record], limit: int | None) -> list[str]:
@@ -153,8 +173,8 @@ def format_summary(items: list[Record], limit: int | None) -> list[str]:
             num(r.margin, 3),
             "ok" if r.passed else ("FAIL" if r.gates else "over"),
             f"{r.test} :: {r.node or r.output}",
-            f"abs {num(r.max_abs_error, 3)}  rel {num(r.max_rel_error, 3)}",
-            f"{r.check} atol={num(r.atol, 2)} rtol={num(r.rtol, 2)}",
+            _figures(r),
+            _tolerance(r),
         )
         for r in shown
     ]
@@ -166,6 +186,18 @@ def format_summary(items: list[Record], limit: int | None) -> list[str]:
     if len(ordered) > len(shown):
         lines.append(f"... {len(ordered) - len(shown)} more (all of them with -v)")
     return lines
+
+
+def _figures(r: Record) -> str:
+    text = f"abs {num(r.max_abs_error, 3)}  rel {num(r.max_rel_error, 3)}"
+    return "  ".join([text, *(f"{m['check']} {num(m['value'], 6)}" for m in r.metrics)])
+
+
+def _tolerance(r: Record) -> str:
+    bounds = [metric_bound(m["check"], m["threshold"]) for m in r.metrics]
+    if r.check in METRICS:  # metric checks alone
+        return "; ".join(bounds)
+    return "; ".join([f"{r.check} atol={num(r.atol, 2)} rtol={num(r.rtol, 2)}", *bounds])
 
 
 _HEADS = ("margin", "", "test :: output", "worst error", "tolerance")

@@ -11,12 +11,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.tolerance import FIELD_NAMES, PRECISIONS, Tolerance, ToleranceSpec, ToleranceTable
+from ..engine.tolerance import (
+    FIELD_NAMES,
+    METRICS,
+    MINIMUM_METRICS,
+    PRECISIONS,
+    Entry,
+    Tolerance,
+    ToleranceSpec,
+    ToleranceTable,
+    with_metrics,
+)
 from ..errors import ToleranceError
 
 _FLOAT_FIELDS = {"atol", "rtol", "quantile"}
 _INT_FIELDS = {"index_tolerance"}
 _BOOL_FIELDS = {"nan_equal", "inf_equal"}
+_METRIC_SPEC = re.compile(r"^\s*(?P<name>[a-z0-9_]+)\s*(?:(?P<op>>=|<=|=)\s*(?P<value>\S*))?\s*$")
 
 
 def parse_precisions(text: str) -> tuple[str, ...]:
@@ -27,6 +38,55 @@ def parse_precisions(text: str) -> tuple[str, ...]:
         shown = ", ".join(unknown) if unknown else repr(text)
         raise ValueError(f"unknown precision {shown}; valid precisions: {', '.join(PRECISIONS)}")
     return names
+
+
+def is_metric_spec(text: str) -> bool:
+    """'cosine>=0.999', 'l2<=1e-3', 'snr=25', 'kl': a metric check, not tolerance fields."""
+    match = _METRIC_SPEC.match(text)
+    return match is not None and match["name"] in METRICS
+
+
+def parse_metric(text: str, where: str) -> Tolerance:
+    """'cosine>=0.999' (also 'cosine=0.999', or 'cosine' for the default threshold) -> a
+    metric check; the relation must be the metric's: >= for cosine, snr, psnr, top1 and <= for
+    l2 and kl."""
+    match = _METRIC_SPEC.match(text)
+    if match is None or match["name"] not in METRICS:
+        raise ToleranceError(
+            f"{where}: {text.strip()!r} is not a metric check; write NAME>=T or NAME<=T with "
+            f"NAME one of {', '.join(METRICS)} (e.g. cosine>=0.999, l2<=1e-3)"
+        )
+    name, op, value = match["name"], match["op"], match["value"]
+    minimum = name in MINIMUM_METRICS
+    if op in (">=", "<=") and (op == ">=") != minimum:
+        right = ">=" if minimum else "<="
+        kind = "minimum" if minimum else "maximum"
+        raise ToleranceError(
+            f"{where}: {name} is a {kind}: write {name}{right}{value} instead of {text.strip()!r}"
+        )
+    fields: dict[str, Any] = {"check": name}
+    if op is not None:
+        try:
+            fields["threshold"] = float(value)
+        except ValueError:
+            raise ToleranceError(
+                f"{where}: {text.strip()!r}: threshold {value!r} is not a number"
+            ) from None
+    try:
+        return Tolerance(**fields)
+    except ToleranceError as exc:
+        raise ToleranceError(f"{where}: {text.strip()!r}: {exc}") from None
+
+
+def parse_metrics(texts: Iterable[str], where: str) -> tuple[Tolerance, ...]:
+    """--trt-check values: each 'cosine=0.999' or several 'cosine=0.999,snr=25'."""
+    found: dict[str, Tolerance] = {}
+    for text in texts:
+        for part in text.split(","):
+            if part.strip():
+                metric = parse_metric(part, f"{where} {text!r}")
+                found[metric.check] = metric  # the last one of a check wins
+    return tuple(found.values())
 
 
 def _field_value(name: str, text: str) -> Any:
@@ -51,6 +111,11 @@ def parse_tolerance_fields(text: str, where: str) -> dict[str, Any]:
         raise ToleranceError(f"{where}: {exc}") from None
     for token in tokens:
         name, sep, value = token.partition("=")
+        if is_metric_spec(token) and name not in FIELD_NAMES:
+            raise ToleranceError(
+                f"{where}: {token!r} is a metric check; put it after the fields, separated by "
+                f"';' ('atol=1e-2 rtol=1e-2; {token}')"
+            )
         if not sep or name not in FIELD_NAMES:
             raise ToleranceError(
                 f"{where}: {token!r} is not FIELD=VALUE with FIELD one of "
@@ -68,8 +133,17 @@ def parse_tolerance_fields(text: str, where: str) -> dict[str, Any]:
 
 
 def parse_tolerance_table(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The ini key `trtcompare_tolerances`: one 'PRECISION: FIELD=VALUE ...' per line."""
+    """The tolerance fields of the ini key `trtcompare_tolerances` (see `parse_ini_tolerances`)."""
+    return parse_ini_tolerances(lines)[0]
+
+
+def parse_ini_tolerances(
+    lines: Iterable[str],
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[Tolerance, ...]]]:
+    """The ini key `trtcompare_tolerances`: one 'PRECISION: FIELD=VALUE ...[; METRIC>=T ...]'
+    per line -> (fields per precision, metric checks per precision)."""
     table: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, tuple[Tolerance, ...]] = {}
     for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -82,8 +156,19 @@ def parse_tolerance_table(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
                 f"{where}: expected 'PRECISION: atol=... rtol=...' with PRECISION one of "
                 f"{', '.join(PRECISIONS)}"
             )
-        table[precision] = parse_tolerance_fields(rest, where)
-    return table
+        first, *others = rest.split(";")
+        if is_metric_spec(first):
+            first, others = "", [first, *others]
+        table[precision] = parse_tolerance_fields(first, where)
+        found: dict[str, Tolerance] = {}
+        for part in others:
+            metric = parse_metric(part, where)
+            if metric.check in found:
+                raise ToleranceError(f"{where}: metric check {metric.check!r} given twice")
+            found[metric.check] = metric
+        if found:
+            metrics[precision] = tuple(found.values())
+    return table, metrics
 
 
 @dataclass(frozen=True)
@@ -92,17 +177,23 @@ class ToleranceSettings:
 
     ini_table: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     command_line: Mapping[str, Any] = field(default_factory=dict)
+    ini_metrics: Mapping[str, tuple[Tolerance, ...]] = field(default_factory=dict)
+    metrics: tuple[Tolerance, ...] = ()  # --trt-check: added to every comparison
 
-    def base_for(self, precision: str) -> Tolerance:
-        """ini entry of the precision over its built-in default."""
-        return Tolerance.for_precision(precision, **self.ini_table.get(precision, {}))
+    def base_for(self, precision: str) -> Entry:
+        """ini entry of the precision (fields and metric checks) over its built-in default."""
+        base = Tolerance.for_precision(precision, **self.ini_table.get(precision, {}))
+        return with_metrics(base, self.ini_metrics.get(precision, ()))
 
     def resolve(
         self, precision: str, tolerance: ToleranceSpec = None, **call_fields: Any
     ) -> ToleranceTable:
-        """Built-in < ini < the call's tolerance and fields < command line."""
+        """Built-in < ini < the call's tolerance and fields < command line (whose metric
+        checks are added to every entry, replacing ones of the same check)."""
         spec = self.base_for(precision) if tolerance is None else tolerance
-        return ToleranceTable(spec, **{**call_fields, **self.command_line})
+        table = ToleranceTable(spec, **{**call_fields, **self.command_line})
+        table.add_metrics(self.metrics)
+        return table
 
 
 _SHAPE_ENTRY = re.compile(r"\s*([^\s:,]+):(\[[^\]]*\]|\d+(?:x\d+)*)\s*(?:,|$|\s)")
