@@ -92,6 +92,13 @@ def bool_identical(n: int) -> Case:
     return expected.copy(), expected, FP32
 
 
+def noise_with_metrics(n: int) -> Case:
+    """Elementwise plus `cosine` and `snr` checks (Polygraphy: --compare simple
+    cosine_similarity snr; numpy: assert_allclose plus the two formulas in float64)."""
+    actual, expected, _ = small_noise(n)
+    return actual, expected, {**FP32, "metrics": ("cosine", "snr")}
+
+
 SCENARIOS: dict[str, Callable[[int], Case]] = {
     "identical outputs": identical,
     "fp16-rounded target, fp16 tolerance": fp16_rounded,
@@ -102,13 +109,19 @@ SCENARIOS: dict[str, Callable[[int], Case]] = {
     "half NaN on both sides, nan_equal=True": half_nan,
     "int64 identical": int64_identical,
     "bool identical": bool_identical,
+    "small noise, cosine and snr checks too": noise_with_metrics,
 }
 
 
 def ours(actual: np.ndarray, expected: np.ndarray, tol: dict[str, Any]) -> bool:
-    from pytest_trtcompare import compare_outputs
+    from pytest_trtcompare import Tolerance, compare_outputs
 
-    result = compare_outputs({"out": actual}, {"out": expected}, **tol)
+    fields = {k: v for k, v in tol.items() if k != "metrics"}
+    checks = [Tolerance(check=check) for check in tol.get("metrics", ())]
+    tolerance = [Tolerance(**fields), *checks] if checks else None
+    result = compare_outputs(
+        {"out": actual}, {"out": expected}, tolerance, **(fields if not checks else {})
+    )
     str(result)  # the report, for a failure the full one
     return result.passed
 
@@ -124,6 +137,13 @@ def numpy_allclose(actual: np.ndarray, expected: np.ndarray, tol: dict[str, Any]
         )
     except AssertionError:
         return False
+    checks = tol.get("metrics", ())
+    if checks:
+        a, e = actual.astype(np.float64), expected.astype(np.float64)
+        diff = a - e
+        cosine = float(a @ e / (np.linalg.norm(a) * np.linalg.norm(e)))
+        snr = 10 * np.log10(float(e @ e) / float(diff @ diff))
+        return cosine >= 0.997 and snr >= 20
     return True
 
 
@@ -136,11 +156,13 @@ def polygraphy_simple(actual: np.ndarray, expected: np.ndarray, tol: dict[str, A
         warnings.simplefilter("ignore")
         simple = getattr(comparator, "SimpleCompareFunc", None) or comparator.CompareFunc.simple
         func = simple(atol=tol["atol"], rtol=tol["rtol"], check_error_stat="elemwise")
-        result = func(
-            comparator.IterationResult({"out": actual}, runner_name="actual"),
-            comparator.IterationResult({"out": expected}, runner_name="expected"),
-        )
-    return bool(result["out"])
+        first = comparator.IterationResult({"out": expected}, runner_name="expected")
+        second = comparator.IterationResult({"out": actual}, runner_name="actual")
+        passed = bool(func(second, first)["out"])
+        for check in tol.get("metrics", ()):
+            name = {"cosine": "CosineSimilarityCompareFunc", "snr": "SnrCompareFunc"}[check]
+            passed &= bool(getattr(comparator, name)()(first, second)["out"])
+    return passed
 
 
 METHODS: dict[str, Callable[[np.ndarray, np.ndarray, dict[str, Any]], bool]] = {

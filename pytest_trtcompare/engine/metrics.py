@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors_chunked import dot
 from .tolerance import MINIMUM_METRICS, Tolerance
 
 #: Elements per chunk (rows of the last axis for kl and top1: at least one row).
@@ -121,7 +122,10 @@ def compute_metrics(
 
 
 def _flat_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
-    """Σa², Σe², Σa·e, Σ(e-a)² and max(e) in float64 chunks -> cosine, l2, snr, psnr."""
+    """Σa², Σe², Σa·e, Σ(e-a)² and max(e) in float64 chunks -> cosine, l2, snr, psnr.
+
+    `dot` keeps OpenBLAS on the calling thread: whole-chunk dots woke all its threads, and on
+    a loaded machine 1M elements took over a second."""
     a, e = actual.reshape(-1), expected.reshape(-1)
     n = a.shape[0]
     aa = ee = ae = dd = 0.0
@@ -130,11 +134,11 @@ def _flat_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
         for start in range(0, n, CHUNK_ELEMENTS):
             a64 = a[start : start + CHUNK_ELEMENTS].astype(np.float64)
             e64 = e[start : start + CHUNK_ELEMENTS].astype(np.float64)
-            aa += float(np.dot(a64, a64))
-            ee += float(np.dot(e64, e64))
-            ae += float(np.dot(a64, e64))
+            aa += dot(a64, a64)
+            ee += dot(e64, e64)
+            ae += dot(a64, e64)
             diff = e64 - a64
-            dd += float(np.dot(diff, diff))
+            dd += dot(diff, diff)
             peak = float(np.maximum(peak, e64.max()))  # NaN stays NaN
     if n == 0:  # empty tensors pass
         return {"cosine": 1.0, "l2": 0.0, "snr": math.inf, "psnr": math.inf}
