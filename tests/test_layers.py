@@ -248,6 +248,26 @@ def test_compare_layers_leaves_out_integer_tensors_and_names_nodes(block_runners
     assert everything.outputs["/block/Shape_output_0"].passed
 
 
+def test_per_output_tolerances_are_checked_once_against_every_layer(block_runners, recwarn):
+    """Groups that lack a named output say nothing; a name no layer has warns once."""
+    import warnings
+
+    from pytest_trtcompare.errors import ToleranceWarning
+
+    target, reference, feed = block_runners
+    tolerance = {"": {"atol": 1e-4, "rtol": 1e-4}, "y": {"atol": 1e-1, "rtol": 1e-1}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = layers.compare_layers(target, reference, feed, tolerance, group=1)
+    assert not [w for w in caught if issubclass(w.category, ToleranceWarning)]
+    assert result.outputs["y"].tolerance.atol == 1e-1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        layers.compare_layers(target, reference, feed, {**tolerance, "why": {}}, group=1)
+    found = [str(w.message) for w in caught if issubclass(w.category, ToleranceWarning)]
+    assert len(found) == 1 and "['why']" in found[0]
+
+
 def test_report_mode_decides_on_the_model_outputs(block_runners):
     target, reference, feed = block_runners
     result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4, layers="report")

@@ -4,6 +4,7 @@ never all alive together. The marker path (`outputs="all"`) and `compare_layers`
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +13,8 @@ import numpy as np
 from ..engine.compare import ComparisonResult, compare_outputs
 from ..engine.layers import LAYER_DTYPES, LAYER_MODES, LayerView
 from ..engine.outputs import OutputComparison
-from ..engine.tolerance import ToleranceSpec
+from ..engine.tolerance import ToleranceSpec, ToleranceTable
+from ..errors import ToleranceWarning
 from ..inputs import Feed
 from ..runners.base import Layer, Runner
 
@@ -73,6 +75,10 @@ def compare_layers(
     if layer_dtypes not in LAYER_DTYPES:
         raise ValueError(f"layer_dtypes={layer_dtypes!r}: takes one of {', '.join(LAYER_DTYPES)}")
     names, view = layer_plan(target, reference, layer_dtypes)
+    # Per-output tolerances are checked against every layer once, not against each group.
+    ToleranceTable(tolerance, **tolerance_fields).warn_unknown(
+        [*names, *target.output_names(), *reference.output_names()]
+    )
     size = group or LAYER_GROUP
     outputs: dict[str, OutputComparison] = {}
     first: str | None = None
@@ -80,7 +86,9 @@ def compare_layers(
         chunk = names[start : start + size]
         expected = _subset(reference, feed, chunk)
         actual = _subset(target, feed, chunk)
-        result = compare_outputs(actual, expected, tolerance, names=chunk, **tolerance_fields)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ToleranceWarning)
+            result = compare_outputs(actual, expected, tolerance, names=chunk, **tolerance_fields)
         outputs.update(result.outputs)
         for name, out in result.outputs.items():
             if out.passed or keep is None:
