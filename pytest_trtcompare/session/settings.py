@@ -24,7 +24,7 @@ from ..engine.tolerance import (
 )
 from ..errors import ToleranceError
 
-_FLOAT_FIELDS = {"atol", "rtol", "quantile"}
+_FLOAT_FIELDS = {"atol", "rtol", "quantile", "threshold"}
 _INT_FIELDS = {"index_tolerance"}
 _BOOL_FIELDS = {"nan_equal", "inf_equal"}
 _METRIC_SPEC = re.compile(r"^\s*(?P<name>[a-z0-9_]+)\s*(?:(?P<op>>=|<=|=)\s*(?P<value>\S*))?\s*$")
