@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.engine.tolerance import ToleranceTable
 from pytest_trtcompare.errors import ToleranceError
 from pytest_trtcompare.session.settings import (
     parse_tolerance_fields,
@@ -76,4 +78,109 @@ def test_ini_threshold_field_decides(pytester, threshold, passed):
     else:
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(["*  FAILED cosine 0.998* < 0.9999 (margin *)"])
+    _no_crash(result)
+
+
+# 2. keyword fields that cannot apply unambiguously
+
+
+@pytest.mark.parametrize(
+    ("spec", "fields", "message"),
+    [
+        (
+            [{"check": "kl"}, {"check": "cosine"}],
+            {"threshold": 0.5},
+            "tolerance: threshold= is ambiguous with 2 metric checks (kl, cosine): give each "
+            "its threshold",
+        ),
+        (
+            [{"check": "kl"}],
+            {"atol": 0.1},
+            "tolerance: atol= has no elementwise tolerance to change in [kl]",
+        ),
+        (
+            [{"check": "kl"}, {"check": "cosine"}],
+            {"rtol": 0.1, "nan_equal": True},
+            "tolerance: nan_equal=, rtol= have no elementwise tolerance to change in [kl, cosine]",
+        ),
+        (
+            {"": Tolerance(), "y": [{"check": "kl"}]},
+            {"atol": 0.1},
+            "tolerance['y']: atol= has no elementwise tolerance to change in [kl]",
+        ),
+        (
+            [{"atol": 1}, {"check": "kl"}, {"check": "top1"}],
+            {"threshold": 0.5},
+            "tolerance: threshold= is ambiguous with 2 metric checks (kl, top1): give each its "
+            "threshold",
+        ),
+    ],
+)
+def test_keyword_fields_that_cannot_apply_are_errors(spec, fields, message):
+    actual, expected = _pair()
+    with pytest.raises(ToleranceError) as info:
+        compare_outputs({"y": actual}, {"y": expected}, spec, **fields)
+    assert str(info.value) == message
+
+
+def test_keyword_fields_where_they_apply_unambiguously():
+    elementwise_and_one = ToleranceTable([{"atol": 1}, {"check": "cosine"}], threshold=0.5)
+    assert [t.threshold for t in elementwise_and_one.default] == [None, 0.5]  # type: ignore[union-attr]
+    assert ToleranceTable([{"check": "kl"}], threshold=0.5).default == Tolerance(
+        check="kl", threshold=0.5
+    )
+    changed = ToleranceTable([{"atol": 1}, {"check": "kl"}], atol=0.5, check="mean").default
+    assert [(t.check, t.atol) for t in changed] == [("mean", 0.5), ("kl", 1e-5)]  # type: ignore[union-attr]
+    # a lone metric replaced by an elementwise check takes every field
+    assert ToleranceTable(Tolerance(check="kl"), check="max", atol=0.5).default == Tolerance(
+        check="max", atol=0.5
+    )
+    assert ToleranceTable([{"check": "kl"}, {"check": "top1"}], postprocess="top-3").default == (
+        Tolerance(check="kl", postprocess="top-3"),
+        Tolerance(check="top1", postprocess="top-3"),
+    )
+
+
+def test_call_fields_that_cannot_apply_fail_the_test(pytester):
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        def test_ambiguous(compare):
+            y = {"y": np.ones((2, 3))}
+            compare(y, y, [{"check": "kl"}, {"check": "cosine"}], threshold=0.5)
+        """
+    )
+    result = run(pytester, "-rf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*tolerance: threshold= is ambiguous with 2 metric checks (kl, cosine): give each "
+            "its threshold*"
+        ]
+    )
+    _no_crash(result)
+
+
+def test_command_line_fields_leave_metric_only_entries_alone(pytester):
+    """--trt-atol / --trt-check-error-stat change every elementwise member; an entry of
+    metric checks alone has none and keeps its checks (it was turned into check=mean)."""
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        y = {"y": np.arange(6.0).reshape(2, 3)}
+
+        def test_metric_only(compare):
+            result = compare(y, y, check="cosine")
+            assert [t.check for t in [result.outputs["y"].tolerance]] == ["cosine"]
+
+        def test_elementwise(compare):
+            result = compare(y, y, [{"atol": 1}, {"check": "kl"}])
+            assert result.outputs["y"].tolerance.check == "mean"
+            assert result.outputs["y"].tolerance.atol == 0.5
+        """
+    )
+    result = run(pytester, "--trt-atol=0.5", "--trt-check-error-stat=mean")
+    result.assert_outcomes(passed=2)
     _no_crash(result)

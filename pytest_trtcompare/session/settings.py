@@ -188,10 +188,14 @@ class ToleranceSettings:
     def resolve(
         self, precision: str, tolerance: ToleranceSpec = None, **call_fields: Any
     ) -> ToleranceTable:
-        """Built-in < ini < the call's tolerance and fields < command line (whose metric
-        checks are added to every entry, replacing ones of the same check)."""
+        """Built-in < ini < the call's tolerance and fields < command line. The command
+        line's fields change every elementwise / statistic member (an entry of metric checks
+        alone has none and stays); its metric checks are added to every entry, replacing
+        ones of the same check."""
         spec = self.base_for(precision) if tolerance is None else tolerance
-        table = ToleranceTable(spec, **{**call_fields, **self.command_line})
+        table = ToleranceTable(spec, **call_fields)
+        if self.command_line:
+            table.override(self.command_line, strict=False)
         table.add_metrics(self.metrics)
         return table
 
