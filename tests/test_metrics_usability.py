@@ -184,3 +184,39 @@ def test_command_line_fields_leave_metric_only_entries_alone(pytester):
     result = run(pytester, "--trt-atol=0.5", "--trt-check-error-stat=mean")
     result.assert_outcomes(passed=2)
     _no_crash(result)
+
+
+# 3. one NaN: the metric sees every element, the statistics line the finite pairs
+
+
+def test_nan_cosine_report_does_not_contradict_itself():
+    _, expected = _pair()
+    actual = expected.copy()
+    actual[0, 0] = np.nan
+    text = compare_outputs({"y": actual}, {"y": expected}, check="cosine").report()
+    assert "  FAILED cosine nan is NaN, never within 0.997 (margin inf)" in text
+    assert "cosine 1" not in text
+    assert "1 element compares as NaN and fails" in text
+    elementwise = compare_outputs({"y": actual}, {"y": expected}).report()
+    assert "   cosine of finite pairs 1.000000000" in elementwise
+    assert "1 element compares as NaN and fails" in elementwise
+    two = actual.copy()
+    two[1, 1] = np.nan
+    assert "2 elements compare as NaN and fail" in compare_outputs(two, expected).report()
+    stat = compare_outputs(actual, expected, check="mean").report()
+    assert "1 error is NaN, so the mean statistic fails" in stat
+
+
+# 5. only metric checks fail: no advice about the elementwise tolerance that passed
+
+
+def test_no_elementwise_advice_when_only_metrics_fail():
+    actual, expected = _pair()
+    spec = [Tolerance(atol=1, rtol=1), Tolerance(check="cosine", threshold=0.9999)]
+    text = compare_outputs({"y": actual}, {"y": expected}, spec).report()
+    assert "  within elemwise tolerance atol=1 rtol=1" in text
+    assert "would pass with" not in text and "÷ allowed" not in text
+    assert "worst elements:" in text
+    both = [Tolerance(), Tolerance(check="cosine", threshold=0.9999)]
+    failing = compare_outputs({"y": actual}, {"y": expected}, both).report()
+    assert "would pass with atol ≥" in failing and "÷ allowed" in failing
