@@ -10,6 +10,7 @@ import pytest
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine.tolerance import ToleranceTable
 from pytest_trtcompare.errors import ToleranceError
+from pytest_trtcompare.plugin.summary import Record, format_summary
 from pytest_trtcompare.session.settings import (
     parse_tolerance_fields,
 )
@@ -220,3 +221,37 @@ def test_no_elementwise_advice_when_only_metrics_fail():
     both = [Tolerance(), Tolerance(check="cosine", threshold=0.9999)]
     failing = compare_outputs({"y": actual}, {"y": expected}, both).report()
     assert "would pass with atol ≥" in failing and "÷ allowed" in failing
+
+
+# 4. the accuracy summary shows values that differ from their bounds
+
+
+def _record(check: str, value: float, threshold: float, passed: bool) -> Record:
+    metric = {"check": check, "threshold": threshold, "value": value, "passed": passed}
+    return Record(
+        test="t",
+        output="y",
+        passed=passed,
+        margin=2.0 if not passed else 0.5,
+        max_abs_error=1e-3,
+        max_rel_error=1e-3,
+        check=check,
+        atol=1e-5,
+        rtol=1e-5,
+        source="compare",
+        metrics=({**metric, "margin": 2.0 if not passed else 0.5},),
+    )
+
+
+def test_summary_values_differ_from_their_bounds():
+    lines = format_summary([_record("cosine", 0.9999998, 0.9999999, False)], None)
+    assert "cosine 0.9999998" in lines[1] and "cosine >= 0.9999999" in lines[1]
+    passing = format_summary([_record("cosine", 0.99912345, 0.999, True)], None)[1]
+    assert "cosine 0.99912" in passing  # the pass line's digits (format_pair)
+
+
+def test_kl_of_shifted_logits_is_not_negative():
+    _, expected = _pair()
+    (kl,) = compare_outputs(expected + 1, expected, check="kl").outputs["output"].metrics
+    assert kl.value == 0.0 and kl.passed
+    assert "kl 0," in compare_outputs(expected + 1, expected, check="kl").report()
