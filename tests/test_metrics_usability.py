@@ -9,9 +9,11 @@ import pytest
 
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine.tolerance import ToleranceTable
-from pytest_trtcompare.errors import ToleranceError
+from pytest_trtcompare.errors import InvalidOutputError, ToleranceError
 from pytest_trtcompare.plugin.summary import Record, format_summary
 from pytest_trtcompare.session.settings import (
+    parse_ini_tolerances,
+    parse_metrics,
     parse_tolerance_fields,
 )
 
@@ -255,3 +257,111 @@ def test_kl_of_shifted_logits_is_not_negative():
     (kl,) = compare_outputs(expected + 1, expected, check="kl").outputs["output"].metrics
     assert kl.value == 0.0 and kl.passed
     assert "kl 0," in compare_outputs(expected + 1, expected, check="kl").report()
+
+
+# 6. small messages
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            ("cosine", 0.99),
+            "tolerance: ('cosine', 0.99) is not a tolerance; write "
+            "{'check': 'cosine', 'threshold': 0.99}",
+        ),
+        (
+            [Tolerance(), "kl"],
+            "tolerance[1]: expected a Tolerance or a mapping of fields, got 'kl' "
+            "(a check name: write {'check': 'kl'})",
+        ),
+        (
+            [Tolerance(), "abc"],
+            "tolerance[1]: expected a Tolerance or a mapping of fields, got 'abc'",
+        ),
+        ({"atl": 1e-3, "rtol": 0}, "did you mean 'atol'?"),
+    ],
+)
+def test_non_tolerance_values_are_named_sensibly(spec, message):
+    with pytest.raises(ToleranceError) as info:
+        ToleranceTable(spec)
+    assert (
+        str(info.value).startswith(message)
+        if "did you" not in message
+        else message in str(info.value)
+    )
+    assert "'0' is not" not in str(info.value) and "'1' is not" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "fp32: atol=1e-5; cosine>=0.999 snr>=30",
+            "'cosine>=0.999 snr>=30': separate metric checks with ';' ('cosine>=0.999; snr>=30')",
+        ),
+        ("fp99: atol=1e-5", "unknown precision 'fp99'; valid precisions: fp32, tf32, fp16,"),
+        ("fp32 atol=1e-5", "expected 'PRECISION: atol=... rtol=...' with PRECISION one of"),
+    ],
+)
+def test_ini_line_messages(line, message):
+    with pytest.raises(ToleranceError) as info:
+        parse_ini_tolerances([line])
+    assert str(info.value).startswith(f"trtcompare_tolerances line {line!r}: ")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["cosine=0.99,,snr=3", "cosine=0.99,", ",cosine=0.99"])
+def test_empty_trt_check_entries_are_rejected(text):
+    with pytest.raises(ToleranceError) as info:
+        parse_metrics([text], "--trt-check")
+    assert str(info.value) == f"--trt-check {text!r}: an empty check between commas"
+
+
+def test_run_on_check_hint_on_the_command_line():
+    with pytest.raises(ToleranceError) as info:
+        parse_metrics(["cosine=0.99 snr=3"], "--trt-check")
+    assert "separate metric checks with ',' ('cosine=0.99,snr=3')" in str(info.value)
+
+
+def test_bad_trt_check_is_a_usage_error_naming_the_option(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--trt-check", "cosine=0.99,,snr=3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --trt-check 'cosine=0.99,,snr=3': an empty check between commas"]
+    )
+    _no_crash(result)
+
+
+# 7. kl and top1 need a last axis of at least 2 values
+
+
+@pytest.mark.parametrize(
+    ("value", "check", "shape"),
+    [(np.float32(3), "top1", "()"), (np.ones((3, 1)), "kl", "(3, 1)")],
+)
+def test_kl_top1_need_a_last_axis(value, check, shape):
+    with pytest.raises(InvalidOutputError) as info:
+        compare_outputs({"x": value + 1}, {"x": value}, check=check)
+    assert str(info.value) == (
+        f"{check} needs a last axis of at least 2 values; output 'x' has shape {shape}"
+    )
+    assert compare_outputs({"x": np.ones((0, 1))}, {"x": np.ones((0, 1))}, check=check).passed
+
+
+def test_kl_on_a_scalar_fails_the_test_with_one_message(pytester):
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        def test_scalar(compare):
+            compare({"x": np.float32(3)}, {"x": np.float32(2)}, [{"atol": 2}, {"check": "top1"}])
+        """
+    )
+    result = run(pytester, "-rf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*top1 needs a last axis of at least 2 values; output 'x' has shape ()*"]
+    )
+    _no_crash(result)

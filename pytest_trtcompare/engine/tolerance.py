@@ -261,6 +261,17 @@ def parse_top_k(spec: str) -> tuple[int, int]:
 
 def _as_entry(value: Any, base: Tolerance, where: str) -> Entry:
     """A Tolerance, a mapping of its fields, or a list/tuple of either."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and value[0] in METRICS
+        and isinstance(value[1], numbers.Real)
+    ):  # ("cosine", 0.99)
+        check, threshold = value
+        raise ToleranceError(
+            f"{where}: {value!r} is not a tolerance; write "
+            f"{{'check': {check!r}, 'threshold': {threshold!r}}}"
+        )
     if isinstance(value, (list, tuple)):
         return _entry([_as_tolerance(v, base, f"{where}[{i}]") for i, v in enumerate(value)], where)
     return _as_tolerance(value, base, where)
@@ -275,8 +286,11 @@ def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
         except ToleranceError as exc:
             raise ToleranceError(f"{where}: {exc}") from None
     problem = f"{where}: expected a Tolerance or a mapping of fields, got {value!r}"
-    key = where.removeprefix("tolerance[").removesuffix("]").strip("'\"")
-    if isinstance(value, (int, float, str)) and key:  # {"atl": 1e-3}: a field name misspelt?
+    key = where.removeprefix("tolerance[").removesuffix("]")
+    if isinstance(value, str) and value in CHECKS:  # ["kl"]
+        problem += f" (a check name: write {{'check': {value!r}}})"
+    elif isinstance(value, (int, float, str)) and key[:1] in "'\"" and key.strip("'\""):
+        key = key.strip("'\"")  # {"atl": 1e-3}: a field name misspelt?
         close = difflib.get_close_matches(key, sorted(FIELD_NAMES), n=1)
         fields = (
             f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
