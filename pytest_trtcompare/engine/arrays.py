@@ -253,7 +253,7 @@ def _expand(
         problem = f"{what_a}, expected {what_e}"
     elif a_seq and len(a) != len(e):
         problem = (
-            f"sequence of {len(a)} elements, expected {len(e)} "
+            f"sequence of {len(a)} element{'' if len(a) == 1 else 's'}, expected {len(e)} "
             f"(the first {min(len(a), len(e))} are compared)"
         )
     structures[name] = Structure(what_a, what_e, problem)

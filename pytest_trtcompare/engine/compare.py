@@ -19,7 +19,7 @@ from ._errors_chunked import ChunkComputer
 from ._report_pass import FailureDetails, OrderStatistics, ReportBuilder
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .indices import compare_indices, top_k_indices
-from .metrics import compute_metrics
+from .metrics import compute_metrics, require_rows
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
 from .tolerance import (
@@ -152,6 +152,7 @@ def compare_one(
             ) from None
         a_kind = e_kind = "int"
         header["postprocessed"] = tol.postprocess
+    require_rows(name, a, metric_checks, tol.postprocess)
     metrics = compute_metrics(a, e, metric_checks)
     metrics_pass = all(m.passed for m in metrics)
     if tol.check == "indices":

@@ -82,5 +82,5 @@ def _brief(out: OutputComparison, label: str) -> str:
         return f"passed: {label} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
     if out.problem is not None:
         return f"FAILED: {label}: {out.problem}"
-    share = f"{out.mismatches} / {out.count} elements"
+    share = f"{out.mismatches} / {out.count} element{'' if out.count == 1 else 's'}"
     return f"FAILED: {label} ({_dtypes(out)}): {share}, {figures}, margin {num(out.margin, 3)}"

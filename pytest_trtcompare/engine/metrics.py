@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidOutputError
 from ._errors_chunked import dot
 from .tolerance import MINIMUM_METRICS, Tolerance
 
@@ -121,6 +122,21 @@ def compute_metrics(
     return tuple(found)
 
 
+def require_rows(
+    name: str, values: np.ndarray, checks: Sequence[Tolerance], postprocess: str | None
+) -> None:
+    """kl and top1 of a 0-d output or a last axis of 1 would always pass: an error instead
+    (empty outputs pass, as for every check)."""
+    if values.size == 0 or (values.ndim and values.shape[-1] >= 2):
+        return
+    for check in (t.check for t in checks if t.check in _ROWS):
+        after = f" after postprocess={postprocess!r}" if postprocess else ""
+        raise InvalidOutputError(
+            f"{check} needs a last axis of at least 2 values; output {name!r} has shape "
+            f"{tuple(values.shape)}{after}"
+        )
+
+
 def _flat_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
     """Σa², Σe², Σa·e, Σ(e-a)² and max(e) in float64 chunks -> cosine, l2, snr, psnr.
 
@@ -201,7 +217,8 @@ def _row_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
             same = a64.argmax(axis=-1) == e64.argmax(axis=-1)
             same &= ~(np.isnan(a64).any(axis=-1) | np.isnan(e64).any(axis=-1))
             agree += int(np.count_nonzero(same))
-    return {"kl": kl / rows, "top1": agree / rows}
+    kl /= rows
+    return {"kl": 0.0 if kl < 0 else kl, "top1": agree / rows}  # KL >= 0 but for rounding
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

@@ -115,8 +115,8 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
             lines.append(f"  within {tol.describe()}")
     else:
         lines = [
-            f"{out.name} ({_dtypes(out)}): {out.mismatches} / {out.count} elements ({share}) "
-            "exceed",
+            f"{out.name} ({_dtypes(out)}): {out.mismatches} / "
+            f"{plural(out.count, 'element', 'elements')} ({share}) exceed",
             f"  {tol.describe()}",
         ]
     if out.postprocessed:
@@ -139,7 +139,7 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     q = f"p{100 * tol.quantile:g}"
     lines.append(
         f"  abs error: mean {num(out.mean_abs_error, 2)}  median {num(out.median_abs_error, 2)}  "
-        f"{q} {num(out.quantile_abs_error, 2)}   cosine {_cosine(out.cosine_similarity)}"
+        f"{q} {num(out.quantile_abs_error, 2)}{_cosine(out)}"
     )
     if verbosity >= 1 or tol.check != "elemwise":
         lines.append(
@@ -149,9 +149,10 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     special = _special_values(out)
     if special:
         lines.append(f"  {special}")
-    if out.gated:
+    elementwise_failed = out.gated and not (out.base_passed and out.metrics)
+    if elementwise_failed:  # not when it passed and only metric checks failed
         lines.extend(_would_pass(out))
-    lines.extend(_worst_table(out.worst, 10 if verbosity < 1 else 25, out.gated))
+    lines.extend(_worst_table(out.worst, 10 if verbosity < 1 else 25, elementwise_failed))
     lines.extend(_histogram(out))
     return lines
 
@@ -160,17 +161,31 @@ def _statistic_verdict(out: OutputComparison) -> str:
     tol = out.tolerance
     stat = tol.check if tol.check != "quantile" else f"p{100 * tol.quantile:g}"
     if out.nan_errors:
-        return f"{out.nan_errors} errors are NaN, so the {stat} statistic fails"
+        return (
+            f"{plural(out.nan_errors, 'error is', 'errors are')} NaN, so the {stat} statistic fails"
+        )
     return (
         f"{stat} abs error {num(out.required_atol)} > atol {num(tol.atol)} and "
         f"{stat} rel error {num(out.required_rtol)} > rtol {num(tol.rtol)}"
     )
 
 
-def _cosine(value: float) -> str:
+def _cosine(out: OutputComparison) -> str:
+    """The statistics' cosine similarity, over the pairs where both values are finite: left
+    out when a cosine metric check (over every element, as Polygraphy's) is listed above."""
+    if out.metric("cosine") is not None:
+        return ""
+    value = out.cosine_similarity
+    special = out.nan_actual or out.nan_expected or out.inf_actual or out.inf_expected
+    label = "cosine of finite pairs" if special else "cosine"
     if math.isnan(value):
-        return "nan"
-    return f"{value:.6f}" if value < 0.999999 else f"{value:.9f}"
+        return f"   {label} nan"
+    return f"   {label} {value:.6f}" if value < 0.999999 else f"   {label} {value:.9f}"
+
+
+def plural(count: int, singular: str, plural_form: str) -> str:
+    """'1 element compares', '2 elements compare'."""
+    return f"{count} {singular if count == 1 else plural_form}"
 
 
 def _special_values(out: OutputComparison) -> str:
@@ -184,7 +199,10 @@ def _special_values(out: OutputComparison) -> str:
     if out.inf_actual or out.inf_expected:
         parts.append(f"Inf: actual {out.inf_actual}, expected {out.inf_expected}")
     if out.nan_errors:
-        parts.append(f"{out.nan_errors} elements compare as NaN and fail")
+        parts.append(
+            plural(out.nan_errors, "element compares", "elements compare")
+            + f" as NaN and {'fails' if out.nan_errors == 1 else 'fail'}"
+        )
     return "; ".join(parts)
 
 

@@ -261,6 +261,17 @@ def parse_top_k(spec: str) -> tuple[int, int]:
 
 def _as_entry(value: Any, base: Tolerance, where: str) -> Entry:
     """A Tolerance, a mapping of its fields, or a list/tuple of either."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and value[0] in METRICS
+        and isinstance(value[1], numbers.Real)
+    ):  # ("cosine", 0.99)
+        check, threshold = value
+        raise ToleranceError(
+            f"{where}: {value!r} is not a tolerance; write "
+            f"{{'check': {check!r}, 'threshold': {threshold!r}}}"
+        )
     if isinstance(value, (list, tuple)):
         return _entry([_as_tolerance(v, base, f"{where}[{i}]") for i, v in enumerate(value)], where)
     return _as_tolerance(value, base, where)
@@ -275,8 +286,11 @@ def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
         except ToleranceError as exc:
             raise ToleranceError(f"{where}: {exc}") from None
     problem = f"{where}: expected a Tolerance or a mapping of fields, got {value!r}"
-    key = where.removeprefix("tolerance[").removesuffix("]").strip("'\"")
-    if isinstance(value, (int, float, str)) and key:  # {"atl": 1e-3}: a field name misspelt?
+    key = where.removeprefix("tolerance[").removesuffix("]")
+    if isinstance(value, str) and value in CHECKS:  # ["kl"]
+        problem += f" (a check name: write {{'check': {value!r}}})"
+    elif isinstance(value, (int, float, str)) and key[:1] in "'\"" and key.strip("'\""):
+        key = key.strip("'\"")  # {"atl": 1e-3}: a field name misspelt?
         close = difflib.get_close_matches(key, sorted(FIELD_NAMES), n=1)
         fields = (
             f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
@@ -285,11 +299,42 @@ def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
     raise ToleranceError(problem)
 
 
-def _override(entry: Entry, overrides: Mapping[str, Any]) -> Entry:
-    if isinstance(entry, Tolerance):
-        return entry.replace(**overrides)
-    changed = [t if t.is_metric else t.replace(**overrides) for t in entry]
-    return _entry(changed, "tolerance")
+#: Keyword fields a metric check takes: its threshold and the post-processing before it.
+_METRIC_FIELDS = frozenset({"threshold", "postprocess"})
+
+
+def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bool) -> Entry:
+    """`entry` with keyword fields applied: to its elementwise / statistic member, `threshold`
+    to its one metric check, every field to a lone metric that `check` replaces by a
+    non-metric. A field with no member to change is a ToleranceError when `strict`, else
+    left out (the command line's fields change every elementwise member there is)."""
+    base, metrics = split_entry(entry)
+    fields = dict(overrides)
+    lone = base is None and len(metrics) == 1
+    if lone and strict and fields.get("check", metrics[0].check) not in METRICS:
+        return metrics[0].replace(**fields)  # replaced by an elementwise / statistic check
+    checks = ", ".join(t.check for t in metrics)
+    threshold = None
+    if "threshold" in fields and metrics and not lone:
+        if len(metrics) > 1:
+            raise ToleranceError(
+                f"{where}: threshold= is ambiguous with {len(metrics)} metric checks "
+                f"({checks}): give each its threshold"
+            )
+        threshold = fields.pop("threshold")
+    if base is None:
+        lost = sorted(set(fields) - _METRIC_FIELDS - ({"check"} if lone and strict else set()))
+        if lost and strict:
+            names = ", ".join(f"{name}=" for name in lost)
+            verb = "has" if len(lost) == 1 else "have"
+            raise ToleranceError(
+                f"{where}: {names} {verb} no elementwise tolerance to change in [{checks}]"
+            )
+        fields = {k: v for k, v in fields.items() if k not in lost}
+        return _entry([t.replace(**fields) for t in metrics], where) if fields else entry
+    changed = [base.replace(**fields)]
+    changed += [t.replace(threshold=threshold) if threshold is not None else t for t in metrics]
+    return _entry(changed, where)
 
 
 def _is_field_mapping(spec: Mapping[str, Any]) -> bool:
@@ -306,8 +351,10 @@ class ToleranceTable:
     A mapping whose keys are all tolerance fields ({"atol": 1e-3, "rtol": 0}) is read as the
     fields of the default tolerance instead. Any entry may be a sequence of tolerances that
     must all pass: at most one elementwise / statistic one, and metric checks. Keyword
-    `overrides` change the elementwise / statistic member of every entry (a lone metric check
-    when it is the only member); fields of a mapping entry start from the default's.
+    `overrides` change the elementwise / statistic member of every entry, `threshold` its one
+    metric check (a lone metric check takes threshold, postprocess and check); a field that
+    cannot apply unambiguously is a ToleranceError. Fields of a mapping entry start from the
+    default's.
     """
 
     def __init__(self, spec: ToleranceSpec = None, **overrides: Any) -> None:
@@ -330,11 +377,18 @@ class ToleranceTable:
                 f"'rtol': 1e-3}}), a list of them that must all pass, or a dict of output "
                 f"name to any of these; got {spec!r} ({type(spec).__name__})"
             )
-        if overrides:
-            default = _override(default, overrides)
-            per_output = {name: _override(entry, overrides) for name, entry in per_output.items()}
         self.default = default
         self.per_output = per_output
+        if overrides:
+            self.override(overrides, strict=True)
+
+    def override(self, fields: Mapping[str, Any], strict: bool) -> None:
+        """Apply keyword fields to every entry (see `_override`)."""
+        self.default = _override(self.default, fields, "tolerance", strict)
+        self.per_output = {
+            name: _override(entry, fields, f"tolerance[{name!r}]", strict)
+            for name, entry in self.per_output.items()
+        }
 
     def __getitem__(self, name: str) -> Entry:
         return self.per_output.get(name, self.default)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ..engine.tolerance import Tolerance
 from ..errors import ToleranceError, UnknownFrameworkError
 from ..runners import check_framework_name
 from ..session.settings import (
@@ -94,7 +95,8 @@ def _tolerances(config: pytest.Config) -> ToleranceSettings:
         settings = ToleranceSettings(
             ini_table=table, command_line=command_line, ini_metrics=ini_metrics, metrics=metrics
         )
-        settings.resolve("fp32")  # validates the command-line values (negative atol ...)
+        Tolerance(**command_line)  # validates the command-line values (negative atol ...)
+        settings.resolve("fp32")
     except ToleranceError as exc:
         raise _usage(str(exc)) from None
     return settings

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..engine.compare import ComparisonResult
 from ..engine.layers import listed
+from ..engine.metrics import format_pair
 from ..engine.report import num
 from ..engine.tolerance import METRICS, metric_bound
 
@@ -190,7 +191,8 @@ def format_summary(items: list[Record], limit: int | None) -> list[str]:
 
 def _figures(r: Record) -> str:
     text = f"abs {num(r.max_abs_error, 3)}  rel {num(r.max_rel_error, 3)}"
-    return "  ".join([text, *(f"{m['check']} {num(m['value'], 6)}" for m in r.metrics)])
+    values = (f"{m['check']} {format_pair(m['value'], m['threshold'])[0]}" for m in r.metrics)
+    return "  ".join([text, *values])  # digits enough to differ from the bound
 
 
 def _tolerance(r: Record) -> str:

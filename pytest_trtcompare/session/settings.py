@@ -24,7 +24,7 @@ from ..engine.tolerance import (
 )
 from ..errors import ToleranceError
 
-_FLOAT_FIELDS = {"atol", "rtol", "quantile"}
+_FLOAT_FIELDS = {"atol", "rtol", "quantile", "threshold"}
 _INT_FIELDS = {"index_tolerance"}
 _BOOL_FIELDS = {"nan_equal", "inf_equal"}
 _METRIC_SPEC = re.compile(r"^\s*(?P<name>[a-z0-9_]+)\s*(?:(?P<op>>=|<=|=)\s*(?P<value>\S*))?\s*$")
@@ -46,11 +46,17 @@ def is_metric_spec(text: str) -> bool:
     return match is not None and match["name"] in METRICS
 
 
-def parse_metric(text: str, where: str) -> Tolerance:
+def parse_metric(text: str, where: str, separator: str = ";") -> Tolerance:
     """'cosine>=0.999' (also 'cosine=0.999', or 'cosine' for the default threshold) -> a
     metric check; the relation must be the metric's: >= for cosine, snr, psnr, top1 and <= for
-    l2 and kl."""
+    l2 and kl. `separator` is the one between checks, for the hint on run-on checks."""
     match = _METRIC_SPEC.match(text)
+    words = text.split()
+    if match is None and len(words) > 1 and all(is_metric_spec(w) for w in words):
+        joined = (separator + (" " if separator == ";" else "")).join(words)
+        raise ToleranceError(
+            f"{where}: {text.strip()!r}: separate metric checks with {separator!r} ({joined!r})"
+        )
     if match is None or match["name"] not in METRICS:
         raise ToleranceError(
             f"{where}: {text.strip()!r} is not a metric check; write NAME>=T or NAME<=T with "
@@ -83,9 +89,10 @@ def parse_metrics(texts: Iterable[str], where: str) -> tuple[Tolerance, ...]:
     found: dict[str, Tolerance] = {}
     for text in texts:
         for part in text.split(","):
-            if part.strip():
-                metric = parse_metric(part, f"{where} {text!r}")
-                found[metric.check] = metric  # the last one of a check wins
+            if not part.strip():
+                raise ToleranceError(f"{where} {text!r}: an empty check between commas")
+            metric = parse_metric(part, f"{where} {text!r}", ",")
+            found[metric.check] = metric  # the last one of a check wins
     return tuple(found.values())
 
 
@@ -151,6 +158,11 @@ def parse_ini_tolerances(
         where = f"trtcompare_tolerances line {line!r}"
         precision, sep, rest = line.partition(":")
         precision = precision.strip().lower()
+        if sep and precision not in PRECISIONS and re.fullmatch(r"[a-z0-9_]+", precision):
+            raise ToleranceError(
+                f"{where}: unknown precision {precision!r}; valid precisions: "
+                f"{', '.join(PRECISIONS)}"
+            )
         if not sep or precision not in PRECISIONS:
             raise ToleranceError(
                 f"{where}: expected 'PRECISION: atol=... rtol=...' with PRECISION one of "
@@ -188,10 +200,14 @@ class ToleranceSettings:
     def resolve(
         self, precision: str, tolerance: ToleranceSpec = None, **call_fields: Any
     ) -> ToleranceTable:
-        """Built-in < ini < the call's tolerance and fields < command line (whose metric
-        checks are added to every entry, replacing ones of the same check)."""
+        """Built-in < ini < the call's tolerance and fields < command line. The command
+        line's fields change every elementwise / statistic member (an entry of metric checks
+        alone has none and stays); its metric checks are added to every entry, replacing
+        ones of the same check."""
         spec = self.base_for(precision) if tolerance is None else tolerance
-        table = ToleranceTable(spec, **{**call_fields, **self.command_line})
+        table = ToleranceTable(spec, **call_fields)
+        if self.command_line:
+            table.override(self.command_line, strict=False)
         table.add_metrics(self.metrics)
         return table
 
