@@ -29,6 +29,7 @@ from ._screen32 import Float32Screen
 from ._windows import SLACK, TINY, Window
 from .tolerance import Tolerance
 
+_DENSE = 8  # candidates in more than 1/_DENSE of a chunk: compute it all, contiguous
 _SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of exact
 
 
@@ -47,6 +48,21 @@ class Report32:
         self.computer = computer
         self.screen = Float32Screen(tol, computer, chunk_elements)
         self._eabs = np.empty(chunk_elements, dtype=np.float32)
+        # Its own buffers: a dense chunk stays valid while `computer` serves candidates.
+        self._whole = ChunkComputer(computer.a_kind, computer.e_kind, tol, chunk_elements)
+        self._dense: Chunk | None = None
+        self._dense_for: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _dense_chunk(self, a: np.ndarray, e: np.ndarray, count: int) -> Chunk | None:
+        """The whole chunk in float64, when `count` candidates make a contiguous pass
+        cheaper than gathering them (errors that tie in float32: nearly every element is a
+        candidate); None when they are few or the chunk drops elements (NaN errors)."""
+        if count * _DENSE < a.shape[0]:
+            return None
+        if self._dense_for is None or self._dense_for[0] is not a:
+            self._dense_for = (a, e)
+            self._dense = self._whole.compute(a, e, 0, dots=False)
+        return self._dense if self._dense is not None and self._dense.positions is None else None
 
     def _exact(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> Chunk:
         return self.computer.compute(a[positions], e[positions], 0, dots=False)
@@ -69,8 +85,9 @@ class Report32:
         if got is None:
             return None
         e32, d, r, ratio = got
+        self._dense_for = None  # a new chunk
         self._worst(a, e, start, ratio, worst)
-        decades.add_float32(d, lambda at: _exact_errors(a, e, at)[0])
+        decades.add_float32(d, lambda at: self._abs_errors(a, e, at))
         self._windows(a, e, d, r, windows)
         return (0.0, 0.0) if required is None else self._required(a, e, e32, d, r, required)
 
@@ -86,9 +103,18 @@ class Report32:
             values = ratio[candidates]
             kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
             candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
-        if candidates.shape[0]:
-            chunk = self._exact(a, e, candidates)
-            worst.add(replace(chunk, positions=candidates + start))
+        if not candidates.shape[0]:
+            return
+        dense = self._dense_chunk(a, e, candidates.shape[0])
+        if dense is not None:
+            worst.add(replace(dense, start=start))
+            return
+        chunk = self._exact(a, e, candidates)
+        worst.add(replace(chunk, positions=candidates + start))
+
+    def _abs_errors(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        dense = self._dense_chunk(a, e, positions.shape[0])
+        return dense.abs_err[positions] if dense is not None else _exact_errors(a, e, positions)[0]
 
     def _windows(
         self,
@@ -109,7 +135,11 @@ class Report32:
         for _, _, mask in masks[1:]:
             union |= mask
         positions = np.flatnonzero(union)  # no NaN pair: their errors are 0, below windows
-        exact_abs, exact_rel = _exact_errors(a, e, positions)
+        dense = self._dense_chunk(a, e, positions.shape[0])
+        if dense is not None:
+            exact_abs, exact_rel = dense.abs_err[positions], dense.rel_err[positions]
+        else:
+            exact_abs, exact_rel = _exact_errors(a, e, positions)
         for kind, window, mask in masks:
             inside = mask[positions]
             window.keep((exact_abs if kind == "abs" else exact_rel)[inside])
@@ -145,7 +175,8 @@ class Report32:
         candidates = np.flatnonzero(for_atol | for_rtol)
         if not candidates.shape[0]:
             return 0.0, 0.0
-        return required_tolerances(self._exact(a, e, candidates), tol)
+        dense = self._dense_chunk(a, e, candidates.shape[0])
+        return required_tolerances(dense or self._exact(a, e, candidates), tol)
 
 
 def _near_top(

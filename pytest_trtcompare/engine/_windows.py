@@ -1,14 +1,16 @@
 """Exact order statistics in one pass, from windows guessed on a sample.
 
 A sample of the errors (a few tens of thousands, stratified over the output) brackets each
-wanted quantile by a window [lo, hi], several standard errors wide. The pass over the data
-counts the values below the window and keeps, in float64, those inside it. A value is placed
-by a float32 estimate within a relative `SLACK` of its float64 value (or by the float64 value
-itself): an element counted below has a float64 value under lo / (1 - SLACK), one above a
-value over hi / (1 + SLACK). So when the wanted rank falls inside the window and its value
-lies between those two bounds, it is exact, whatever the estimates were. Otherwise (a
-sample that misled, a window that grew past its cap) the caller falls back to the exact
-radix selection of `_select`; `None` says so.
+wanted quantile by a window [lo, hi] of exact float64 values, several standard errors wide.
+The pass over the data places every element exactly: below the window, at its edges,
+inside or above it. A float32 estimate within a relative `SLACK` of the float64 value
+places an element when it is clear of the edges by that much; the others (the caller
+computes them) are placed by their float64 values. The window counts the elements below
+it and those equal to lo or to hi, and keeps the float64 values strictly inside: so a
+quantile that falls on many tied errors costs counting, not keeping. A wanted rank that
+falls inside the window is then exact. Otherwise (a sample that misled, a window that grew
+past its cap) the caller falls back to the exact radix selection of `_select`; `None` says
+so.
 """
 
 from __future__ import annotations
@@ -35,77 +37,99 @@ def _float32_up(value: float) -> np.float32:
 
 
 class Window:
-    """Counts values below [lo, hi] and keeps the float64 values inside it."""
+    """Counts values below [lo, hi] and at its edges; keeps the float64 values inside."""
 
     def __init__(self, ranks: tuple[int, int], lo: float, hi: float, cap: int) -> None:
         self.ranks = ranks
-        self.lo32, self.hi32 = _float32_down(lo), _float32_up(hi)
-        self.lo, self.hi = float(self.lo32), float(self.hi32)
+        self.lo, self.hi = lo, hi
+        # A float32 estimate below lo32 (above hi32) is surely below lo (above hi).
+        self.lo32 = _float32_down(lo * (1 - SLACK) - TINY) if lo > 0 else np.float32(0)
+        self.hi32 = _float32_up(hi * (1 + SLACK) + TINY)
         self.cap = cap
         self.below = 0
+        self.at_lo = 0
+        self.at_hi = 0
         self.kept = 0
         self.parts: list[np.ndarray] = []
         self.failed = False
 
     def members(self, values: np.ndarray, errors: np.ndarray) -> np.ndarray | None:
-        """Mask of this chunk's values inside the window (counting those below), or None.
+        """Mask of this chunk's values that `keep` must see in float64 (counting those
+        surely below), or None once the window has failed.
 
-        `errors` are the chunk's absolute errors (same precision as `values`): where the
-        window starts at 0, exact zeros are the part below it.
+        `values` are float32 estimates or float64 values; `errors` are the chunk's absolute
+        errors in the same precision: an error of 0 is exact in float32 too, so where the
+        window starts at 0 the zeros are counted at its edge without a float64 look.
         """
         if self.failed:
             return None
         f32 = values.dtype == np.float32
-        lo, hi = (self.lo32, self.hi32) if f32 else (self.lo, self.hi)
         if self.lo == 0:
             zero = errors == 0
-            self.below += int(np.count_nonzero(zero))
-            inside = values <= hi
+            self.at_lo += int(np.count_nonzero(zero))
+            inside = values <= (self.hi32 if f32 else self.hi)
             inside &= ~zero
             return inside
-        inside = values >= lo
+        inside = values >= (self.lo32 if f32 else self.lo)
         self.below += values.shape[0] - int(np.count_nonzero(inside))
-        inside &= values <= hi
+        inside &= values <= (self.hi32 if f32 else self.hi)
         return inside
 
     def keep(self, exact: np.ndarray) -> None:
-        self.kept += exact.shape[0]
-        if self.kept > self.cap:
-            self.failed, self.parts = True, []
-        elif exact.shape[0]:
-            self.parts.append(exact.copy())
+        """Place float64 values that `members` could not place by their estimates."""
+        if self.failed or not exact.shape[0]:
+            return
+        lo, hi = self.lo, self.hi
+        self.below += int(np.count_nonzero(exact < lo))
+        self.at_lo += int(np.count_nonzero(exact == lo))
+        if hi != lo:
+            self.at_hi += int(np.count_nonzero(exact == hi))
+            inner = exact[(exact > lo) & (exact < hi)]
+            self.kept += inner.shape[0]
+            if self.kept > self.cap:
+                self.failed, self.parts = True, []
+            elif inner.shape[0]:
+                self.parts.append(inner)
 
     def add_zeros(self, n: int) -> None:
-        self.below += n  # below a window starting above 0; the exact zeros of one at 0
+        """n exact zeros (bit-for-bit equal chunks)."""
+        if self.lo == 0:
+            self.at_lo += n
+        else:
+            self.below += n
 
     def values(self) -> dict[int, float] | None:
         """The float64 values at the wanted ranks, or None when the window missed them."""
         if self.failed:
             return None
         kept = np.concatenate(self.parts) if self.parts else np.zeros(0)
-        low_bound = -math.inf if self.lo == 0 else self.lo / (1 - SLACK) + TINY
-        high_bound = self.hi / (1 + SLACK) - TINY if math.isfinite(self.hi) else math.inf
-        inner = sorted({r - self.below for r in self.ranks if r >= self.below})
-        if inner and inner[-1] >= kept.shape[0]:
-            return None
+        offset = self.below + self.at_lo
+        inner = sorted({r - offset for r in self.ranks if 0 <= r - offset < kept.shape[0]})
         if inner:
             kept.partition(inner)
         found: dict[int, float] = {}
         for rank in self.ranks:
-            if rank < self.below:
-                if self.lo != 0:
-                    return None
-                found[rank] = 0.0
-                continue
-            value = float(kept[rank - self.below])
-            if not low_bound <= value <= high_bound:
+            i = rank - self.below
+            if i < 0:
                 return None
-            found[rank] = value
+            if i < self.at_lo:
+                found[rank] = self.lo
+                continue
+            i -= self.at_lo
+            if i < kept.shape[0]:
+                found[rank] = float(kept[i])
+                continue
+            i -= kept.shape[0]
+            if i < self.at_hi:
+                found[rank] = self.hi
+                continue
+            return None
         return found
 
 
 def window_for(sample: np.ndarray, q: float, ranks: tuple[int, int], cap: int) -> Window:
-    """A window for the ranks of quantile q, from a sample of the values (reordered)."""
+    """A window for the ranks of quantile q, from a sample of the float64 values
+    (reordered)."""
     size = sample.shape[0]
     if not size:
         return Window(ranks, 0.0, math.inf, cap)
@@ -115,8 +139,8 @@ def window_for(sample: np.ndarray, q: float, ranks: tuple[int, int], cap: int) -
     inner = [i for i in (first, last) if 0 < i < size - 1]
     if inner:
         sample.partition(inner)
-    lo = 0.0 if first <= 0 else float(sample[first]) * (1 - 4 * SLACK)
-    hi = math.inf if last >= size - 1 else float(sample[last]) * (1 + 4 * SLACK) + TINY
+    lo = 0.0 if first <= 0 else float(sample[first])
+    hi = math.inf if last >= size - 1 else float(sample[last])
     return Window(ranks, lo, hi, cap)
 
 
