@@ -17,7 +17,7 @@ from pytest_trtcompare.session.settings import (
     parse_tolerance_fields,
 )
 
-from .pytester_helpers import run
+from .pytester_helpers import XDIST, run
 
 
 def _pair(noise: float = 0.05, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -117,6 +117,31 @@ def test_ini_threshold_field_decides(pytester, threshold, passed):
             "tolerance: threshold= is ambiguous with 2 metric checks (kl, top1): give each its "
             "threshold",
         ),
+        (  # the elementwise member would vanish: a shifted output passes kl and cosine
+            [{"atol": 1e-3}, {"check": "cosine", "threshold": 0.99}],
+            {"check": "kl"},
+            "tolerance: check='kl' would replace the elemwise tolerance in [elemwise, cosine]: "
+            "add {'check': 'kl'} to the list instead",
+        ),
+        (
+            {"": [{"atol": 1e-3}, {"check": "cosine"}]},
+            {"check": "top1"},
+            "tolerance: check='top1' would replace the elemwise tolerance in "
+            "[elemwise, cosine]: add {'check': 'top1'} to the list instead",
+        ),
+        (
+            None,
+            {"check": "kl", "atol": 0.1},
+            "tolerance: atol= does nothing for a metric check (check='kl' takes threshold= and "
+            "postprocess=); for both, give a list: [{'atol': ..., 'rtol': ...}, {'check': 'kl'}]",
+        ),
+        (
+            {"check": "cosine", "atol": 0.1, "rtol": 0.1},
+            {},
+            "tolerance: atol=, rtol= does nothing for a metric check (check='cosine' takes "
+            "threshold= and postprocess=); for both, give a list: "
+            "[{'atol': ..., 'rtol': ...}, {'check': 'cosine'}]",
+        ),
     ],
 )
 def test_keyword_fields_that_cannot_apply_are_errors(spec, fields, message):
@@ -162,6 +187,30 @@ def test_call_fields_that_cannot_apply_fail_the_test(pytester):
             "its threshold*"
         ]
     )
+    _no_crash(result)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_metric_keyword_never_drops_a_field_in_a_test(pytester, xdist):
+    """compare(..., check="kl", atol=0.1) used to pass an output off by 1 (atol ignored);
+    check="kl" alone still works."""
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        e = {"y": np.arange(12.0).reshape(3, 4)}
+        a = {"y": e["y"] + 1.0}
+
+        def test_dropped_atol(compare):
+            compare(a, e, check="kl", atol=0.1)
+
+        def test_kl_alone(compare):
+            assert compare(e, e, check="kl").outputs["y"].metric("kl").passed
+        """
+    )
+    result = run(pytester, "-rf", *xdist)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*atol= does nothing for a metric check (check='kl'*"])
     _no_crash(result)
 
 

@@ -281,6 +281,7 @@ def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
     if isinstance(value, Tolerance):
         return value
     if isinstance(value, Mapping):
+        _no_fields_beside_a_metric(dict(value), where)
         try:
             return base.replace(**dict(value))
         except ToleranceError as exc:
@@ -303,6 +304,22 @@ def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
 _METRIC_FIELDS = frozenset({"threshold", "postprocess"})
 
 
+def _no_fields_beside_a_metric(fields: Mapping[str, Any], where: str) -> None:
+    """A metric check takes only threshold= and postprocess=: `check="kl", atol=0.1` would
+    drop the atol without a word."""
+    check = fields.get("check")
+    if check not in METRICS:
+        return
+    unused = sorted(set(fields) - _METRIC_FIELDS - {"check"})
+    if unused:
+        names = ", ".join(f"{name}=" for name in unused)
+        raise ToleranceError(
+            f"{where}: {names} does nothing for a metric check (check={check!r} takes "
+            f"threshold= and postprocess=); for both, give a list: "
+            f"[{{'atol': ..., 'rtol': ...}}, {{'check': {check!r}}}]"
+        )
+
+
 def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bool) -> Entry:
     """`entry` with keyword fields applied: to its elementwise / statistic member, `threshold`
     to its one metric check, every field to a lone metric that `check` replaces by a
@@ -310,6 +327,13 @@ def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bo
     left out (the command line's fields change every elementwise member there is)."""
     base, metrics = split_entry(entry)
     fields = dict(overrides)
+    _no_fields_beside_a_metric(fields, where)
+    if base is not None and metrics and fields.get("check") in METRICS:
+        listed = ", ".join(t.check for t in (base, *metrics))
+        raise ToleranceError(
+            f"{where}: check={fields['check']!r} would replace the {base.check} tolerance in "
+            f"[{listed}]: add {{'check': {fields['check']!r}}} to the list instead"
+        )
     lone = base is None and len(metrics) == 1
     if lone and strict and fields.get("check", metrics[0].check) not in METRICS:
         return metrics[0].replace(**fields)  # replaced by an elementwise / statistic check
