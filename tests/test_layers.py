@@ -266,6 +266,21 @@ def test_per_output_tolerances_are_checked_once_against_every_layer(block_runner
         layers.compare_layers(target, reference, feed, {**tolerance, "why": {}}, group=1)
     found = [str(w.message) for w in caught if issubclass(w.category, ToleranceWarning)]
     assert len(found) == 1 and "['why']" in found[0]
+    assert "outputs are ['/block/Add_output_0'," in found[0]
+
+
+def test_a_misspelt_output_name_gets_the_closest_names():
+    import warnings
+
+    from pytest_trtcompare.errors import ToleranceWarning
+
+    outputs = {f"/encoder/layer.{i}/MatMul_output_0": np.ones(3) for i in range(200)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compare_outputs(outputs, outputs, {"": {}, "/encoder/layer.7/Matmul_output_0": {}})
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, ToleranceWarning)]
+    assert "did you mean '/encoder/layer.7/MatMul_output_0'" in message
+    assert "(200 outputs)" in message and len(message) < 400
 
 
 def test_report_mode_decides_on_the_model_outputs(block_runners):

@@ -369,6 +369,17 @@ def _is_field_mapping(spec: Mapping[str, Any]) -> bool:
     )
 
 
+def _some_names(unknown: list[str], known: set[str]) -> str:
+    """The closest known names, or the first few: a per-layer comparison has hundreds."""
+    close = sorted({m for name in unknown for m in difflib.get_close_matches(name, known, n=3)})
+    if close:
+        return f"did you mean {', '.join(map(repr, close))}? ({len(known)} outputs)"
+    shown = sorted(known)[:8]
+    if len(known) > len(shown):
+        return f"outputs are {', '.join(map(repr, shown))}, ... ({len(known)} in all)"
+    return f"outputs are {shown}"
+
+
 class ToleranceTable:
     """Per-output tolerances with a default under the key "" (Polygraphy's `out0:1e-3`).
 
@@ -429,7 +440,7 @@ class ToleranceTable:
         if unknown:
             warnings.warn(
                 f"tolerance given for output(s) {unknown} that the comparison does not have; "
-                f"outputs are {sorted(known)}",
+                f"{_some_names(unknown, known)}",
                 ToleranceWarning,
                 stacklevel=4,
             )
