@@ -190,3 +190,39 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
         out.quantile_abs_error,
         out.quantile_rel_error,
     )
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["off by exactly 1", "ones against zeros", "two tied values", "fp16 ties"],
+)
+def test_tied_errors_need_no_exact_selection(monkeypatch, case):
+    """Errors that tie in float32 (and in float64) at the wanted ranks: the windows count
+    the elements at their edges instead of keeping them, so the radix selection's extra
+    passes never run, and every figure equals the plain float64 path's."""
+    n = (1 << 18) + 123
+    rng = np.random.default_rng(7)
+    expected = rng.standard_normal(n).astype(np.float32)
+    if case == "off by exactly 1":
+        actual = expected + np.float32(1)
+    elif case == "ones against zeros":
+        actual, expected = np.ones(n, np.float32), np.zeros(n, np.float32)
+    elif case == "two tied values":
+        actual = expected + np.where(rng.random(n) < 0.5, np.float32(0.5), np.float32(2))
+    else:
+        expected = expected.astype(np.float16)
+        actual = (expected + np.float16(0.25)).astype(np.float16)
+    tol = Tolerance(atol=1e-5, rtol=1e-5, check="median")
+
+    def no_selection(*args, **kwargs):
+        raise AssertionError("the exact radix selection ran")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module, "_select_exact", no_selection)
+        fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module, "WINDOW_MIN", math.inf)
+        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    assert repr(_fields(fast)) == repr(_fields(plain))
+    assert not fast.passed
