@@ -99,15 +99,15 @@ class Report32:
             candidates = np.flatnonzero(ratio >= _down(floor * (1 - 3 * SLACK) - TINY))
         else:
             candidates = np.arange(ratio.shape[0])
+        dense = self._dense_chunk(a, e, candidates.shape[0])
+        if dense is not None:  # tied ratios: no partition of nearly the whole chunk
+            worst.add(replace(dense, start=start))
+            return
         if candidates.shape[0] > worst.size:
             values = ratio[candidates]
             kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
             candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
         if not candidates.shape[0]:
-            return
-        dense = self._dense_chunk(a, e, candidates.shape[0])
-        if dense is not None:
-            worst.add(replace(dense, start=start))
             return
         chunk = self._exact(a, e, candidates)
         worst.add(replace(chunk, positions=candidates + start))
@@ -134,12 +134,13 @@ class Report32:
         union = masks[0][2].copy()
         for _, _, mask in masks[1:]:
             union |= mask
+        dense = self._dense_chunk(a, e, int(np.count_nonzero(union)))
+        if dense is not None:  # tied errors: compress the float64 chunk, no gathering
+            for kind, window, mask in masks:
+                window.keep((dense.abs_err if kind == "abs" else dense.rel_err)[mask])
+            return
         positions = np.flatnonzero(union)  # no NaN pair: their errors are 0, below windows
-        dense = self._dense_chunk(a, e, positions.shape[0])
-        if dense is not None:
-            exact_abs, exact_rel = dense.abs_err[positions], dense.rel_err[positions]
-        else:
-            exact_abs, exact_rel = _exact_errors(a, e, positions)
+        exact_abs, exact_rel = _exact_errors(a, e, positions)
         for kind, window, mask in masks:
             inside = mask[positions]
             window.keep((exact_abs if kind == "abs" else exact_rel)[inside])
