@@ -18,11 +18,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..debug import explain_failure
-from ..engine.compare import compare_outputs
+from ..engine.compare import ComparisonResult, compare_outputs
 from ..errors import InputDataError, RunnerSkip, TrtCompareError
 from ..goldens.interop import load_reference
 from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
+from ..runners.base import Runner
 from ..runners.isolated import RunnerCrashed
 from .expand import Case
 from .layers import compare_layers
@@ -149,6 +150,19 @@ class CaseRunner:
             if failing is None and not result.passed:
                 failing = (got, want)  # kept for the failure artifacts
             results.append(result)
+        return self._settled(spec, case, results, (target, reference), failing, feeds)
+
+    def _settled(
+        self,
+        spec: CompareSpec,
+        case: Case,
+        results: list[ComparisonResult],
+        pair: tuple[Runner, Runner],
+        failing: Any,
+        feeds: list[Feed],
+    ) -> Outcome:
+        """The outcome of a case's comparisons, the failing arrays kept for artifacts."""
+        target, reference = pair
         outcome = compared(
             results,
             source="compare_frameworks",
@@ -195,14 +209,7 @@ class CaseRunner:
             if failing is None and not result.passed:
                 failing = ({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()})
             results.append(result)
-        outcome = compared(
-            results,
-            source="compare_frameworks",
-            target=target.describe(),
-            reference=reference.describe(),
-            arrays=failing,
-        )
-        return self._explained(spec, case, outcome, feeds)
+        return self._settled(spec, case, results, (target, reference), failing, feeds)
 
     def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
         """--trt-debug-precision applies to reduced precision on an ONNX model's own runner."""
