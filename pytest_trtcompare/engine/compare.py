@@ -159,7 +159,9 @@ def compare_one(
         result = _indices_result(a, e, tol, header)
     elif base is None:  # metric checks alone: the scan gives the report's figures
         scan_tol = tol.replace(check="elemwise")
-        result = _values_result(a, e, a_kind, e_kind, scan_tol, header, not metrics_pass)
+        result = _values_result(
+            a, e, a_kind, e_kind, scan_tol, header, not metrics_pass, gated=False
+        )
         result = dataclasses.replace(result, mismatches=0, passed=True, margin=0.0, gated=False)
     else:
         result = _values_result(a, e, a_kind, e_kind, tol, header, not metrics_pass)
@@ -204,16 +206,21 @@ def _values_result(
     tol: Tolerance,
     header: dict[str, Any],
     details_wanted: bool = False,
+    gated: bool = True,
 ) -> OutputComparison:
+    """`details_wanted`: the failure report's figures even when `tol` passes (a metric check
+    failed); `gated=False`: `tol`'s verdict decides nothing (metric checks alone), so its
+    mismatches call for no report."""
     float32 = _stats.screen_applies(a.dtype, e.dtype, tol)
     # The report is built in the scan's pass: from the first mismatch on (an elementwise
-    # check fails exactly when there is one), or from the start for an order statistic.
+    # check fails exactly when there is one), or from the start for an order statistic or
+    # when it is wanted anyway.
     report = ReportBuilder(
         a, e, (a_kind, e_kind), tol, WORST_ELEMENTS, float32, _stats.CHUNK_ELEMENTS
     )
-    if tol.check in ("median", "quantile"):
+    if tol.check in ("median", "quantile") or details_wanted:
         report.begin(0)
-    fused = report.active or tol.check == "elemwise"
+    fused = report.active or (gated and tol.check == "elemwise")
     s = _stats.scan(a, e, a_kind, e_kind, tol, report if fused else None)
     extra: dict[str, Any] = {}
     details: FailureDetails | None = None
@@ -231,7 +238,7 @@ def _values_result(
             if s.nan_errors
             else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
         )
-    if not passed or details_wanted:
+    if (gated and not passed) or details_wanted:
         if details is None:
             details, order = report.finish(s.compared)
             extra.update(_order_stats(order))
