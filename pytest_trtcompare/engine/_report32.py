@@ -50,8 +50,7 @@ class Report32:
         self._eabs = np.empty(chunk_elements, dtype=np.float32)
         # Its own buffers: a dense chunk stays valid while `computer` serves candidates.
         self._whole = ChunkComputer(computer.a_kind, computer.e_kind, tol, chunk_elements)
-        self._dense: Chunk | None = None
-        self._dense_for: tuple[np.ndarray, np.ndarray] | None = None
+        self._dense: Chunk | None = None  # of the chunk `add` is on, once computed
 
     def _dense_chunk(self, a: np.ndarray, e: np.ndarray, count: int) -> Chunk | None:
         """The whole chunk in float64, when `count` candidates make a contiguous pass
@@ -59,10 +58,9 @@ class Report32:
         candidate); None when they are few or the chunk drops elements (NaN errors)."""
         if count * _DENSE < a.shape[0]:
             return None
-        if self._dense_for is None or self._dense_for[0] is not a:
-            self._dense_for = (a, e)
+        if self._dense is None:
             self._dense = self._whole.compute(a, e, 0, dots=False)
-        return self._dense if self._dense is not None and self._dense.positions is None else None
+        return self._dense if self._dense.positions is None else None
 
     def _exact(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> Chunk:
         return self.computer.compute(a[positions], e[positions], 0, dots=False)
@@ -85,7 +83,7 @@ class Report32:
         if got is None:
             return None
         e32, d, r, ratio = got
-        self._dense_for = None  # a new chunk
+        self._dense = None  # a new chunk
         self._worst(a, e, start, ratio, worst)
         decades.add_float32(d, lambda at: self._abs_errors(a, e, at))
         self._windows(a, e, d, r, windows)

@@ -76,8 +76,8 @@ class _Chunks:
 
 def _windows_from_sample(
     chunks: _Chunks, quantiles: tuple[float, ...], count: int
-) -> list[tuple[str, float, _windows.Window]]:
-    """Windows per (error kind, quantile); their ranks are set once the count is known."""
+) -> list[tuple[str, _windows.Window]]:
+    """Windows per (error kind, quantile); the ranks they serve are known at the end."""
     positions = _windows.sample_positions(chunks.a.shape[0], _windows.SAMPLE)
     parts: dict[str, list[np.ndarray]] = {"abs": [], "rel": []}
     for start in range(0, positions.shape[0], chunks.size):
@@ -89,7 +89,7 @@ def _windows_from_sample(
     found = []
     for kind, values in parts.items():
         sample = np.concatenate(values)
-        found += [(kind, q, _windows.window_for(sample, q, (0, 0), cap)) for q in quantiles]
+        found += [(kind, _windows.window_for(sample, q, cap)) for q in quantiles]
     return found
 
 
@@ -174,13 +174,12 @@ class ReportBuilder:
         """Add one chunk; `screened`: its float32 (e, |a - e|, relative error, ratio)."""
         if equal:
             self.decades.zeros += a.shape[0]
-            for _, _, window in self.windows:
+            for _, window in self.windows:
                 window.add_zeros(a.shape[0])
             return
-        tol, fast = self.tol, self.fast
+        tol, fast, windows = self.tol, self.fast, self.windows
         required = tol.check == "elemwise"
         best = self.need if required else None
-        windows = [(kind, window) for kind, _, window in self.windows]
         needs = (
             fast.add(a, e, start, self.worst, self.decades, windows, best, screened)
             if fast
@@ -216,9 +215,8 @@ class ReportBuilder:
         qs = {q: quantile_ranks(compared, q)[:2] for q in (0.5, self.tol.quantile)}
         values: dict[str, dict[int, float]] = {"abs": {}, "rel": {}}
         missing = set() if self.windows else {"abs", "rel"}
-        for kind, q, window in self.windows:
-            window.ranks = qs[q]
-            found = window.values()
+        for kind, window in self.windows:
+            found = window.values(qs[window.q])
             if found is None:
                 missing.add(kind)
             else:

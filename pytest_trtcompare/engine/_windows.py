@@ -39,8 +39,8 @@ def _float32_up(value: float) -> np.float32:
 class Window:
     """Counts values below [lo, hi] and at its edges; keeps the float64 values inside."""
 
-    def __init__(self, ranks: tuple[int, int], lo: float, hi: float, cap: int) -> None:
-        self.ranks = ranks
+    def __init__(self, q: float, lo: float, hi: float, cap: int) -> None:
+        self.q = q  # the quantile it brackets
         self.lo, self.hi = lo, hi
         # A float32 estimate below lo32 (above hi32) is surely below lo (above hi).
         self.lo32 = _float32_down(lo * (1 - SLACK) - TINY) if lo > 0 else np.float32(0)
@@ -98,17 +98,17 @@ class Window:
         else:
             self.below += n
 
-    def values(self) -> dict[int, float] | None:
-        """The float64 values at the wanted ranks, or None when the window missed them."""
+    def values(self, ranks: tuple[int, ...]) -> dict[int, float] | None:
+        """The float64 values at `ranks`, or None when the window missed them."""
         if self.failed:
             return None
         kept = np.concatenate(self.parts) if self.parts else np.zeros(0)
         offset = self.below + self.at_lo
-        inner = sorted({r - offset for r in self.ranks if 0 <= r - offset < kept.shape[0]})
+        inner = sorted({r - offset for r in ranks if 0 <= r - offset < kept.shape[0]})
         if inner:
             kept.partition(inner)
         found: dict[int, float] = {}
-        for rank in self.ranks:
+        for rank in ranks:
             i = rank - self.below
             if i < 0:
                 return None
@@ -127,12 +127,11 @@ class Window:
         return found
 
 
-def window_for(sample: np.ndarray, q: float, ranks: tuple[int, int], cap: int) -> Window:
-    """A window for the ranks of quantile q, from a sample of the float64 values
-    (reordered)."""
+def window_for(sample: np.ndarray, q: float, cap: int) -> Window:
+    """A window for quantile q, from a sample of the float64 values (reordered)."""
     size = sample.shape[0]
     if not size:
-        return Window(ranks, 0.0, math.inf, cap)
+        return Window(q, 0.0, math.inf, cap)
     spread = _SIGMAS * math.sqrt(q * (1 - q) * size) + 2
     first = math.floor(q * (size - 1) - spread)
     last = math.ceil(q * (size - 1) + spread)
@@ -141,7 +140,7 @@ def window_for(sample: np.ndarray, q: float, ranks: tuple[int, int], cap: int) -
         sample.partition(inner)
     lo = 0.0 if first <= 0 else float(sample[first])
     hi = math.inf if last >= size - 1 else float(sample[last])
-    return Window(ranks, lo, hi, cap)
+    return Window(q, lo, hi, cap)
 
 
 def sample_positions(n: int, size: int) -> np.ndarray:
