@@ -215,11 +215,20 @@ class Runner(abc.ABC):
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model; the feed is already checked against `input_specs`."""
 
+    #: Per-layer runners set it (`outputs="all"`): every marked tensor, topologically.
+    _layers: list[Layer] | None = None
+
     @property
     def layers(self) -> list[Layer] | None:
         """Per-layer runners (`outputs="all"`): every marked tensor in topological order with
         its producing node; None for others."""
-        return None
+        return None if self._layers is None else list(self._layers)
+
+    @property
+    def layer_order(self) -> list[str] | None:
+        """The tensors of `layers`, in topological order; None when not per-layer."""
+        layers = self.layers
+        return None if layers is None else [layer.tensor for layer in layers]
 
     #: False when the runner cannot know its inputs (a callable without input_specs=).
     checks_feed: bool = True

@@ -238,15 +238,6 @@ class IsolatedRunner(Runner):
     def output_names(self) -> list[str]:
         return list(self._outputs)
 
-    @property
-    def layer_order(self) -> list[str] | None:
-        """The inner runner's topological order of tensors (outputs="all")."""
-        return None if self._layers is None else [layer.tensor for layer in self._layers]
-
-    @property
-    def layers(self) -> list[Layer] | None:
-        return None if self._layers is None else list(self._layers)
-
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._local is not None:
             self._spec["model"] = export_to_file(self._local, feed, self._folder)

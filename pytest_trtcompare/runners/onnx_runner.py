@@ -57,15 +57,6 @@ class OnnxModelRunner(Runner):
     def output_names(self) -> list[str]:
         return list(self._outputs)
 
-    @property
-    def layer_order(self) -> list[str] | None:
-        """Tensors in topological order when built with outputs="all"."""
-        return None if self._layers is None else [layer.tensor for layer in self._layers]
-
-    @property
-    def layers(self) -> list[Layer] | None:
-        return None if self._layers is None else list(self._layers)
-
     def describe(self) -> dict[str, Any]:
         info = {
             **super().describe(),

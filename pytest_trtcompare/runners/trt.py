@@ -182,12 +182,6 @@ class TensorRTRunner(Runner):
         return list(self._outputs)
 
     @property
-    def layer_order(self) -> list[str] | None:
-        """Layer outputs in the network's (topological) order, when built with outputs="all"."""
-        layers = self.layers
-        return None if layers is None else [marked.tensor for marked in layers]
-
-    @property
     def layers(self) -> list[Layer] | None:
         if self._layers is None:
             return None
