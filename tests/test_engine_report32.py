@@ -160,13 +160,14 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
     tol = Tolerance(atol=1e-3, rtol=1e-3)
 
     added = []
-    real_add = report_module.Report32.add
+    real_add = report_module.ReportBuilder.add
 
-    def add(self, a, e, start, *args):
-        added.append((start, args[-1] is not None if len(args) == 5 else False))
-        return real_add(self, a, e, start, *args)
+    def add(self, start, a, e, equal, screened=None, whole=None):
+        # handed over: the scan's float32 errors, or its float64 chunk (tied errors)
+        added.append((start, screened is not None or whole is not None))
+        return real_add(self, start, a, e, equal, screened, whole)
 
-    monkeypatch.setattr(report_module.Report32, "add", add)
+    monkeypatch.setattr(report_module.ReportBuilder, "add", add)
     out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     handed_over = [start for start, given in added if given]
     read_again = [start for start, given in added if not given]
@@ -220,6 +221,69 @@ def test_tied_errors_need_no_exact_selection(monkeypatch, case):
     with monkeypatch.context() as patch:
         patch.setattr(report_module, "_select_exact", no_selection)
         fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module, "WINDOW_MIN", math.inf)
+        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    assert repr(_fields(fast)) == repr(_fields(plain))
+    assert not fast.passed
+
+
+@pytest.mark.parametrize(
+    ("case", "rule"),
+    [
+        ("off by exactly 1", "polygraphy"),
+        ("off by exactly 1", "allclose"),
+        ("ones against zeros", "polygraphy"),
+        ("tied, with NaN pairs", "polygraphy"),
+        ("tied, rising", "allclose"),
+    ],
+)
+def test_whole_float64_chunks_serve_the_scan_too(monkeypatch, case, rule):
+    """A chunk the report computes whole in float64 (tied errors) gives the scan its exact
+    maxima and cosine sums, and the chunks after it take one exact float64 pass for the scan
+    and the report: the scan's verdict, counts and maxima are those of a scan without a
+    report, and every report figure the plain float64 path's."""
+    n = 6 * chunked.CHUNK_ELEMENTS + 321
+    rng = np.random.default_rng(3)
+    expected = rng.standard_normal(n).astype(np.float32)
+    actual = expected + np.float32(1)
+    nan_equal = False
+    if case == "ones against zeros":
+        actual, expected = np.ones(n, np.float32), np.zeros(n, np.float32)
+    elif case == "tied, with NaN pairs":
+        nan = rng.random(n) < 0.01
+        actual[nan] = expected[nan] = np.nan
+        nan_equal = True
+    elif case == "tied, rising":
+        actual = expected + np.repeat(np.arange(1, 8, dtype=np.float32), n // 7 + 1)[:n]
+    tol = Tolerance(atol=1e-3, rtol=1e-3, rule=rule, nan_equal=nan_equal)
+    builder = report_module.ReportBuilder(
+        actual, expected, ("float", "float"), tol, worst_count=10, float32=True
+    )
+    whole_chunks = []
+    real_add = report_module.ReportBuilder.add
+
+    def add(self, start, *args, **kwargs):
+        real_add(self, start, *args, **kwargs)
+        whole_chunks.append(self.whole is not None)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module.ReportBuilder, "add", add)
+        with_report = stats_module.scan(actual, expected, "float", "float", tol, report=builder)
+    assert sum(whole_chunks) >= 3  # the case takes the whole-chunk path
+    assert set(builder.exact_maxima()) <= set(range(0, n, chunked.CHUNK_ELEMENTS))
+    alone = stats_module.scan(actual, expected, "float", "float", tol)
+    # Whole chunks take the exact float64 path: its means and margin are float64 sums and
+    # maxima, a few float32 ulps from the screen's (display only); the rest is identical.
+    approximate = {"mean_abs": 1e-6, "mean_rel": 1e-6, "margin": 1e-6, "cosine_similarity": 1e-9}
+    for field, value in dataclasses.asdict(alone).items():
+        if field in approximate:
+            assert getattr(with_report, field) == pytest.approx(value, rel=approximate[field])
+        else:
+            assert getattr(with_report, field) == value, field
+
+    fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     with monkeypatch.context() as patch:
         patch.setattr(report_module, "WINDOW_MIN", math.inf)
         patch.setattr(stats_module, "screen_applies", lambda *args: False)

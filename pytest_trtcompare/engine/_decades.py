@@ -105,9 +105,15 @@ class Decades:
                 for decade, count in zip(found.tolist(), found_counts.tolist(), strict=True):
                     self._subnormal[decade] = self._subnormal.get(decade, 0) + count
 
-    def add_float32(self, d32: np.ndarray, exact: Callable[[np.ndarray], np.ndarray]) -> None:
+    def add_float32(
+        self,
+        d32: np.ndarray,
+        exact: Callable[[np.ndarray], np.ndarray],
+        whole: np.ndarray | None = None,
+    ) -> None:
         """Adds float64 values known by their float32 roundings `d32`; `exact(positions)`
-        gives the float64 values at some positions.
+        gives the float64 values at some positions, `whole` all of them when the caller has
+        them already (then each decade present costs one float64 comparison).
 
         Rounding is monotone, so x < B implies fl32(x) <= fl32(B) and x >= B implies
         fl32(x) >= fl32(B): counting d32 > fl32(B) counts the values of B's decade and above,
@@ -121,11 +127,15 @@ class Decades:
             return
         rounded, first, decade = _starts32()
         above = 0
-        for i in range(int(np.searchsorted(rounded, d32.max(), side="right")) - 1, -1, -1):
-            at_or_above = int(np.count_nonzero(d32 > rounded[i]))
-            tied = d32 == rounded[i]
-            if tied.any():
-                at_or_above += int(np.count_nonzero(exact(np.flatnonzero(tied)) >= first[i]))
+        top = np.float32(d32.max())  # float64 values (`whole` alone) rounded: monotone
+        for i in range(int(np.searchsorted(rounded, top, side="right")) - 1, -1, -1):
+            if whole is not None:
+                at_or_above = int(np.count_nonzero(whole >= first[i]))
+            else:
+                at_or_above = int(np.count_nonzero(d32 > rounded[i]))
+                tied = d32 == rounded[i]
+                if tied.any():
+                    at_or_above += int(np.count_nonzero(exact(np.flatnonzero(tied)) >= first[i]))
             key = int(decade[i])
             self._direct[key] = self._direct.get(key, 0) + at_or_above - above
             above = at_or_above

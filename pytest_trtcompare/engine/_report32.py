@@ -30,6 +30,7 @@ from ._windows import SLACK, TINY, Window
 from .tolerance import Tolerance
 
 _DENSE = 8  # candidates in more than 1/_DENSE of a chunk: compute it all, contiguous
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of exact
 
 
@@ -51,16 +52,28 @@ class Report32:
         # Its own buffers: a dense chunk stays valid while `computer` serves candidates.
         self._whole = ChunkComputer(computer.a_kind, computer.e_kind, tol, chunk_elements)
         self._dense: Chunk | None = None  # of the chunk `add` is on, once computed
+        #: chunk start -> exact (max abs, its index, max rel, its index), of whole chunks
+        self.maxima: dict[int, tuple[float, int, float, int]] = {}
+        #: Whether the last chunk needed computing whole: the next one likely does too
+        #: (`whole_chunk`), and then its float32 screening is wasted work.
+        self.expect_whole = False
 
     def _dense_chunk(self, a: np.ndarray, e: np.ndarray, count: int) -> Chunk | None:
         """The whole chunk in float64, when `count` candidates make a contiguous pass
         cheaper than gathering them (errors that tie in float32: nearly every element is a
         candidate); None when they are few or the chunk drops elements (NaN errors)."""
+        if self._dense is not None:  # computed for another figure: serves any count
+            return self.whole()
         if count * _DENSE < a.shape[0]:
             return None
-        if self._dense is None:
-            self._dense = self._whole.compute(a, e, 0, dots=False)
-        return self._dense if self._dense.positions is None else None
+        self._dense = self._whole.compute(a, e, 0)
+        return self.whole()
+
+    def whole(self) -> Chunk | None:
+        """The chunk `add` is on in float64, with its cosine sums, once a figure has needed
+        it whole (None otherwise, or when it drops elements)."""
+        dense = self._dense
+        return dense if dense is not None and dense.positions is None else None
 
     def _exact(self, a: np.ndarray, e: np.ndarray, positions: np.ndarray) -> Chunk:
         return self.computer.compute(a[positions], e[positions], 0, dots=False)
@@ -79,15 +92,78 @@ class Report32:
     ) -> tuple[float, float] | None:
         """`screened`: the chunk's float32 (e, |a - e|, relative error, ratio) when the
         scan has just computed them (`Float32Screen.last`)."""
+        self._dense = None  # a new chunk
         got = screened if screened is not None else self.screen.ratios(a, e)
         if got is None:
             return None
         e32, d, r, ratio = got
-        self._dense = None  # a new chunk
         self._worst(a, e, start, ratio, worst)
-        decades.add_float32(d, lambda at: self._abs_errors(a, e, at))
+        # Once one figure needed the whole chunk in float64 (tied errors), the others read
+        # it too: exact at once, and cheaper than deciding which elements need it.
+        whole = self.whole()
+        decades.add_float32(
+            d, lambda at: self._abs_errors(a, e, at), None if whole is None else whole.abs_err
+        )
         self._windows(a, e, d, r, windows)
-        return (0.0, 0.0) if required is None else self._required(a, e, e32, d, r, required)
+        whole = self.whole()
+        self.expect_whole = whole is not None
+        if whole is not None:
+            self._keep_maxima(whole, start)
+        if required is None:
+            return 0.0, 0.0
+        if whole is not None:
+            return required_tolerances(whole, self.tol)
+        return self._required(a, e, e32, d, r, required)
+
+    @np.errstate(all="ignore")
+    def whole_chunk(self, a: np.ndarray, e: np.ndarray, start: int) -> Chunk | None:
+        """The chunk in float64 with its cosine sums, for `add_whole`; None when it holds
+        NaN or Inf, or errors beyond float32's range (the scan's float32 path decides)."""
+        chunk = self._whole.compute(a, e, start)
+        plain = (
+            chunk.positions is None
+            and not (chunk.nan_actual or chunk.nan_expected or chunk.inf_actual)
+            and not chunk.inf_expected
+            and (not chunk.abs_err.shape[0] or float(chunk.abs_err.max()) < _FLOAT32_MAX)
+        )
+        self._dense = chunk
+        self.expect_whole = plain  # else the float32 path decides again
+        return chunk if plain else None
+
+    def add_whole(
+        self,
+        chunk: Chunk,
+        worst: Worst,
+        decades: Decades,
+        windows: list[tuple[str, Window]],
+        required: bool,
+    ) -> tuple[float, float]:
+        """Adds a chunk of `whole_chunk`: every figure from its float64 values."""
+        worst.add(chunk)
+        decades.add_float32(chunk.abs_err, lambda at: chunk.abs_err[at], chunk.abs_err)
+        dense = False
+        for kind, window in windows:
+            values = chunk.abs_err if kind == "abs" else chunk.rel_err
+            placed = window.estimate(values, chunk.abs_err)
+            if placed is None:
+                continue
+            mask, below, at_lo = placed
+            if np.count_nonzero(mask) * _DENSE >= mask.shape[0]:
+                dense = True
+                window.keep(values)
+            else:
+                window.below += below
+                window.at_lo += at_lo
+                window.keep(values[mask])
+        self.expect_whole = dense
+        return required_tolerances(chunk, self.tol) if required else (0.0, 0.0)
+
+    def _keep_maxima(self, whole: Chunk, start: int) -> None:
+        """The chunk's exact maxima, which the scan would otherwise look up again when its
+        float32 maximum ties the output's (`Float32Screen.resolve_maxima`)."""
+        i, j = int(whole.abs_err.argmax()), int(whole.rel_err.argmax())
+        abs_top, rel_top = float(whole.abs_err[i]), float(whole.rel_err[j])
+        self.maxima[start] = (abs_top, start + i, rel_top, start + j)
 
     def _worst(
         self, a: np.ndarray, e: np.ndarray, start: int, ratio: np.ndarray, worst: Worst
@@ -95,16 +171,20 @@ class Report32:
         floor = worst.floor()
         if floor > 0:
             candidates = np.flatnonzero(ratio >= _down(floor * (1 - 3 * SLACK) - TINY))
-        else:
+            dense = self._dense_chunk(a, e, candidates.shape[0])
+            if dense is not None:  # tied ratios: no partition of nearly the whole chunk
+                worst.add(replace(dense, start=start))
+                return
+        else:  # the first chunk: the partition below finds its top
             candidates = np.arange(ratio.shape[0])
-        dense = self._dense_chunk(a, e, candidates.shape[0])
-        if dense is not None:  # tied ratios: no partition of nearly the whole chunk
-            worst.add(replace(dense, start=start))
-            return
         if candidates.shape[0] > worst.size:
             values = ratio[candidates]
             kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
             candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
+        dense = self._dense_chunk(a, e, candidates.shape[0])
+        if dense is not None:  # tied at the top
+            worst.add(replace(dense, start=start))
+            return
         if not candidates.shape[0]:
             return
         chunk = self._exact(a, e, candidates)
@@ -122,17 +202,30 @@ class Report32:
         r: np.ndarray,
         windows: list[tuple[str, Window]],
     ) -> None:
+        whole = self.whole()
         masks = []
         for kind, window in windows:
-            mask = window.members(d if kind == "abs" else r, d)
-            if mask is not None:
-                masks.append((kind, window, mask))
+            placed = window.estimate(d if kind == "abs" else r, d)
+            if placed is None:
+                continue
+            mask, below, at_lo = placed
+            if whole is not None and np.count_nonzero(mask) * _DENSE >= mask.shape[0]:
+                # Most of the chunk is near the window (tied errors): every element placed
+                # by its float64 value costs less than compressing the values of a dense mask.
+                window.keep(whole.abs_err if kind == "abs" else whole.rel_err)
+                continue
+            window.below += below
+            window.at_lo += at_lo
+            masks.append((kind, window, mask))
         if not masks:
             return
-        union = masks[0][2].copy()
-        for _, _, mask in masks[1:]:
-            union |= mask
-        dense = self._dense_chunk(a, e, int(np.count_nonzero(union)))
+        if whole is not None:
+            dense: Chunk | None = whole
+        else:
+            union = masks[0][2].copy()
+            for _, _, mask in masks[1:]:
+                union |= mask
+            dense = self._dense_chunk(a, e, int(np.count_nonzero(union)))
         if dense is not None:  # tied errors: compress the float64 chunk, no gathering
             for kind, window, mask in masks:
                 window.keep((dense.abs_err if kind == "abs" else dense.rel_err)[mask])

@@ -21,7 +21,7 @@ from . import _errors_chunked as _chunked
 from . import _windows
 from ._decades import Decades, top_counts
 from ._equal import EqualChunks
-from ._errors_chunked import ChunkComputer
+from ._errors_chunked import Chunk, ChunkComputer
 from ._figures import Worst as _Worst
 from ._figures import required_tolerances as _required_tolerances
 from ._report32 import Report32
@@ -141,6 +141,22 @@ class ReportBuilder:
         self.float32 = float32
         self.began_at: int | None = None
         self.need = (0.0, 0.0)
+        #: The chunk `add` was last given, in float64 with its cosine sums, when the report
+        #: needed it whole; None otherwise.
+        self.whole: Chunk | None = None
+
+    def whole_chunk(self, start: int, a: np.ndarray, e: np.ndarray) -> Chunk | None:
+        """The chunk in float64, to take the scan's exact path and be added whole, when
+        the chunk before needed computing whole (tied errors); None otherwise."""
+        fast = self.fast if self.active else None
+        if fast is None or not fast.expect_whole:
+            return None
+        return fast.whole_chunk(a, e, start)
+
+    def exact_maxima(self) -> dict[int, tuple[float, int, float, int]]:
+        """Chunk start -> exact (max abs, its index, max rel, its index), for the chunks
+        the report computed whole in float64."""
+        return self.fast.maxima if self.active and self.fast is not None else {}
 
     @property
     def active(self) -> bool:
@@ -170,8 +186,17 @@ class ReportBuilder:
         e: np.ndarray,
         equal: bool,
         screened: tuple[np.ndarray, ...] | None = None,
+        whole: Chunk | None = None,
     ) -> None:
-        """Add one chunk; `screened`: its float32 (e, |a - e|, relative error, ratio)."""
+        """Add one chunk; `screened`: its float32 (e, |a - e|, relative error, ratio);
+        `whole`: the chunk as `whole_chunk` gave it."""
+        self.whole = whole
+        if whole is not None and self.fast is not None:
+            got = self.fast.add_whole(
+                whole, self.worst, self.decades, self.windows, self.tol.check == "elemwise"
+            )
+            self.need = (max(self.need[0], got[0]), max(self.need[1], got[1]))
+            return
         if equal:
             self.decades.zeros += a.shape[0]
             for _, window in self.windows:
@@ -185,6 +210,8 @@ class ReportBuilder:
             if fast
             else None
         )
+        if needs is not None and fast is not None:
+            self.whole = fast.whole()
         if needs is None:
             chunk = self.chunks.computer.compute(a, e, start, dots=False)
             self.worst.add(chunk)

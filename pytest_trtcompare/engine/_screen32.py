@@ -91,6 +91,8 @@ class Float32Screen:
         self._flags = np.empty(chunk_elements, dtype=np.bool_)
         self._keep = np.empty(chunk_elements, dtype=np.uint32)
         self._wide = np.empty((2, DOT_BLOCK))
+        self.dots_pending = False
+        self._pair: tuple[np.ndarray, np.ndarray] = (self._ones[:0], self._ones[:0])
         #: After a successful `summarize`: that chunk's float32 (e, |a - e|, relative
         #: error, error ratio), what `ratios` gives, valid until the next call.
         self.last: tuple[np.ndarray, ...] = ()
@@ -102,8 +104,14 @@ class Float32Screen:
         return buffer
 
     @np.errstate(all="ignore")
-    def summarize(self, a: np.ndarray, e: np.ndarray) -> ChunkSummary | None:
-        """The chunk's summary, or None when the exact float64 path must decide it."""
+    def summarize(
+        self, a: np.ndarray, e: np.ndarray, defer_dots: bool = False
+    ) -> ChunkSummary | None:
+        """The chunk's summary, or None when the exact float64 path must decide it.
+
+        `defer_dots`: a failing chunk's float64 cosine sums are left to the caller, who may
+        have them from a float64 pass of its own, or calls `float64_dots` (`dots_pending`).
+        """
         errors = self._errors(a, e)
         if errors is None:
             return None
@@ -113,9 +121,14 @@ class Float32Screen:
         failing = margin > _SCREEN_LIMIT
         # Errors past the tolerance make 1 - cosine hang on |a| - |e|, which float32 sums
         # of squares lose (1e-7 of |a|^2 shows at 1e-8): float64 sums there, as exact chunks.
-        dots = (
-            self._float64_dots(a32, e32) if failing else (dot(a32, a32), dot(e32, e32), dot(d, d))
-        )
+        self.dots_pending = failing and defer_dots
+        self._pair = (a32, e32)
+        if self.dots_pending:
+            dots = (0.0, 0.0, 0.0)
+        elif failing:
+            dots = self.float64_dots()
+        else:
+            dots = (dot(a32, a32), dot(e32, e32), dot(d, d))
         summary = ChunkSummary(
             compared=d.shape[0],
             max_abs=float(d.max()),
@@ -139,9 +152,11 @@ class Float32Screen:
         self.last = (e32, d, r, scratch)
         return summary
 
-    def _float64_dots(self, a32: np.ndarray, e32: np.ndarray) -> tuple[float, float, float]:
-        """The float64 sums of a^2, e^2 and (a - e)^2 that `dot` gives, a block at a time
-        (converted blocks stay in cache: twice as fast as whole chunks)."""
+    def float64_dots(self) -> tuple[float, float, float]:
+        """The float64 sums of a^2, e^2 and (a - e)^2 of the last summarized chunk (NaN
+        pairs left out), what `dot` gives on float64 arrays, a block at a time (converted
+        blocks stay in cache: twice as fast as whole chunks)."""
+        a32, e32 = self._pair
         sums = [0.0, 0.0, 0.0]
         av, ev = self._wide
         for start in range(0, a32.shape[0], DOT_BLOCK):
@@ -216,12 +231,18 @@ class Float32Screen:
 
     @np.errstate(all="ignore")
     def resolve_maxima(
-        self, a: np.ndarray, e: np.ndarray, screened: list[tuple[int, int, float, float]]
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        screened: list[tuple[int, int, float, float]],
+        known: dict[int, tuple[float, int, float, int]] | None = None,
     ) -> tuple[float, int, float, int]:
         """Exact (max abs, its index, max rel, its index) over the screened chunks.
 
-        `screened` holds (start, stop, float32 max abs, float32 max rel) per chunk.
+        `screened` holds (start, stop, float32 max abs, float32 max rel) per chunk; `known`
+        the exact maxima of some chunks by their start (computed whole for the report).
         """
+        known = known or {}
         best_abs = max(item[2] for item in screened)
         best_rel = max(item[3] for item in screened)
         if best_abs == 0:  # float32 |a - e| is 0 only for a == e: every error is exactly 0
@@ -231,6 +252,13 @@ class Float32Screen:
         found_rel: tuple[float, int] = (-1.0, -1)
         for start, stop, top_abs, top_rel in screened:
             if top_abs < best_abs and top_rel < rel_floor:
+                continue
+            if start in known:  # the chunk's exact maxima, with the lowest index on ties
+                exact = known[start]
+                if top_abs == best_abs:
+                    found_abs = max(found_abs, exact[:2], key=lambda item: (item[0], -item[1]))
+                if top_rel >= rel_floor:
+                    found_rel = max(found_rel, exact[2:], key=lambda item: (item[0], -item[1]))
                 continue
             errors = self._errors(a[start:stop], e[start:stop])
             assert errors is not None  # the same chunk passed the screen before

@@ -61,22 +61,34 @@ class Window:
         errors in the same precision: an error of 0 is exact in float32 too, so where the
         window starts at 0 the zeros are counted at its edge without a float64 look.
         """
+        placed = self.estimate(values, errors)
+        if placed is None:
+            return None
+        mask, below, at_lo = placed
+        self.below += below
+        self.at_lo += at_lo
+        return mask
+
+    def estimate(
+        self, values: np.ndarray, errors: np.ndarray
+    ) -> tuple[np.ndarray, int, int] | None:
+        """What `members` does, without counting: (mask, count surely below, count at lo)."""
         if self.failed:
             return None
         f32 = values.dtype == np.float32
         if self.lo == 0:
             zero = errors == 0
-            self.at_lo += int(np.count_nonzero(zero))
             inside = values <= (self.hi32 if f32 else self.hi)
             inside &= ~zero
-            return inside
+            return inside, 0, int(np.count_nonzero(zero))
         inside = values >= (self.lo32 if f32 else self.lo)
-        self.below += values.shape[0] - int(np.count_nonzero(inside))
+        below = values.shape[0] - int(np.count_nonzero(inside))
         inside &= values <= (self.hi32 if f32 else self.hi)
-        return inside
+        return inside, below, 0
 
     def keep(self, exact: np.ndarray) -> None:
-        """Place float64 values that `members` could not place by their estimates."""
+        """Place float64 values: those `members` could not place by their estimates, or
+        every value of a chunk that `members` has not seen."""
         if self.failed or not exact.shape[0]:
             return
         lo, hi = self.lo, self.hi

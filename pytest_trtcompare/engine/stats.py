@@ -141,24 +141,35 @@ def scan(
         a_chunk, e_chunk = a[start:stop], e[start:stop]
         summary: ChunkSummary | None = None
         computed: tuple[np.ndarray, ...] | None = None
+        whole: Chunk | None = None
         is_equal = equality.enabled and equality.equal(a_chunk, e_chunk)
         if is_equal:
             equal.append((start, start + a_chunk.shape[0]))
             summary = _equal_summary(start, a_chunk.shape[0])
-        elif screen is not None and (summary := screen.summarize(a_chunk, e_chunk)) is not None:
+        elif report is not None and (whole := report.whole_chunk(start, a_chunk, e_chunk)):
+            # tied errors go on: one exact float64 pass serves the scan and the report
+            summary = _summarize_exact(whole, computer, always_exact)
+        elif (
+            screen is not None
+            and (summary := screen.summarize(a_chunk, e_chunk, report is not None)) is not None
+        ):
             screened.append((start, stop, summary.max_abs, summary.max_rel))
             computed = screen.last
         else:
             chunk = computer.compute(a_chunk, e_chunk, start)
             summary = _summarize_exact(chunk, computer, always_exact)
-        _accumulate(total, summary)
         if report is not None:
             if not report.active and (summary.mismatches or summary.nan_errors):
                 report.begin(start)
             if report.active:
-                report.add(start, a_chunk, e_chunk, is_equal, computed)
+                report.add(start, a_chunk, e_chunk, is_equal, computed, whole)
+        if screen is not None and screen.dots_pending:
+            summary.dot_aa, summary.dot_ee, summary.dot_dd = _float64_dots(screen, report, summary)
+            screen.dots_pending = False
+        _accumulate(total, summary)
     if screened and screen is not None:
-        exact_maxima = screen.resolve_maxima(a, e, screened)
+        known = report.exact_maxima() if report is not None else None
+        exact_maxima = screen.resolve_maxima(a, e, screened, known)
         _accumulate(total, ChunkSummary(0, *exact_maxima[:2], *exact_maxima[2:], 0, 0, 0, 0, 0, 0))
     if equal and total.compared > sum(stop - start for start, stop in equal):
         # Not all equal: the equal chunks' squares count in the cosine similarity too.
@@ -185,6 +196,17 @@ def scan(
         nan_positions_differ=total.nan_positions_differ,
         cosine_similarity=_cosine(total.dot_aa, total.dot_ee, total.dot_dd),
     )
+
+
+def _float64_dots(
+    screen: Float32Screen, report: ReportBuilder | None, summary: ChunkSummary
+) -> tuple[float, float, float]:
+    """A failing chunk's float64 cosine sums: the report's, when it computed the chunk whole
+    (the same sums, bit for bit, unless NaN pairs were left out), or the screen's."""
+    whole = report.whole if report is not None else None
+    if whole is not None and not summary.nan_actual:
+        return whole.dot_aa, whole.dot_ee, whole.dot_dd
+    return screen.float64_dots()
 
 
 def _equal_summary(start: int, n: int) -> ChunkSummary:
