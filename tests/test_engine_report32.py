@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import pytest_trtcompare.engine._equal as equal_module
 import pytest_trtcompare.engine._errors_chunked as chunked
+import pytest_trtcompare.engine._figures as figures_module
 import pytest_trtcompare.engine._report_pass as report_module
 import pytest_trtcompare.engine._select as select_module
 import pytest_trtcompare.engine._windows as windows_module
@@ -290,3 +291,32 @@ def test_whole_float64_chunks_serve_the_scan_too(monkeypatch, case, rule):
         plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     assert repr(_fields(fast)) == repr(_fields(plain))
     assert not fast.passed
+
+
+def _required_by_definition(chunk, tol):
+    """The "would pass with" maxima, written out with boolean indexing."""
+    d, r, eabs = chunk.abs_err, chunk.rel_err, chunk.expected_abs
+
+    def top(values):
+        return float(values.max()) if values.shape[0] else 0.0
+
+    if tol.rule == "polygraphy":
+        return max(top(d[r > tol.rtol]), 0.0), max(top(r[d > tol.atol]), 0.0)
+    with np.errstate(all="ignore"):
+        need_atol = d - tol.rtol * eabs
+        need_atol = need_atol[~np.isnan(need_atol)]
+        atol_need = math.inf if np.isinf(d).any() else max(top(need_atol), 0.0)
+        rtol_need = max(top((d[d > tol.atol] - tol.atol) / eabs[d > tol.atol]), 0.0)
+    return atol_need, math.inf if math.isnan(rtol_need) else rtol_need
+
+
+@_SETTINGS
+@given(pair=output_pairs(dtypes=[np.float32, np.float64, np.float16]), tol=tolerances)
+def test_would_pass_with_takes_the_maxima_over_its_masks(pair, tol):
+    """`required_tolerances` reads the largest value when it lies inside its mask; against
+    the maxima written out with boolean indexing, on data with NaN, Inf and zeros."""
+    actual, expected = (x.reshape(-1) for x in pair)
+    chunk = chunked.ChunkComputer("float", "float", tol).compute(actual, expected, 0)
+    got = figures_module.required_tolerances(chunk, tol)
+    want = _required_by_definition(chunk, tol)
+    assert repr(got) == repr(want)

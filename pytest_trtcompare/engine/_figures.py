@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,8 +76,8 @@ def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
     if not d.shape[0]:
         return 0.0, 0.0
     if tol.rule == "polygraphy":
-        atol_need = float(np.where(r > tol.rtol, d, 0.0).max())
-        rtol_need = float(np.where(d > tol.atol, r, 0.0).max())
+        atol_need = _masked_max(d, lambda at: r[at] > tol.rtol)
+        rtol_need = _masked_max(r, lambda at: d[at] > tol.atol)
         return atol_need, rtol_need
     with np.errstate(invalid="ignore"):
         # NaN: a NaN pair excused by nan_equal (needs nothing), or Inf - Inf (below)
@@ -87,5 +89,19 @@ def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
     with np.errstate(divide="ignore", invalid="ignore"):
         need = np.divide(np.subtract(d, tol.atol), chunk.expected_abs)
     # over atol, (d - atol) / |e| is NaN only for Inf / Inf: an rtol cannot cover it
-    rtol_need = float(np.where(d > tol.atol, need, 0.0).max())
+    rtol_need = _masked_max(need, lambda at: d[at] > tol.atol)
     return max(atol_need, 0.0), math.inf if math.isnan(rtol_need) else rtol_need
+
+
+def _masked_max(values: np.ndarray, inside: Callable[[Any], Any]) -> float:
+    """max(np.where(inside(...), values, 0)): the largest value itself when it is positive
+    and its element is inside (in a failing chunk, nearly always), without the mask.
+
+    `inside(at)` tells for an index or a slice whether the elements count; a NaN among the
+    values (argmax finds the first) takes the full look, which propagates it.
+    """
+    top = int(values.argmax())
+    top_value = float(values[top])
+    if top_value > 0 and bool(inside(top)):
+        return top_value
+    return float(np.where(inside(slice(None)), values, 0.0).max())
