@@ -194,6 +194,16 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
     )
 
 
+def _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol):
+    """A failing output's figures equal those of the float64 path without windows."""
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module, "WINDOW_MIN", math.inf)
+        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    assert repr(_fields(fast)) == repr(_fields(plain))
+    assert not fast.passed
+
+
 @pytest.mark.parametrize(
     "case",
     ["off by exactly 1", "ones against zeros", "two tied values", "fp16 ties"],
@@ -222,12 +232,7 @@ def test_tied_errors_need_no_exact_selection(monkeypatch, case):
     with monkeypatch.context() as patch:
         patch.setattr(report_module, "_select_exact", no_selection)
         fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    with monkeypatch.context() as patch:
-        patch.setattr(report_module, "WINDOW_MIN", math.inf)
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
-        plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    assert repr(_fields(fast)) == repr(_fields(plain))
-    assert not fast.passed
+    _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol)
 
 
 @pytest.mark.parametrize(
@@ -285,12 +290,7 @@ def test_whole_float64_chunks_serve_the_scan_too(monkeypatch, case, rule):
             assert getattr(with_report, field) == value, field
 
     fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    with monkeypatch.context() as patch:
-        patch.setattr(report_module, "WINDOW_MIN", math.inf)
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
-        plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    assert repr(_fields(fast)) == repr(_fields(plain))
-    assert not fast.passed
+    _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol)
 
 
 def _required_by_definition(chunk, tol):
