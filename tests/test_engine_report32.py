@@ -320,3 +320,33 @@ def test_would_pass_with_takes_the_maxima_over_its_masks(pair, tol):
     got = figures_module.required_tolerances(chunk, tol)
     want = _required_by_definition(chunk, tol)
     assert repr(got) == repr(want)
+
+
+@pytest.mark.parametrize("nan_share", [0.5, 1e-4])
+def test_zero_errors_and_nan_pairs_tie_without_a_whole_chunk(monkeypatch, nan_share):
+    """Mostly exact outputs with NaN pairs (nan_equal) and a mismatch in the first chunk, so
+    the report reads every chunk: the worst elements are the few nonzero errors and then
+    the first exact zeros, never a NaN pair, and no chunk is computed whole in float64."""
+    n = 5 * chunked.CHUNK_ELEMENTS  # no short last chunk, where a few candidates are dense
+    rng = np.random.default_rng(11)
+    expected = rng.standard_normal(n).astype(np.float32)
+    expected[rng.random(n) < nan_share] = np.nan
+    expected[:40] = np.nan  # the first elements: NaN pairs must not take the zeros' places
+    actual = expected.copy()
+    finite = np.flatnonzero(~np.isnan(expected))
+    off = np.append(rng.choice(finite[finite > 100], 6, replace=False), finite[0])
+    actual[off] += np.float32(0.5)  # one in the first chunk: the report starts there
+    tol = Tolerance(atol=1e-3, rtol=1e-3, nan_equal=True)
+
+    real_dense_chunk = report_module.Report32._dense_chunk
+
+    def no_whole_chunk(self, *args):
+        assert real_dense_chunk(self, *args) is None, "a chunk was computed whole"
+
+    with monkeypatch.context() as patch:
+        patch.setattr(report_module.Report32, "_dense_chunk", no_whole_chunk)
+        fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    flat = [np.ravel_multi_index(w.index, actual.shape) for w in fast.worst]
+    assert sorted(flat[:7]) == sorted(off.tolist())
+    assert not np.isnan(expected[flat]).any()
+    _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol)

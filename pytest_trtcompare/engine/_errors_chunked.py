@@ -136,7 +136,9 @@ class ChunkComputer:
         positions = None
         cos_a, cos_e, cos_d = av, ev, d
         if self.pair == "float" and n and not np.isfinite(d[d.argmax()]):
-            av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
+            av, ev, d, positions, cos_a, cos_e = self._special_values(
+                av, ev, d, start, counts, dots
+            )
             cos_d = cos_a - cos_e
             eabs, r, ratios = eabs[: d.shape[0]], r[: d.shape[0]], ratios[: d.shape[0]]
 
@@ -173,26 +175,30 @@ class ChunkComputer:
         d: np.ndarray,
         start: int,
         counts: dict[str, Any],
+        dots: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
         """Slow path for a chunk holding NaN or Inf: counts them and applies the options."""
         nan_a, nan_e = np.isnan(av), np.isnan(ev)
         inf_a, inf_e = np.isinf(av), np.isinf(ev)
         if self.tol.inf_equal:
-            d[inf_a & (av == ev)] = 0.0
+            np.copyto(d, 0.0, where=inf_a & (av == ev))
         if self.tol.nan_equal:
-            d[nan_a & nan_e] = 0.0
+            np.copyto(d, 0.0, where=nan_a & nan_e)
         nan_err = np.isnan(d)
         counts.update(
-            nan_errors=int(nan_err.sum()),
-            nan_actual=int(nan_a.sum()),
-            nan_expected=int(nan_e.sum()),
-            inf_actual=int(inf_a.sum()),
-            inf_expected=int(inf_e.sum()),
-            nan_positions_differ=bool((nan_a != nan_e).any()),
+            nan_errors=int(np.count_nonzero(nan_err)),
+            nan_actual=int(np.count_nonzero(nan_a)),
+            nan_expected=int(np.count_nonzero(nan_e)),
+            inf_actual=int(np.count_nonzero(inf_a)),
+            inf_expected=int(np.count_nonzero(inf_e)),
+            nan_positions_differ=not np.array_equal(nan_a, nan_e),
             nan_error_positions=np.flatnonzero(nan_err) + start,
         )
-        finite = ~(nan_a | nan_e | inf_a | inf_e)
-        cos_a, cos_e = av[finite], ev[finite]
+        if dots:  # the cosine similarity sums pairs where both values are finite
+            finite = ~(nan_a | nan_e | inf_a | inf_e)
+            cos_a, cos_e = av[finite], ev[finite]
+        else:
+            cos_a = cos_e = av[:0]
         if not counts["nan_errors"]:
             return av, ev, d, None, cos_a, cos_e
         keep = np.flatnonzero(~nan_err)

@@ -180,7 +180,12 @@ class Report32:
         if candidates.shape[0] > worst.size:
             values = ratio[candidates]
             kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
-            candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
+            if kth == 0:  # errors of exactly 0 (or NaN pairs) tie: only the first few count
+                candidates = _nonzero_and_first_zeros(
+                    a, ratio, candidates, worst.size, self.tol.nan_equal
+                )
+            else:
+                candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
         dense = self._dense_chunk(a, e, candidates.shape[0])
         if dense is not None:  # tied at the top
             worst.add(replace(dense, start=start))
@@ -269,6 +274,22 @@ class Report32:
             return 0.0, 0.0
         dense = self._dense_chunk(a, e, candidates.shape[0])
         return required_tolerances(dense or self._exact(a, e, candidates), tol)
+
+
+def _nonzero_and_first_zeros(
+    a: np.ndarray, ratio: np.ndarray, candidates: np.ndarray, k: int, nan_pairs: bool
+) -> np.ndarray:
+    """The candidates whose float32 ratio is above 0, and the first `k` zero errors.
+
+    A float32 ratio of 0 is an error of exactly 0, whose float64 ratio is 0 too, or a NaN
+    pair (`nan_pairs`: zeroed by the screen), whose float64 ratio is NaN and never a worst
+    element; ties keep the lower index, so no later zero can enter.
+    """
+    values = ratio[candidates]
+    zero = candidates[values == 0]
+    if nan_pairs:
+        zero = zero[~np.isnan(a[zero])]
+    return np.union1d(candidates[values > 0], zero[:k])
 
 
 def _near_top(
