@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -38,7 +40,7 @@ def test_report_lines_in_order_of_importance():
     assert lines[4].startswith("  greatest abs error 0.03989 at (3, 517): actual 0.697754")
     assert lines[5].startswith("  greatest rel error 14.5 at (6, 12): actual 0.00309944")
     assert lines[6].startswith("  abs error: mean ") and "p99" in lines[6] and "cosine" in lines[6]
-    assert lines[7] == "  would pass with atol ≥ 0.03989 or rtol ≥ 14.5"
+    assert lines[7] == "  would pass with atol ≥ 0.0399 or rtol ≥ 14.5"  # rounded up: passes
     assert lines[8].startswith("  worst elements:  index")
     assert lines[9].split()[:2] == ["(3,", "517)"]
     assert "error histogram (log10 |abs err|)" in text and "← atol" in text
@@ -82,3 +84,19 @@ def test_sharper_tolerance_shown_only_when_it_differs():
     actual = np.array([1001.0, 0.003])  # abs 1 at rel 1e-3 (within rtol); abs 2e-3 at rel 2
     text = compare_outputs({"y": actual}, {"y": expected}, atol=1e-3, rtol=1e-3).report()
     assert "  would pass with atol ≥ 1 or rtol ≥ 2 (atol ≥ 0.002 at rtol 0.001)\n" in text
+
+
+def test_would_pass_with_prints_bounds_that_pass():
+    """Tied errors of 1 + 1e-7: the printed atol is rounded up (1.001, not 1), the check
+    at the printed values passes, and a failing element's ratio shows it is over 1."""
+    rng = np.random.default_rng(5)
+    expected = rng.standard_normal(1 << 12).astype(np.float32)
+    actual = expected + np.float32(1)
+    failing = compare_outputs({"o": actual}, {"o": expected}, atol=1, rtol=1e-3)
+    text = str(failing)
+    assert not failing.passed
+    bound = re.search(r"would pass with atol ≥ (\S+) or rtol ≥ (\S+)", text)
+    assert bound is not None and bound.group(1) == "1.001"
+    assert compare_outputs({"o": actual}, {"o": expected}, atol=1.001, rtol=1e-3).passed
+    ratios = re.findall(r"(\S+)x\n", text.split("worst elements:")[1])
+    assert ratios and all(float(r) > 1 for r in ratios)

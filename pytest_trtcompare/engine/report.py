@@ -34,6 +34,27 @@ class ResultView(Protocol):
 _BAR_WIDTH = 32
 
 
+def num_up(value: float | None, digits: int = 4) -> str:
+    """`num`, rounded up where rounding to `digits` would give less than the value: a
+    tolerance printed as a bound ("would pass with atol ≥ ...") must pass as printed."""
+    text = num(value, digits)
+    if value is None or not math.isfinite(value) or value <= 0 or float(text) >= value:
+        return text
+    step = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    up = math.ceil(value / step) * step
+    while float(num(up, digits)) < value:
+        up += step
+    return num(up, digits)
+
+
+def ratio_text(ratio: float, digits: int = 3) -> str:
+    """An error ratio: one just above 1 keeps the digits that show it is over 1."""
+    text = num(ratio, digits)
+    if math.isfinite(ratio) and ratio > 1 and float(text) <= 1:
+        return f"{num_up(ratio, 9)}x" if float(num_up(ratio, 9)) > 1 else ">1x"
+    return f"{text}x"
+
+
 def num(value: float | int | bool | None, digits: int = 4) -> str:
     """Compact number: 0.0412, 2.1e-05, 37, nan, inf."""
     if value is None:
@@ -210,13 +231,14 @@ def _would_pass(out: OutputComparison) -> list[str]:
     tol = out.tolerance
     if out.nan_errors:
         return ["  no tolerance passes: NaN errors fail at any atol/rtol (see nan_equal)"]
-    line = f"  would pass with atol ≥ {num(out.required_atol)} or rtol ≥ {num(out.required_rtol)}"
+    need_atol, need_rtol = num_up(out.required_atol), num_up(out.required_rtol)
+    line = f"  would pass with atol ≥ {need_atol} or rtol ≥ {need_rtol}"
     sharper = []
     at_rtol, at_atol = out.required_atol_at_rtol, out.required_rtol_at_atol
-    if at_rtol is not None and tol.rtol > 0 and num(at_rtol) != num(out.required_atol):
-        sharper.append(f"atol ≥ {num(at_rtol)} at rtol {num(tol.rtol)}")
-    if at_atol is not None and tol.atol > 0 and num(at_atol) != num(out.required_rtol):
-        sharper.append(f"rtol ≥ {num(at_atol)} at atol {num(tol.atol)}")
+    if at_rtol is not None and tol.rtol > 0 and num_up(at_rtol) != need_atol:
+        sharper.append(f"atol ≥ {num_up(at_rtol)} at rtol {num(tol.rtol)}")
+    if at_atol is not None and tol.atol > 0 and num_up(at_atol) != need_rtol:
+        sharper.append(f"rtol ≥ {num_up(at_atol)} at atol {num(tol.atol)}")
     if sharper and len(line) + 4 + len(", ".join(sharper)) <= 100:
         return [f"{line} ({', '.join(sharper)})"]
     return [line] + ([f"    or {' or '.join(sharper)}"] if sharper else [])
@@ -233,7 +255,7 @@ def _worst_table(worst: tuple[ElementError, ...], rows: int, ratio: bool = True)
             num(el.expected, 6),
             num(el.abs_error),
             num(el.rel_error),
-            f"{num(el.ratio, 3)}x",
+            ratio_text(el.ratio),
         )
         for el in shown
     ]
