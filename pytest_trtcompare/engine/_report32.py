@@ -27,17 +27,12 @@ from ._errors_chunked import EPS, Chunk, ChunkComputer
 from ._figures import Worst, required_tolerances
 from ._screen32 import Float32Screen
 from ._windows import SLACK, TINY, Window
+from ._windows import float32_down as _down  # a threshold that never drops a candidate
 from .tolerance import Tolerance
 
 _DENSE = 8  # candidates in more than 1/_DENSE of a chunk: compute it all, contiguous
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of exact
-
-
-def _down(value: float) -> np.float32:
-    """The largest float32 at most `value` (a threshold that never drops a candidate)."""
-    low = np.float32(value)
-    return np.nextafter(low, np.float32(-np.inf)) if float(low) > value else low
 
 
 class Report32:
@@ -61,7 +56,8 @@ class Report32:
     def _dense_chunk(self, a: np.ndarray, e: np.ndarray, count: int) -> Chunk | None:
         """The whole chunk in float64, when `count` candidates make a contiguous pass
         cheaper than gathering them (errors that tie in float32: nearly every element is a
-        candidate); None when they are few or the chunk drops elements (NaN errors)."""
+        candidate) or another figure has computed it already; None when they are few or
+        the chunk drops elements (NaN errors)."""
         if self._dense is not None:  # computed for another figure: serves any count
             return self.whole()
         if count * _DENSE < a.shape[0]:
@@ -144,16 +140,9 @@ class Report32:
         dense = False
         for kind, window in windows:
             values = chunk.abs_err if kind == "abs" else chunk.rel_err
-            placed = window.estimate(values, chunk.abs_err)
-            if placed is None:
-                continue
-            mask, below, at_lo = placed
-            if np.count_nonzero(mask) * _DENSE >= mask.shape[0]:
-                dense = True
-                window.keep(values)
-            else:
-                window.below += below
-                window.at_lo += at_lo
+            mask, placed_all = _members(window, values, chunk.abs_err, values)
+            dense |= placed_all
+            if mask is not None:
                 window.keep(values[mask])
         self.expect_whole = dense
         return required_tolerances(chunk, self.tol) if required else (0.0, 0.0)
@@ -182,7 +171,7 @@ class Report32:
             kth = float(np.partition(values, values.shape[0] - worst.size)[-worst.size])
             if kth == 0:  # errors of exactly 0 (or NaN pairs) tie: only the first few count
                 candidates = _nonzero_and_first_zeros(
-                    a, ratio, candidates, worst.size, self.tol.nan_equal
+                    a, values, candidates, worst.size, self.tol.nan_equal
                 )
             else:
                 candidates = candidates[values >= _down(kth * (1 - 3 * SLACK) - TINY)]
@@ -210,18 +199,10 @@ class Report32:
         whole = self.whole()
         masks = []
         for kind, window in windows:
-            placed = window.estimate(d if kind == "abs" else r, d)
-            if placed is None:
-                continue
-            mask, below, at_lo = placed
-            if whole is not None and np.count_nonzero(mask) * _DENSE >= mask.shape[0]:
-                # Most of the chunk is near the window (tied errors): every element placed
-                # by its float64 value costs less than compressing the values of a dense mask.
-                window.keep(whole.abs_err if kind == "abs" else whole.rel_err)
-                continue
-            window.below += below
-            window.at_lo += at_lo
-            masks.append((kind, window, mask))
+            exact = None if whole is None else (whole.abs_err if kind == "abs" else whole.rel_err)
+            mask, _ = _members(window, d if kind == "abs" else r, d, exact)
+            if mask is not None:
+                masks.append((kind, window, mask))
         if not masks:
             return
         if whole is not None:
@@ -276,16 +257,37 @@ class Report32:
         return required_tolerances(dense or self._exact(a, e, candidates), tol)
 
 
+def _members(
+    window: Window, values: np.ndarray, errors: np.ndarray, exact: np.ndarray | None
+) -> tuple[np.ndarray | None, bool]:
+    """`window.members`, except where the chunk's float64 values are at hand (`exact`) and
+    most of the chunk is near the window (tied errors): every element is then placed by its
+    float64 value, which costs less than compressing the values of a dense mask.
+
+    Returns (the mask whose float64 values the caller must `keep`, or None; whether every
+    element was placed at once).
+    """
+    placed = window.estimate(values, errors)
+    if placed is None:
+        return None, False
+    mask, below, at_lo = placed
+    if exact is not None and np.count_nonzero(mask) * _DENSE >= mask.shape[0]:
+        window.keep(exact)
+        return None, True
+    window.count(below, at_lo)
+    return mask, False
+
+
 def _nonzero_and_first_zeros(
-    a: np.ndarray, ratio: np.ndarray, candidates: np.ndarray, k: int, nan_pairs: bool
+    a: np.ndarray, values: np.ndarray, candidates: np.ndarray, k: int, nan_pairs: bool
 ) -> np.ndarray:
-    """The candidates whose float32 ratio is above 0, and the first `k` zero errors.
+    """The candidates whose float32 ratio (`values`, one per candidate) is above 0, and the
+    first `k` zero errors.
 
     A float32 ratio of 0 is an error of exactly 0, whose float64 ratio is 0 too, or a NaN
     pair (`nan_pairs`: zeroed by the screen), whose float64 ratio is NaN and never a worst
     element; ties keep the lower index, so no later zero can enter.
     """
-    values = ratio[candidates]
     zero = candidates[values == 0]
     if nan_pairs:
         zero = zero[~np.isnan(a[zero])]

@@ -26,12 +26,16 @@ SAMPLE = 1 << 17
 CAP_MIN = 1 << 16  # a window keeps at most max(CAP_MIN, count / 16) values
 
 
-def _float32_down(value: float) -> np.float32:
+@np.errstate(over="ignore")  # beyond float32's range: -inf / inf, bounds that still hold
+def float32_down(value: float) -> np.float32:
+    """The largest float32 at most `value`."""
     low = np.float32(value)
     return np.nextafter(low, np.float32(-np.inf)) if float(low) > value else low
 
 
-def _float32_up(value: float) -> np.float32:
+@np.errstate(over="ignore")
+def float32_up(value: float) -> np.float32:
+    """The smallest float32 at least `value`."""
     high = np.float32(value)
     return np.nextafter(high, np.float32(np.inf)) if float(high) < value else high
 
@@ -43,8 +47,8 @@ class Window:
         self.q = q  # the quantile it brackets
         self.lo, self.hi = lo, hi
         # A float32 estimate below lo32 (above hi32) is surely below lo (above hi).
-        self.lo32 = _float32_down(lo * (1 - SLACK) - TINY) if lo > 0 else np.float32(0)
-        self.hi32 = _float32_up(hi * (1 + SLACK) + TINY)
+        self.lo32 = float32_down(lo * (1 - SLACK) - TINY) if lo > 0 else np.float32(0)
+        self.hi32 = float32_up(hi * (1 + SLACK) + TINY)
         self.cap = cap
         self.below = 0
         self.at_lo = 0
@@ -65,9 +69,13 @@ class Window:
         if placed is None:
             return None
         mask, below, at_lo = placed
+        self.count(below, at_lo)
+        return mask
+
+    def count(self, below: int, at_lo: int) -> None:
+        """Counts what `estimate` placed without a float64 look."""
         self.below += below
         self.at_lo += at_lo
-        return mask
 
     def estimate(
         self, values: np.ndarray, errors: np.ndarray

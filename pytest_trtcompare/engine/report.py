@@ -51,7 +51,8 @@ def ratio_text(ratio: float, digits: int = 3) -> str:
     """An error ratio: one just above 1 keeps the digits that show it is over 1."""
     text = num(ratio, digits)
     if math.isfinite(ratio) and ratio > 1 and float(text) <= 1:
-        return f"{num_up(ratio, 9)}x" if float(num_up(ratio, 9)) > 1 else ">1x"
+        longer = num_up(ratio, 9)
+        text = longer if float(longer) > 1 else ">1"
     return f"{text}x"
 
 
