@@ -86,7 +86,7 @@ def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
         atol_need = 0.0
     if math.isinf(float(d.max())):  # an infinite error fails whatever the atol
         atol_need = math.inf
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         need = np.divide(np.subtract(d, tol.atol), chunk.expected_abs)
     # over atol, (d - atol) / |e| is NaN only for Inf / Inf: an rtol cannot cover it
     rtol_need = _masked_max(need, lambda at: d[at] > tol.atol)
