@@ -76,8 +76,8 @@ def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
     if not d.shape[0]:
         return 0.0, 0.0
     if tol.rule == "polygraphy":
-        atol_need = _masked_max(d, lambda at: r[at] > tol.rtol)
-        rtol_need = _masked_max(r, lambda at: d[at] > tol.atol)
+        atol_need = _masked_max(d, lambda at: r[at] > tol.rtol, chunk.abs_argmax())
+        rtol_need = _masked_max(r, lambda at: d[at] > tol.atol, chunk.rel_argmax())
         return atol_need, rtol_need
     with np.errstate(invalid="ignore"):
         # NaN: a NaN pair excused by nan_equal (needs nothing), or Inf - Inf (below)
@@ -93,14 +93,15 @@ def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
     return max(atol_need, 0.0), math.inf if math.isnan(rtol_need) else rtol_need
 
 
-def _masked_max(values: np.ndarray, inside: Callable[[Any], Any]) -> float:
+def _masked_max(values: np.ndarray, inside: Callable[[Any], Any], top: int | None = None) -> float:
     """max(np.where(inside(...), values, 0)): the largest value itself when it is positive
     and its element is inside (in a failing chunk, nearly always), without the mask.
 
-    `inside(at)` tells for an index or a slice whether the elements count; a NaN among the
-    values (argmax finds the first) takes the full look, which propagates it.
+    `inside(at)` tells for an index or a slice whether the elements count; `top`: the
+    index of the largest value, when known; a NaN among the values (argmax finds the
+    first) takes the full look, which propagates it.
     """
-    top = int(values.argmax())
+    top = int(values.argmax()) if top is None else top
     top_value = float(values[top])
     if top_value > 0 and bool(inside(top)):
         return top_value

@@ -120,7 +120,7 @@ class Report32:
             chunk.positions is None
             and not (chunk.nan_actual or chunk.nan_expected or chunk.inf_actual)
             and not chunk.inf_expected
-            and (not chunk.abs_err.shape[0] or float(chunk.abs_err.max()) < _FLOAT32_MAX)
+            and (not chunk.abs_err.shape[0] or chunk.abs_err[chunk.abs_argmax()] < _FLOAT32_MAX)
         )
         self._dense = chunk
         self.expect_whole = plain  # else the float32 path decides again
@@ -139,18 +139,15 @@ class Report32:
         decades.add_float32(chunk.abs_err, lambda at: chunk.abs_err[at], chunk.abs_err)
         dense = False
         for kind, window in windows:
-            values = chunk.abs_err if kind == "abs" else chunk.rel_err
-            mask, placed_all = _members(window, values, chunk.abs_err, values)
-            dense |= placed_all
-            if mask is not None:
-                window.keep(values[mask])
+            placed = window.place(chunk.abs_err if kind == "abs" else chunk.rel_err)
+            dense |= placed * _DENSE >= chunk.abs_err.shape[0]
         self.expect_whole = dense
         return required_tolerances(chunk, self.tol) if required else (0.0, 0.0)
 
     def _keep_maxima(self, whole: Chunk, start: int) -> None:
         """The chunk's exact maxima, which the scan would otherwise look up again when its
         float32 maximum ties the output's (`Float32Screen.resolve_maxima`)."""
-        i, j = int(whole.abs_err.argmax()), int(whole.rel_err.argmax())
+        i, j = whole.abs_argmax(), whole.rel_argmax()
         abs_top, rel_top = float(whole.abs_err[i]), float(whole.rel_err[j])
         self.maxima[start] = (abs_top, start + i, rel_top, start + j)
 
@@ -197,21 +194,23 @@ class Report32:
         windows: list[tuple[str, Window]],
     ) -> None:
         whole = self.whole()
+        if whole is not None:  # another figure computed the chunk: its values place all
+            for kind, window in windows:
+                window.place(whole.abs_err if kind == "abs" else whole.rel_err)
+            return
         masks = []
         for kind, window in windows:
-            exact = None if whole is None else (whole.abs_err if kind == "abs" else whole.rel_err)
-            mask, _ = _members(window, d if kind == "abs" else r, d, exact)
-            if mask is not None:
+            placed = window.estimate(d if kind == "abs" else r, d)
+            if placed is not None:
+                mask, below, at_lo = placed
+                window.count(below, at_lo)
                 masks.append((kind, window, mask))
         if not masks:
             return
-        if whole is not None:
-            dense: Chunk | None = whole
-        else:
-            union = masks[0][2].copy()
-            for _, _, mask in masks[1:]:
-                union |= mask
-            dense = self._dense_chunk(a, e, int(np.count_nonzero(union)))
+        union = masks[0][2].copy()
+        for _, _, mask in masks[1:]:
+            union |= mask
+        dense = self._dense_chunk(a, e, int(np.count_nonzero(union)))
         if dense is not None:  # tied errors: compress the float64 chunk, no gathering
             for kind, window, mask in masks:
                 window.keep((dense.abs_err if kind == "abs" else dense.rel_err)[mask])
@@ -255,27 +254,6 @@ class Report32:
             return 0.0, 0.0
         dense = self._dense_chunk(a, e, candidates.shape[0])
         return required_tolerances(dense or self._exact(a, e, candidates), tol)
-
-
-def _members(
-    window: Window, values: np.ndarray, errors: np.ndarray, exact: np.ndarray | None
-) -> tuple[np.ndarray | None, bool]:
-    """`window.members`, except where the chunk's float64 values are at hand (`exact`) and
-    most of the chunk is near the window (tied errors): every element is then placed by its
-    float64 value, which costs less than compressing the values of a dense mask.
-
-    Returns (the mask whose float64 values the caller must `keep`, or None; whether every
-    element was placed at once).
-    """
-    placed = window.estimate(values, errors)
-    if placed is None:
-        return None, False
-    mask, below, at_lo = placed
-    if exact is not None and np.count_nonzero(mask) * _DENSE >= mask.shape[0]:
-        window.keep(exact)
-        return None, True
-    window.count(below, at_lo)
-    return mask, False
 
 
 def _nonzero_and_first_zeros(

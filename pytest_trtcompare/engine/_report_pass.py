@@ -89,7 +89,7 @@ def _windows_from_sample(
     found = []
     for kind, values in parts.items():
         sample = np.concatenate(values)
-        found += [(kind, _windows.window_for(sample, q, cap)) for q in quantiles]
+        found += [(kind, window) for window in _windows.windows_for(sample, quantiles, cap)]
     return found
 
 
@@ -217,10 +217,7 @@ class ReportBuilder:
             self.worst.add(chunk)
             self.decades.add(chunk.abs_err, top_counts(chunk.abs_err))
             for kind, window in windows:
-                errors = chunk.abs_err if kind == "abs" else chunk.rel_err
-                mask = window.members(errors, chunk.abs_err)
-                if mask is not None:
-                    window.keep(errors[mask])
+                window.place(chunk.abs_err if kind == "abs" else chunk.rel_err)
             needs = _required_tolerances(chunk, tol) if required else (0.0, 0.0)
         self.need = (max(self.need[0], needs[0]), max(self.need[1], needs[1]))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors_chunked import DOT_BLOCK, EPS, ChunkComputer, dot
+from ._errors_chunked import EPS, ChunkComputer, dot
 from .tolerance import Tolerance
 
 _NARROW = {"float16", "float32", "bfloat16"}
@@ -90,7 +90,6 @@ class Float32Screen:
         self._ones = np.ones(chunk_elements, dtype=np.float32)
         self._flags = np.empty(chunk_elements, dtype=np.bool_)
         self._keep = np.empty(chunk_elements, dtype=np.uint32)
-        self._wide = np.empty((2, DOT_BLOCK))
         self.dots_pending = False
         self._pair: tuple[np.ndarray, np.ndarray] = (self._ones[:0], self._ones[:0])
         #: After a successful `summarize`: that chunk's float32 (e, |a - e|, relative
@@ -154,21 +153,8 @@ class Float32Screen:
 
     def float64_dots(self) -> tuple[float, float, float]:
         """The float64 sums of a^2, e^2 and (a - e)^2 of the last summarized chunk (NaN
-        pairs left out), what `dot` gives on float64 arrays, a block at a time (converted
-        blocks stay in cache: twice as fast as whole chunks)."""
-        a32, e32 = self._pair
-        sums = [0.0, 0.0, 0.0]
-        av, ev = self._wide
-        for start in range(0, a32.shape[0], DOT_BLOCK):
-            a_block, e_block = a32[start : start + DOT_BLOCK], e32[start : start + DOT_BLOCK]
-            n = a_block.shape[0]
-            np.copyto(av[:n], a_block)
-            np.copyto(ev[:n], e_block)
-            sums[0] += float(np.dot(av[:n], av[:n]))
-            sums[1] += float(np.dot(ev[:n], ev[:n]))
-            np.subtract(av[:n], ev[:n], out=av[:n])
-            sums[2] += float(np.dot(av[:n], av[:n]))
-        return sums[0], sums[1], sums[2]
+        pairs left out), in the exact computer's buffers (its chunks are stale after)."""
+        return self.exact.float64_dots(*self._pair)
 
     @np.errstate(all="ignore")
     def ratios(self, a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...] | None:

@@ -57,21 +57,6 @@ class Window:
         self.parts: list[np.ndarray] = []
         self.failed = False
 
-    def members(self, values: np.ndarray, errors: np.ndarray) -> np.ndarray | None:
-        """Mask of this chunk's values that `keep` must see in float64 (counting those
-        surely below), or None once the window has failed.
-
-        `values` are float32 estimates or float64 values; `errors` are the chunk's absolute
-        errors in the same precision: an error of 0 is exact in float32 too, so where the
-        window starts at 0 the zeros are counted at its edge without a float64 look.
-        """
-        placed = self.estimate(values, errors)
-        if placed is None:
-            return None
-        mask, below, at_lo = placed
-        self.count(below, at_lo)
-        return mask
-
     def count(self, below: int, at_lo: int) -> None:
         """Counts what `estimate` placed without a float64 look."""
         self.below += below
@@ -80,7 +65,14 @@ class Window:
     def estimate(
         self, values: np.ndarray, errors: np.ndarray
     ) -> tuple[np.ndarray, int, int] | None:
-        """What `members` does, without counting: (mask, count surely below, count at lo)."""
+        """Where float32 estimates (or float64 values) place a chunk's elements, without
+        counting them: (mask of those `keep` must see in float64, count surely below,
+        count at lo).
+
+        `errors` are the chunk's absolute errors in the same precision: an error of 0 is
+        exact in float32 too, so where the window starts at 0 the zeros are counted at its
+        edge without a float64 look.
+        """
         if self.failed:
             return None
         f32 = values.dtype == np.float32
@@ -95,12 +87,36 @@ class Window:
         return inside, below, 0
 
     def keep(self, exact: np.ndarray) -> None:
-        """Place float64 values: those `members` could not place by their estimates, or
-        every value of a chunk that `members` has not seen."""
+        """Place float64 values that `estimate` could not place by their float32 estimates."""
         if self.failed or not exact.shape[0]:
             return
+        self.below += int(np.count_nonzero(exact < self.lo))
+        self._keep_closed(exact)
+
+    def place(self, exact: np.ndarray) -> int:
+        """Place every float64 value of a chunk (no NaN): returns how many lie in [lo, hi].
+
+        A window whose lo is its hi (tied errors) only counts; otherwise the values in
+        [lo, hi] are compressed once, so a sparse window looks at few values twice.
+        """
+        if self.failed or not exact.shape[0]:
+            return 0
         lo, hi = self.lo, self.hi
-        self.below += int(np.count_nonzero(exact < lo))
+        if lo == hi:
+            at = int(np.count_nonzero(exact == lo))
+            self.below += int(np.count_nonzero(exact < lo))
+            self.at_lo += at
+            return at
+        closed = exact >= lo
+        self.below += exact.shape[0] - int(np.count_nonzero(closed))
+        closed &= exact <= hi
+        inside = exact[closed]
+        self._keep_closed(inside)
+        return int(inside.shape[0])
+
+    def _keep_closed(self, exact: np.ndarray) -> None:
+        """Place float64 values none of which is below lo."""
+        lo, hi = self.lo, self.hi
         self.at_lo += int(np.count_nonzero(exact == lo))
         if hi != lo:
             self.at_hi += int(np.count_nonzero(exact == hi))
@@ -147,27 +163,38 @@ class Window:
         return found
 
 
-def window_for(sample: np.ndarray, q: float, cap: int) -> Window:
-    """A window for quantile q, from a sample of the float64 values (reordered)."""
+def windows_for(sample: np.ndarray, qs: tuple[float, ...], cap: int) -> list[Window]:
+    """A window per quantile in `qs`, from a sample of the float64 values (reordered by
+    one partition at every window's edges)."""
     size = sample.shape[0]
     if not size:
-        return Window(q, 0.0, math.inf, cap)
-    spread = _SIGMAS * math.sqrt(q * (1 - q) * size) + 2
-    first = math.floor(q * (size - 1) - spread)
-    last = math.ceil(q * (size - 1) + spread)
-    inner = [i for i in (first, last) if 0 < i < size - 1]
+        return [Window(q, 0.0, math.inf, cap) for q in qs]
+    edges = []
+    for q in qs:
+        spread = _SIGMAS * math.sqrt(q * (1 - q) * size) + 2
+        edges.append((math.floor(q * (size - 1) - spread), math.ceil(q * (size - 1) + spread)))
+    inner = sorted({i for pair in edges for i in pair if 0 < i < size - 1})
     if inner:
         sample.partition(inner)
-    lo = 0.0 if first <= 0 else float(sample[first])
-    hi = math.inf if last >= size - 1 else float(sample[last])
-    return Window(q, lo, hi, cap)
+    return [
+        Window(
+            q,
+            0.0 if first <= 0 else float(sample[first]),
+            math.inf if last >= size - 1 else float(sample[last]),
+            cap,
+        )
+        for q, (first, last) in zip(qs, edges, strict=True)
+    ]
 
 
 def sample_positions(n: int, size: int) -> np.ndarray:
     """`size` positions spread over range(n): one at random in each of `size` strata."""
     if size >= n:
         return np.arange(n)
+    rng = np.random.default_rng(0)
+    if n % size == 0:  # strata of one width (sizes that are powers of 2): fewer passes
+        width = n // size
+        return np.arange(0, n, width, dtype=np.int64) + rng.integers(0, width, size)
     starts = np.arange(size, dtype=np.int64) * n // size
     widths = np.diff(np.append(starts, n))
-    rng = np.random.default_rng(0)
     return starts + (rng.random(size) * widths).astype(np.int64)

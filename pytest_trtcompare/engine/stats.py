@@ -101,7 +101,7 @@ def _summarize_exact(chunk: Chunk, computer: ChunkComputer, always_exact: bool) 
     )
     if not n:
         return summary
-    i, j = int(chunk.abs_err.argmax()), int(chunk.rel_err.argmax())
+    i, j = chunk.abs_argmax(), chunk.rel_argmax()
     summary.max_abs, summary.max_abs_at = float(chunk.abs_err[i]), chunk.flat_index(i)
     summary.max_rel, summary.max_rel_at = float(chunk.rel_err[j]), chunk.flat_index(j)
     summary.margin = _max_ignoring_nan(chunk.ratio)
