@@ -88,6 +88,39 @@ def half_nan(n: int) -> Case:
     return actual, expected, {**FP32, "nan_equal": True}
 
 
+def _nan_pairs(n: int, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Identical outputs with NaN at the same positions on both sides."""
+    expected, rng = _normal(n)
+    expected[rng.random(n) < fraction] = np.nan
+    return expected.copy(), expected
+
+
+def half_nan_quantile(n: int) -> Case:
+    """A golden check of a deterministic runner whose output is half NaN, judged by its
+    p99 error: an order-statistic check builds its report from the first chunk."""
+    actual, expected = _nan_pairs(n, 0.5)
+    return actual, expected, {**FP32, "nan_equal": True, "check": "quantile"}
+
+
+def half_nan_one_more(n: int) -> Case:
+    """Half NaN pairs plus one NaN where the expected value is not: one NaN error."""
+    actual, expected = _nan_pairs(n, 0.5)
+    actual[int(np.flatnonzero(~np.isnan(expected))[n // 4])] = np.nan
+    return actual, expected, {**FP32, "nan_equal": True}
+
+
+def half_nan_not_excused(n: int) -> Case:
+    """Half NaN pairs without nan_equal: every NaN is an error."""
+    actual, expected = _nan_pairs(n, 0.5)
+    return actual, expected, FP32
+
+
+def sparse_nan_quantile(n: int) -> Case:
+    """Identical outputs with 0.01% NaN pairs (nearly every chunk holds one), p99 check."""
+    actual, expected = _nan_pairs(n, 1e-4)
+    return actual, expected, {**FP32, "nan_equal": True, "check": "quantile"}
+
+
 def int64_identical(n: int) -> Case:
     rng = np.random.default_rng(0)
     expected = rng.integers(-(10**12), 10**12, n, dtype=np.int64)
@@ -115,6 +148,10 @@ SCENARIOS: dict[str, Callable[[int], Case]] = {
     "every element off (fails)": all_off,
     "every element off by exactly 1, tied errors (fails)": all_off_tied,
     "half NaN on both sides, nan_equal=True": half_nan,
+    "identical, half NaN pairs, nan_equal=True, p99 check": half_nan_quantile,
+    "identical, half NaN pairs plus one NaN error (fails)": half_nan_one_more,
+    "identical, half NaN pairs, no nan_equal (fails)": half_nan_not_excused,
+    "identical, 0.01% NaN pairs, nan_equal=True, p99 check": sparse_nan_quantile,
     "int64 identical": int64_identical,
     "bool identical": bool_identical,
     "small noise, cosine and snr checks too": noise_with_metrics,
@@ -163,7 +200,9 @@ def polygraphy_simple(actual: np.ndarray, expected: np.ndarray, tol: dict[str, A
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         simple = getattr(comparator, "SimpleCompareFunc", None) or comparator.CompareFunc.simple
-        func = simple(atol=tol["atol"], rtol=tol["rtol"], check_error_stat="elemwise")
+        check = tol.get("check", "elemwise")
+        quantile = {"error_quantile": tol.get("quantile", 0.99)} if check == "quantile" else {}
+        func = simple(atol=tol["atol"], rtol=tol["rtol"], check_error_stat=check, **quantile)
         first = comparator.IterationResult({"out": expected}, runner_name="expected")
         second = comparator.IterationResult({"out": actual}, runner_name="actual")
         passed = bool(func(second, first)["out"])

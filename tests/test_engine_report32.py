@@ -163,10 +163,10 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
     added = []
     real_add = report_module.ReportBuilder.add
 
-    def add(self, start, a, e, equal, screened=None, whole=None):
+    def add(self, start, a, e, equal, screened=None, whole=None, exact=None):
         # handed over: the scan's float32 errors, or its float64 chunk (tied errors)
         added.append((start, screened is not None or whole is not None))
-        return real_add(self, start, a, e, equal, screened, whole)
+        return real_add(self, start, a, e, equal, screened, whole, exact)
 
     monkeypatch.setattr(report_module.ReportBuilder, "add", add)
     out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
@@ -192,6 +192,43 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
         out.quantile_abs_error,
         out.quantile_rel_error,
     )
+
+
+def test_chunks_the_scan_computed_in_float64_are_not_computed_again(monkeypatch):
+    """NaN errors in every chunk (no nan_equal): the scan's float64 chunk serves the
+    report, so each chunk is computed once, and the figures equal a pass of its own."""
+    size = 1024
+    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(report_module, "WINDOW_MIN", 0)
+    monkeypatch.setattr(windows_module, "SAMPLE", 256)
+    rng = np.random.default_rng(7)
+    expected = rng.standard_normal(16 * size).astype(np.float32)
+    expected[rng.random(expected.shape[0]) < 0.3] = np.nan
+    actual = expected + np.float32(1e-2) * (rng.random(expected.shape[0]) < 0.01)
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+
+    computed = []
+    real_compute = chunked.ChunkComputer.compute
+
+    def compute(self, a, e, start, *args, **kwargs):
+        if a.shape[0] == size:  # chunks, not the sample or the candidates
+            computed.append(start)
+        return real_compute(self, a, e, start, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(chunked.ChunkComputer, "compute", compute)
+        out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    assert sorted(computed) == list(range(0, 16 * size, size))
+    assert out.nan_errors == int(np.isnan(expected).sum()) and not out.passed
+    details, order = report_module.report_pass(
+        actual, expected, "float", "float", tol, out.count - out.nan_errors, len(out.worst)
+    )
+    assert [tuple(np.unravel_index(flat, actual.shape)) for flat, _ in details.worst] == [
+        w.index for w in out.worst
+    ]
+    assert details.histogram == out.histogram
+    assert (order.median_abs, order.quantile_rel) == (out.median_abs_error, out.quantile_rel_error)
 
 
 def _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol):

@@ -149,6 +149,47 @@ def test_equal_chunks_means_bitwise_equal_and_finite(dtype, shape, data):
             assert checker.equal(values, other) is False
 
 
+@given(
+    dtype=st.sampled_from(ALL_DTYPES),
+    shape=shapes,
+    data=st.data(),
+    nan_equal=st.booleans(),
+    inf_equal=st.booleans(),
+)
+def test_equal_chunks_excuse_nan_and_inf_pairs_as_the_options_say(
+    dtype, shape, data, nan_equal, inf_equal
+):
+    """Bit-for-bit equal chunks holding NaN or Inf are equal where the options excuse every
+    such pair (their errors are 0), and count them as the float64 path does."""
+    values = data.draw(arrays_of(dtype, shape)).reshape(-1)
+    checker = equal_module.EqualChunks(
+        values.dtype, values.dtype, max(1, values.shape[0]), nan_equal, inf_equal
+    )
+    if not checker.enabled:
+        return
+    wide = values.astype(np.float64) if values.dtype.kind not in "biu" else np.zeros(0)
+    nan, inf = int(np.isnan(wide).sum()), int(np.isinf(wide).sum())
+    excused = (not nan or nan_equal) and (not inf or inf_equal)
+    assert checker.equal(values, values.copy()) is excused
+    if excused:
+        assert (checker.nan_pairs, checker.inf_pairs) == (nan, inf)
+
+
+@given(
+    values=hnp.arrays(
+        st.sampled_from([np.float32, np.float64]),
+        st.integers(0, 300),
+        elements=st.floats(allow_nan=True, allow_infinity=True, width=32),
+    ),
+    data=st.data(),
+)
+def test_zero_unless_is_a_masked_zero(values, data):
+    keep = data.draw(hnp.arrays(np.bool_, values.shape))
+    wanted = np.where(keep, values, 0.0).astype(values.dtype)
+    got = chunked.zero_unless(values.copy(), keep)
+    assert got.tobytes() == wanted.tobytes()  # +0.0 where dropped; NaN bits kept
+
+
 def _fields(out):
     return {k: v for k, v in dataclasses.asdict(out).items() if k != "cosine_similarity"}
 

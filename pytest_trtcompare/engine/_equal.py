@@ -2,7 +2,9 @@
 
 A deterministic golden check compares identical data; such a chunk has every error exactly
 0, so one comparison of the raw bits (and, for floats, a look at the exponent bits for NaN
-and Inf, which do not compare as equal values) replaces the whole error arithmetic.
+and Inf, which do not compare as equal values) replaces the whole error arithmetic. NaN
+and Inf at the same positions are equal values too where the options excuse them
+(`nan_equal`, `inf_equal`): their errors are 0, as the float64 path makes them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ _FLOAT_BITS: dict[str, tuple[type[np.unsignedinteger[Any]], int]] = {
     "float32": (np.uint32, 0x7F800000),
     "float64": (np.uint64, 0x7FF0000000000000),
 }
+#: A magnitude (sign bit cleared) above the exponent bits is NaN; equal to them, Inf.
 _UNSIGNED: dict[int, type[np.unsignedinteger[Any]]] = {
     1: np.uint8,
     2: np.uint16,
@@ -28,10 +31,20 @@ _PREFIX = 16  # a differing chunk usually differs at once: look there first
 
 
 class EqualChunks:
-    """`equal(a, e)`: whether two chunks hold the same finite values, bit for bit."""
+    """`equal(a, e)`: whether two chunks hold the same values, bit for bit, any NaN or Inf
+    among them excused by the options; `nan_pairs` and `inf_pairs` then count them."""
 
-    def __init__(self, a_dtype: np.dtype, e_dtype: np.dtype, chunk_elements: int) -> None:
+    def __init__(
+        self,
+        a_dtype: np.dtype,
+        e_dtype: np.dtype,
+        chunk_elements: int,
+        nan_equal: bool = False,
+        inf_equal: bool = False,
+    ) -> None:
         self.enabled = False
+        self.nan_pairs = self.inf_pairs = 0
+        self._nan_equal, self._inf_equal = nan_equal, inf_equal
         self._mask: np.unsignedinteger[Any] | None = None
         if a_dtype != e_dtype:
             return
@@ -40,6 +53,7 @@ class EqualChunks:
         elif a_dtype.name in _FLOAT_BITS:
             self._view, mask = _FLOAT_BITS[a_dtype.name]
             self._mask = self._view(mask)
+            self._magnitude = self._view((1 << (8 * a_dtype.itemsize - 1)) - 1)
         else:
             return
         self.enabled = True
@@ -48,6 +62,7 @@ class EqualChunks:
 
     def equal(self, a: np.ndarray, e: np.ndarray) -> bool:
         n = a.shape[0]
+        self.nan_pairs = self.inf_pairs = 0
         av, ev = a.view(self._view), e.view(self._view)
         if np.not_equal(av[:_PREFIX], ev[:_PREFIX]).any():
             return False
@@ -57,5 +72,17 @@ class EqualChunks:
         if self._mask is not None:
             bits = np.bitwise_and(av, self._mask, out=self._bits[:n])
             if np.equal(bits, self._mask, out=flags).any():
-                return False  # NaN or Inf: their errors depend on nan_equal / inf_equal
+                return self._excused(av, int(np.count_nonzero(flags)))
+        return True
+
+    def _excused(self, bits: np.ndarray, special: int) -> bool:
+        """Whether the NaN and Inf pairs (`special` of them) are all excused."""
+        if not (self._nan_equal or self._inf_equal):
+            return False
+        magnitude = np.bitwise_and(bits, self._magnitude, out=self._bits[: bits.shape[0]])
+        nan = int(np.count_nonzero(magnitude > self._mask))
+        inf = special - nan
+        if (nan and not self._nan_equal) or (inf and not self._inf_equal):
+            return False
+        self.nan_pairs, self.inf_pairs = nan, inf
         return True

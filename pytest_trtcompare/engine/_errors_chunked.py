@@ -51,6 +51,19 @@ def dot(x: np.ndarray, y: np.ndarray) -> float:
     return total + float(np.dot(x[full:], y[full:])) if full < n else total
 
 
+def zero_unless(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Sets values[~keep] to +0.0 in place (a contiguous float array) and returns it.
+
+    A bitwise and with 0 or all ones per element: no branch on the mask, where a masked
+    copy (`np.copyto(where=)`) of a random mask ran 25 times slower.
+    """
+    bits = values.view(np.int64 if values.itemsize == 8 else np.int32)
+    ones = keep.astype(bits.dtype)
+    np.negative(ones, out=ones)  # 1 -> -1, all bits set
+    np.bitwise_and(bits, ones, out=bits)
+    return values
+
+
 def _to_int64_or_uint64(values: np.ndarray, kind: Kind) -> np.ndarray:
     return np.asarray(values.astype(np.uint64 if kind == "uint" else np.int64))
 
@@ -224,9 +237,9 @@ class ChunkComputer:
         nan_a, nan_e = np.isnan(av), np.isnan(ev)
         inf_a, inf_e = np.isinf(av), np.isinf(ev)
         if self.tol.inf_equal:
-            np.copyto(d, 0.0, where=inf_a & (av == ev))
+            zero_unless(d, ~(inf_a & (av == ev)))
         if self.tol.nan_equal:
-            np.copyto(d, 0.0, where=nan_a & nan_e)
+            zero_unless(d, ~(nan_a & nan_e))
         nan_err = np.isnan(d)
         counts.update(
             nan_errors=int(np.count_nonzero(nan_err)),
@@ -238,8 +251,8 @@ class ChunkComputer:
             nan_error_positions=np.flatnonzero(nan_err) + start,
         )
         if dots:  # the cosine similarity sums pairs where both values are finite
-            finite = ~(nan_a | nan_e | inf_a | inf_e)
-            cos_a, cos_e = av[finite], ev[finite]
+            finite = ~(nan_a | nan_e | inf_a | inf_e)  # the others zeroed: no compressing
+            cos_a, cos_e = zero_unless(av.copy(), finite), zero_unless(ev.copy(), finite)
         else:
             cos_a = cos_e = av[:0]
         if not counts["nan_errors"]:

@@ -56,7 +56,15 @@ class Worst:
         Chunks mostly arrive in order, where ties never enter; the failure report built in
         the scan's pass adds the chunks before its first mismatch last.
         """
-        return len(self.heap) >= self.size and chunk.flat_index(0) < -self.heap[0][1]
+        return self.ties_may_enter(chunk.flat_index(0))
+
+    def ties_may_enter(self, first: int) -> bool:
+        """Whether elements from flat index `first` on, tied with the k-th worst, may
+        displace it (`_lower_ties_may_enter`)."""
+        return len(self.heap) >= self.size and first < -self.heap[0][1]
+
+    def full(self) -> bool:
+        return len(self.heap) >= self.size
 
     def floor(self) -> float:
         """The ratio an element must exceed to enter (0 while there is room)."""

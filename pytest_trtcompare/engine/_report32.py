@@ -93,7 +93,7 @@ class Report32:
         if got is None:
             return None
         e32, d, r, ratio = got
-        self._worst(a, e, start, ratio, worst)
+        self._worst(a, e, start, d, ratio, worst)
         # Once one figure needed the whole chunk in float64 (tied errors), the others read
         # it too: exact at once, and cheaper than deciding which elements need it.
         whole = self.whole()
@@ -152,7 +152,13 @@ class Report32:
         self.maxima[start] = (abs_top, start + i, rel_top, start + j)
 
     def _worst(
-        self, a: np.ndarray, e: np.ndarray, start: int, ratio: np.ndarray, worst: Worst
+        self,
+        a: np.ndarray,
+        e: np.ndarray,
+        start: int,
+        d: np.ndarray,
+        ratio: np.ndarray,
+        worst: Worst,
     ) -> None:
         floor = worst.floor()
         if floor > 0:
@@ -161,6 +167,10 @@ class Report32:
             if dense is not None:  # tied ratios: no partition of nearly the whole chunk
                 worst.add(replace(dense, start=start))
                 return
+        elif worst.full() and not worst.ties_may_enter(start):
+            # The heap holds exact zeros (or NaN pairs): only errors above 0 can enter, and
+            # a float32 error is 0 only for an exact 0 or a NaN pair the screen zeroed.
+            candidates = np.flatnonzero(d)
         else:  # the first chunk: the partition below finds its top
             candidates = np.arange(ratio.shape[0])
         if candidates.shape[0] > worst.size:

@@ -62,7 +62,7 @@ class _Chunks:
         self.a, self.e = a, e
         self.size = max(1, min(a.shape[0], size))
         self.computer = ChunkComputer(*kinds, tol, capacity=self.size)
-        self.equality = EqualChunks(a.dtype, e.dtype, self.size)
+        self.equality = EqualChunks(a.dtype, e.dtype, self.size, tol.nan_equal, tol.inf_equal)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray, np.ndarray, bool]]:
         return self.until(self.a.shape[0])
@@ -187,9 +187,11 @@ class ReportBuilder:
         equal: bool,
         screened: tuple[np.ndarray, ...] | None = None,
         whole: Chunk | None = None,
+        exact: Chunk | None = None,
     ) -> None:
         """Add one chunk; `screened`: its float32 (e, |a - e|, relative error, ratio);
-        `whole`: the chunk as `whole_chunk` gave it."""
+        `whole`: the chunk as `whole_chunk` gave it; `exact`: the chunk as the scan's
+        float64 path computed it (NaN or Inf, or wide types): not computed again."""
         self.whole = whole
         if whole is not None and self.fast is not None:
             got = self.fast.add_whole(
@@ -207,13 +209,15 @@ class ReportBuilder:
         best = self.need if required else None
         needs = (
             fast.add(a, e, start, self.worst, self.decades, windows, best, screened)
-            if fast
+            if fast and exact is None
             else None
         )
         if needs is not None and fast is not None:
             self.whole = fast.whole()
         if needs is None:
-            chunk = self.chunks.computer.compute(a, e, start, dots=False)
+            chunk = exact
+            if chunk is None:
+                chunk = self.chunks.computer.compute(a, e, start, dots=False)
             self.worst.add(chunk)
             self.decades.add(chunk.abs_err, top_counts(chunk.abs_err))
             for kind, window in windows:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._equal import EqualChunks
-from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer, dot
+from ._errors_chunked import CHUNK_ELEMENTS, Chunk, ChunkComputer, dot, zero_unless
 from ._report_pass import ReportBuilder
 from ._screen32 import ChunkSummary, Float32Screen
 from ._screen32 import applies as screen_applies
@@ -131,21 +131,23 @@ def scan(
         if screen_applies(a.dtype, e.dtype, tol)
         else None
     )
-    equality = EqualChunks(a.dtype, e.dtype, chunk_elements)
+    equality = EqualChunks(a.dtype, e.dtype, chunk_elements, tol.nan_equal, tol.inf_equal)
     always_exact = tol.atol < _TINY
     total = ChunkSummary(0, 0.0, -1, 0.0, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     screened: list[tuple[int, int, float, float]] = []
-    equal: list[tuple[int, int]] = []
+    equal: list[tuple[int, int, bool]] = []  # (start, stop, whether NaN or Inf pairs)
     for start in range(0, a.shape[0], CHUNK_ELEMENTS):
         stop = start + CHUNK_ELEMENTS
         a_chunk, e_chunk = a[start:stop], e[start:stop]
         summary: ChunkSummary | None = None
         computed: tuple[np.ndarray, ...] | None = None
         whole: Chunk | None = None
+        exact: Chunk | None = None
         is_equal = equality.enabled and equality.equal(a_chunk, e_chunk)
         if is_equal:
-            equal.append((start, start + a_chunk.shape[0]))
-            summary = _equal_summary(start, a_chunk.shape[0])
+            nan, inf = equality.nan_pairs, equality.inf_pairs
+            equal.append((start, start + a_chunk.shape[0], bool(nan or inf)))
+            summary = _equal_summary(start, a_chunk.shape[0], nan, inf)
         elif report is not None and (whole := report.whole_chunk(start, a_chunk, e_chunk)):
             # tied errors go on: one exact float64 pass serves the scan and the report
             summary = _summarize_exact(whole, computer, always_exact)
@@ -156,13 +158,13 @@ def scan(
             screened.append((start, stop, summary.max_abs, summary.max_rel))
             computed = screen.last
         else:
-            chunk = computer.compute(a_chunk, e_chunk, start)
-            summary = _summarize_exact(chunk, computer, always_exact)
+            exact = computer.compute(a_chunk, e_chunk, start)
+            summary = _summarize_exact(exact, computer, always_exact)
         if report is not None:
             if not report.active and (summary.mismatches or summary.nan_errors):
                 report.begin(start)
             if report.active:
-                report.add(start, a_chunk, e_chunk, is_equal, computed, whole)
+                report.add(start, a_chunk, e_chunk, is_equal, computed, whole, exact)
         if screen is not None and screen.dots_pending:
             summary.dot_aa, summary.dot_ee, summary.dot_dd = _float64_dots(screen, report, summary)
             screen.dots_pending = False
@@ -171,9 +173,9 @@ def scan(
         known = report.exact_maxima() if report is not None else None
         exact_maxima = screen.resolve_maxima(a, e, screened, known)
         _accumulate(total, ChunkSummary(0, *exact_maxima[:2], *exact_maxima[2:], 0, 0, 0, 0, 0, 0))
-    if equal and total.compared > sum(stop - start for start, stop in equal):
+    if equal and total.compared > sum(stop - start for start, stop, _ in equal):
         # Not all equal: the equal chunks' squares count in the cosine similarity too.
-        squares = sum(_squares(a[start:stop]) for start, stop in equal)
+        squares = sum(_squares(a[start:stop], special) for start, stop, special in equal)
         total.dot_aa += squares
         total.dot_ee += squares
     compared = total.compared
@@ -209,13 +211,20 @@ def _float64_dots(
     return screen.float64_dots()
 
 
-def _equal_summary(start: int, n: int) -> ChunkSummary:
-    """Every error 0: maxima at the chunk's first element, within tolerance."""
-    return ChunkSummary(n, 0.0, start, 0.0, start, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+def _equal_summary(start: int, n: int, nan_pairs: int = 0, inf_pairs: int = 0) -> ChunkSummary:
+    """Every error 0 (excused NaN and Inf pairs too): maxima at the chunk's first element,
+    within tolerance."""
+    summary = ChunkSummary(n, 0.0, start, 0.0, start, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    summary.nan_actual = summary.nan_expected = nan_pairs
+    summary.inf_actual = summary.inf_expected = inf_pairs
+    return summary
 
 
-def _squares(values: np.ndarray) -> float:
+def _squares(values: np.ndarray, special: bool = False) -> float:
+    """The float64 sum of squares; `special`: of the finite values (NaN or Inf among them)."""
     as_float = values.astype(np.float64)
+    if special:  # zeroed, not compressed: a random mask compresses slowly
+        zero_unless(as_float, np.isfinite(as_float))
     return dot(as_float, as_float)
 
 
