@@ -163,10 +163,10 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
     added = []
     real_add = report_module.ReportBuilder.add
 
-    def add(self, start, a, e, equal, screened=None, whole=None, exact=None):
+    def add(self, start, a, e, equal, screened=None, whole=None, *rest, **kwargs):
         # handed over: the scan's float32 errors, or its float64 chunk (tied errors)
         added.append((start, screened is not None or whole is not None))
-        return real_add(self, start, a, e, equal, screened, whole, exact)
+        return real_add(self, start, a, e, equal, screened, whole, *rest, **kwargs)
 
     monkeypatch.setattr(report_module.ReportBuilder, "add", add)
     out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
@@ -192,6 +192,46 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
         out.quantile_abs_error,
         out.quantile_rel_error,
     )
+
+
+@pytest.mark.parametrize("check", ["elemwise", "quantile"])
+@pytest.mark.parametrize(
+    ("special", "nan_equal", "inf_equal"),
+    [
+        ("nan", False, True),  # every NaN pair a NaN error
+        ("nan", True, True),  # NaN pairs excused
+        ("inf", True, True),  # Inf pairs excused
+        ("inf", True, False),  # Inf pairs compared: not equal chunks
+        ("both", False, True),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64])
+def test_identical_outputs_with_nan_and_inf_as_the_plain_path(
+    monkeypatch, check, special, nan_equal, inf_equal, dtype
+):
+    """Bit-for-bit equal chunks holding NaN or Inf pairs (counted, excused or NaN errors)
+    against the float64 path that computes every chunk; a tail that differs mixes them with
+    chunks of errors, and the first chunks hold no NaN."""
+    size = 1024
+    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
+    rng = np.random.default_rng(3)
+    n = 12 * size + 77
+    expected = rng.standard_normal(n).astype(dtype)
+    where = np.flatnonzero(rng.random(n) < 0.2)
+    where = where[where >= 3 * size]
+    if special in ("nan", "both"):
+        expected[where[::2]] = np.nan
+    if special in ("inf", "both"):
+        expected[where[1::2]] = -np.inf
+    actual = expected.copy()
+    actual[-100:] = (actual[-100:].astype(np.float64) * 1.5).astype(dtype)
+    tol = Tolerance(atol=1e-3, rtol=1e-3, check=check, nan_equal=nan_equal, inf_equal=inf_equal)
+    _check(monkeypatch, actual, expected, tol, sample=512)
+    report = str(compare_outputs({"o": actual}, {"o": expected}, tol))
+    with monkeypatch.context() as patch:
+        patch.setattr(equal_module.EqualChunks, "equal", lambda self, a, e: False)
+        assert str(compare_outputs({"o": actual}, {"o": expected}, tol)) == report
 
 
 def test_chunks_the_scan_computed_in_float64_are_not_computed_again(monkeypatch):

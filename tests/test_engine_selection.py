@@ -134,15 +134,15 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
 
 
 @given(dtype=st.sampled_from(ALL_DTYPES), shape=shapes, data=st.data())
-def test_equal_chunks_means_bitwise_equal_and_finite(dtype, shape, data):
+def test_equal_chunks_means_bitwise_equal(dtype, shape, data):
     values = data.draw(arrays_of(dtype, shape)).reshape(-1)
     other = values.copy()
     checker = equal_module.EqualChunks(values.dtype, other.dtype, max(1, values.shape[0]))
     if not checker.enabled:
         assert values.dtype.name.startswith("float8")
         return
-    finite = values.dtype.kind in "biu" or bool(np.isfinite(values.astype(np.float64)).all())
-    assert checker.equal(values, other) is finite
+    no_inf = values.dtype.kind in "biu" or not bool(np.isinf(values.astype(np.float64)).any())
+    assert checker.equal(values, other) is no_inf  # NaN pairs are NaN errors, counted
     if values.shape[0] and values.dtype.kind != "b":
         other[-1:] = values[:1] + np.ones(1, dtype=values.dtype)  # -0.0 vs 0.0 differ too
         if other.view(np.uint8).tobytes() != values.view(np.uint8).tobytes():
@@ -159,8 +159,9 @@ def test_equal_chunks_means_bitwise_equal_and_finite(dtype, shape, data):
 def test_equal_chunks_excuse_nan_and_inf_pairs_as_the_options_say(
     dtype, shape, data, nan_equal, inf_equal
 ):
-    """Bit-for-bit equal chunks holding NaN or Inf are equal where the options excuse every
-    such pair (their errors are 0), and count them as the float64 path does."""
+    """Bit-for-bit equal chunks holding Inf are equal where inf_equal excuses the pairs
+    (their errors are 0); NaN pairs are errors of 0 with nan_equal, NaN errors without.
+    The counts are the float64 path's."""
     values = data.draw(arrays_of(dtype, shape)).reshape(-1)
     checker = equal_module.EqualChunks(
         values.dtype, values.dtype, max(1, values.shape[0]), nan_equal, inf_equal
@@ -169,10 +170,17 @@ def test_equal_chunks_excuse_nan_and_inf_pairs_as_the_options_say(
         return
     wide = values.astype(np.float64) if values.dtype.kind not in "biu" else np.zeros(0)
     nan, inf = int(np.isnan(wide).sum()), int(np.isinf(wide).sum())
-    excused = (not nan or nan_equal) and (not inf or inf_equal)
+    excused = not inf or inf_equal
     assert checker.equal(values, values.copy()) is excused
     if excused:
         assert (checker.nan_pairs, checker.inf_pairs) == (nan, inf)
+        assert checker.nan_errors == (0 if nan_equal else nan)
+        computed = ChunkComputer(
+            *(dtype_kind(values.dtype),) * 2, Tolerance(nan_equal=nan_equal, inf_equal=inf_equal)
+        ).compute(values, values, 0)
+        assert computed.nan_errors == checker.nan_errors
+        assert computed.abs_err.shape[0] == values.shape[0] - checker.nan_errors
+        assert not computed.abs_err.any()
 
 
 @given(

@@ -2,9 +2,9 @@
 
 A deterministic golden check compares identical data; such a chunk has every error exactly
 0, so one comparison of the raw bits (and, for floats, a look at the exponent bits for NaN
-and Inf, which do not compare as equal values) replaces the whole error arithmetic. NaN
-and Inf at the same positions are equal values too where the options excuse them
-(`nan_equal`, `inf_equal`): their errors are 0, as the float64 path makes them.
+and Inf, which do not compare as equal values) replaces the whole error arithmetic. Inf
+pairs are equal values where `inf_equal` excuses them; NaN pairs are too where `nan_equal`
+does, and otherwise the chunk's only errors, NaN errors, as the float64 path makes them.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ _PREFIX = 16  # a differing chunk usually differs at once: look there first
 
 
 class EqualChunks:
-    """`equal(a, e)`: whether two chunks hold the same values, bit for bit, any NaN or Inf
-    among them excused by the options; `nan_pairs` and `inf_pairs` then count them."""
+    """`equal(a, e)`: whether two chunks hold the same values, bit for bit, any Inf among
+    them excused by `inf_equal`; `nan_pairs` and `inf_pairs` then count NaN and Inf pairs,
+    and `nan_errors` the NaN pairs that `nan_equal` does not excuse (errors of NaN)."""
 
     def __init__(
         self,
@@ -75,14 +76,17 @@ class EqualChunks:
                 return self._excused(av, int(np.count_nonzero(flags)))
         return True
 
+    @property
+    def nan_errors(self) -> int:
+        """NaN pairs of the last equal chunk that are errors (no `nan_equal`)."""
+        return 0 if self._nan_equal else self.nan_pairs
+
     def _excused(self, bits: np.ndarray, special: int) -> bool:
-        """Whether the NaN and Inf pairs (`special` of them) are all excused."""
-        if not (self._nan_equal or self._inf_equal):
-            return False
+        """Whether the Inf pairs among the NaN and Inf pairs (`special`) are excused."""
         magnitude = np.bitwise_and(bits, self._magnitude, out=self._bits[: bits.shape[0]])
         nan = int(np.count_nonzero(magnitude > self._mask))
         inf = special - nan
-        if (nan and not self._nan_equal) or (inf and not self._inf_equal):
+        if inf and not self._inf_equal:
             return False
         self.nan_pairs, self.inf_pairs = nan, inf
         return True

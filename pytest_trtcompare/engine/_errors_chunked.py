@@ -236,9 +236,11 @@ class ChunkComputer:
         """Slow path for a chunk holding NaN or Inf: counts them and applies the options."""
         nan_a, nan_e = np.isnan(av), np.isnan(ev)
         inf_a, inf_e = np.isinf(av), np.isinf(ev)
-        if self.tol.inf_equal:
+        any_inf = bool(inf_a.any() or inf_e.any())
+        if self.tol.inf_equal and any_inf:
             zero_unless(d, ~(inf_a & (av == ev)))
-        if self.tol.nan_equal:
+        nan_pairs = self.tol.nan_equal and bool((nan_a & nan_e).any())
+        if nan_pairs:
             zero_unless(d, ~(nan_a & nan_e))
         nan_err = np.isnan(d)
         counts.update(
@@ -250,15 +252,16 @@ class ChunkComputer:
             nan_positions_differ=not np.array_equal(nan_a, nan_e),
             nan_error_positions=np.flatnonzero(nan_err) + start,
         )
-        if dots:  # the cosine similarity sums pairs where both values are finite
+        keep = np.flatnonzero(~nan_err) if counts["nan_errors"] else None
+        kept = (av, ev, d) if keep is None else (av[keep], ev[keep], d[keep])
+        if not dots:
+            cos_a = cos_e = av[:0]
+        elif keep is not None and not (any_inf or nan_pairs):  # kept pairs are the finite
+            cos_a, cos_e = kept[0], kept[1]
+        else:  # the cosine similarity sums pairs where both values are finite
             finite = ~(nan_a | nan_e | inf_a | inf_e)  # the others zeroed: no compressing
             cos_a, cos_e = zero_unless(av.copy(), finite), zero_unless(ev.copy(), finite)
-        else:
-            cos_a = cos_e = av[:0]
-        if not counts["nan_errors"]:
-            return av, ev, d, None, cos_a, cos_e
-        keep = np.flatnonzero(~nan_err)
-        return av[keep], ev[keep], d[keep], keep + start, cos_a, cos_e
+        return *kept, None if keep is None else keep + start, cos_a, cos_e
 
     def _fill_ratio(
         self,

@@ -31,8 +31,7 @@ class Worst:
     @np.errstate(invalid="ignore")
     def add(self, chunk: Chunk) -> None:
         if chunk.nan_error_positions is not None:
-            for flat in chunk.nan_error_positions[: self.size].tolist():
-                self._keep(math.inf, int(flat))
+            self.add_nan_errors(chunk.nan_error_positions)
         if not chunk.ratio.shape[0]:
             return
         # Only elements above the current k-th worst can enter (exact matches never do):
@@ -49,6 +48,11 @@ class Worst:
             candidates = np.concatenate([above, tied[: self.size - above.size]])  # lower first
         for i in candidates.tolist():
             self._keep(float(chunk.ratio[i]), chunk.flat_index(i))
+
+    def add_nan_errors(self, positions: np.ndarray) -> None:
+        """Flat indices of NaN errors, ascending: worse than any finite error."""
+        for flat in positions[: self.size].tolist():
+            self._keep(math.inf, int(flat))
 
     def _lower_ties_may_enter(self, chunk: Chunk) -> bool:
         """Whether an element tied with the k-th worst may displace it (a lower index).

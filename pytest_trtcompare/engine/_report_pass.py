@@ -103,7 +103,7 @@ def _select_exact(
         for start, a, e, equal in chunks:
             if equal:
                 for select in selects.values():
-                    select.add_zeros(a.shape[0])
+                    select.add_zeros(a.shape[0] - chunks.equality.nan_errors)
                 continue
             chunk = chunks.computer.compute(a, e, start, dots=False, ratio=False)
             for kind, select in selects.items():
@@ -188,10 +188,12 @@ class ReportBuilder:
         screened: tuple[np.ndarray, ...] | None = None,
         whole: Chunk | None = None,
         exact: Chunk | None = None,
+        nan_errors: int = 0,
     ) -> None:
         """Add one chunk; `screened`: its float32 (e, |a - e|, relative error, ratio);
         `whole`: the chunk as `whole_chunk` gave it; `exact`: the chunk as the scan's
-        float64 path computed it (NaN or Inf, or wide types): not computed again."""
+        float64 path computed it (NaN or Inf, or wide types): not computed again;
+        `nan_errors`: of an `equal` chunk, its NaN pairs that are errors (no nan_equal)."""
         self.whole = whole
         if whole is not None and self.fast is not None:
             got = self.fast.add_whole(
@@ -200,9 +202,12 @@ class ReportBuilder:
             self.need = (max(self.need[0], got[0]), max(self.need[1], got[1]))
             return
         if equal:
-            self.decades.zeros += a.shape[0]
+            zeros = a.shape[0] - nan_errors
+            self.decades.zeros += zeros
             for _, window in self.windows:
-                window.add_zeros(a.shape[0])
+                window.add_zeros(zeros)
+            if nan_errors:
+                self.worst.add_nan_errors(np.flatnonzero(np.isnan(a)) + start)
             return
         tol, fast, windows = self.tol, self.fast, self.windows
         required = tol.check == "elemwise"
@@ -231,7 +236,7 @@ class ReportBuilder:
             self.begin(self._args[0].shape[0])
         assert self.began_at is not None
         for start, a, e, equal in self.chunks.until(self.began_at):
-            self.add(start, a, e, equal)
+            self.add(start, a, e, equal, nan_errors=self.chunks.equality.nan_errors)
         details = FailureDetails(
             self.worst.ranked(), self.decades.histogram(), self.need[0], self.need[1]
         )

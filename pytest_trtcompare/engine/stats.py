@@ -136,6 +136,7 @@ def scan(
     total = ChunkSummary(0, 0.0, -1, 0.0, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     screened: list[tuple[int, int, float, float]] = []
     equal: list[tuple[int, int, bool]] = []  # (start, stop, whether NaN or Inf pairs)
+    all_equal = True
     for start in range(0, a.shape[0], CHUNK_ELEMENTS):
         stop = start + CHUNK_ELEMENTS
         a_chunk, e_chunk = a[start:stop], e[start:stop]
@@ -147,7 +148,7 @@ def scan(
         if is_equal:
             nan, inf = equality.nan_pairs, equality.inf_pairs
             equal.append((start, start + a_chunk.shape[0], bool(nan or inf)))
-            summary = _equal_summary(start, a_chunk.shape[0], nan, inf)
+            summary = _equal_summary(start, a_chunk, nan, inf, equality.nan_errors)
         elif report is not None and (whole := report.whole_chunk(start, a_chunk, e_chunk)):
             # tied errors go on: one exact float64 pass serves the scan and the report
             summary = _summarize_exact(whole, computer, always_exact)
@@ -160,11 +161,13 @@ def scan(
         else:
             exact = computer.compute(a_chunk, e_chunk, start)
             summary = _summarize_exact(exact, computer, always_exact)
+        all_equal &= bool(is_equal)
         if report is not None:
             if not report.active and (summary.mismatches or summary.nan_errors):
                 report.begin(start)
             if report.active:
-                report.add(start, a_chunk, e_chunk, is_equal, computed, whole, exact)
+                nan_errors = equality.nan_errors if is_equal else 0
+                report.add(start, a_chunk, e_chunk, is_equal, computed, whole, exact, nan_errors)
         if screen is not None and screen.dots_pending:
             summary.dot_aa, summary.dot_ee, summary.dot_dd = _float64_dots(screen, report, summary)
             screen.dots_pending = False
@@ -173,7 +176,7 @@ def scan(
         known = report.exact_maxima() if report is not None else None
         exact_maxima = screen.resolve_maxima(a, e, screened, known)
         _accumulate(total, ChunkSummary(0, *exact_maxima[:2], *exact_maxima[2:], 0, 0, 0, 0, 0, 0))
-    if equal and total.compared > sum(stop - start for start, stop, _ in equal):
+    if equal and not all_equal:
         # Not all equal: the equal chunks' squares count in the cosine similarity too.
         squares = sum(_squares(a[start:stop], special) for start, stop, special in equal)
         total.dot_aa += squares
@@ -211,12 +214,19 @@ def _float64_dots(
     return screen.float64_dots()
 
 
-def _equal_summary(start: int, n: int, nan_pairs: int = 0, inf_pairs: int = 0) -> ChunkSummary:
-    """Every error 0 (excused NaN and Inf pairs too): maxima at the chunk's first element,
-    within tolerance."""
-    summary = ChunkSummary(n, 0.0, start, 0.0, start, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+def _equal_summary(
+    start: int, values: np.ndarray, nan_pairs: int, inf_pairs: int, nan_errors: int
+) -> ChunkSummary:
+    """A bit-for-bit equal chunk: every error 0 (excused NaN and Inf pairs too) but for
+    `nan_errors`, which are not compared; maxima at the first compared element."""
+    n = values.shape[0]
+    at = start
+    if nan_errors:  # the first element that is not NaN, or none
+        at = start + int(np.argmin(np.isnan(values))) if nan_errors < n else -1
+    summary = ChunkSummary(n - nan_errors, 0.0, at, 0.0, at, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     summary.nan_actual = summary.nan_expected = nan_pairs
     summary.inf_actual = summary.inf_expected = inf_pairs
+    summary.nan_errors = nan_errors
     return summary
 
 
