@@ -234,6 +234,39 @@ def test_identical_outputs_with_nan_and_inf_as_the_plain_path(
         assert str(compare_outputs({"o": actual}, {"o": expected}, tol)) == report
 
 
+def test_chunks_the_scan_found_equal_are_not_compared_again(monkeypatch):
+    """The report re-reads the chunks before its first mismatch (and every chunk for the
+    radix selection of a small output); those the scan found bit-for-bit equal it takes as
+    equal (NaN errors counted) without comparing bits again."""
+    size = 1024
+    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
+    rng = np.random.default_rng(5)
+    expected = rng.standard_normal(16 * size).astype(np.float32)
+    expected[rng.random(expected.shape[0]) < 0.1] = np.nan
+    expected[: 7 * size][np.isnan(expected[: 7 * size])] = 0.0  # NaN errors after chunk 6
+    actual = expected.copy()
+    actual[5 * size + 3] += np.float32(1.0)
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+    compared = []
+    real_equal = equal_module.EqualChunks.equal
+
+    def equal(self, a, e):
+        compared.append((a.ctypes.data - actual.ctypes.data) // actual.itemsize)
+        return real_equal(self, a, e)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(equal_module.EqualChunks, "equal", equal)
+        out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
+    equal_chunks = [start for start in compared if start != 5 * size]
+    assert sorted(equal_chunks) == [c * size for c in range(16) if c != 5]  # once each
+    assert out.nan_errors == int(np.isnan(expected).sum())
+    assert out.mismatches == out.nan_errors + 1
+    first_nan = int(np.flatnonzero(np.isnan(expected))[0])
+    assert out.worst[0].index == (first_nan,)
+    _assert_as_the_plain_float64_path(monkeypatch, out, actual, expected, tol)
+
+
 def test_chunks_the_scan_computed_in_float64_are_not_computed_again(monkeypatch):
     """NaN errors in every chunk (no nan_equal): the scan's float64 chunk serves the
     report, so each chunk is computed once, and the figures equal a pass of its own."""

@@ -54,7 +54,8 @@ class OrderStatistics:
 
 
 class _Chunks:
-    """The pair's chunks: (start, actual, expected, whether bit-for-bit equal)."""
+    """The pair's chunks: (start, actual, expected, whether bit-for-bit equal); an equal
+    chunk's NaN errors (NaN pairs without nan_equal) are in `nan_errors` meanwhile."""
 
     def __init__(
         self, a: np.ndarray, e: np.ndarray, kinds: tuple[Kind, Kind], tol: Tolerance, size: int
@@ -63,6 +64,9 @@ class _Chunks:
         self.size = max(1, min(a.shape[0], size))
         self.computer = ChunkComputer(*kinds, tol, capacity=self.size)
         self.equality = EqualChunks(a.dtype, e.dtype, self.size, tol.nan_equal, tol.inf_equal)
+        self.nan_errors = 0
+        #: start -> (stop, NaN errors) of chunks the scan found equal: not checked again
+        self.known_equal: dict[int, tuple[int, int]] = {}
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray, np.ndarray, bool]]:
         return self.until(self.a.shape[0])
@@ -71,7 +75,14 @@ class _Chunks:
         for start in range(0, stop, self.size):
             end = min(start + self.size, stop)
             a, e = self.a[start:end], self.e[start:end]
-            yield start, a, e, self.equality.enabled and self.equality.equal(a, e)
+            known = self.known_equal.get(start)
+            if known is not None and known[0] == end:
+                self.nan_errors = known[1]
+                yield start, a, e, True
+                continue
+            equal = self.equality.enabled and self.equality.equal(a, e)
+            self.nan_errors = self.equality.nan_errors if equal else 0
+            yield start, a, e, equal
 
 
 def _windows_from_sample(
@@ -103,7 +114,7 @@ def _select_exact(
         for start, a, e, equal in chunks:
             if equal:
                 for select in selects.values():
-                    select.add_zeros(a.shape[0] - chunks.equality.nan_errors)
+                    select.add_zeros(a.shape[0] - chunks.nan_errors)
                 continue
             chunk = chunks.computer.compute(a, e, start, dots=False, ratio=False)
             for kind, select in selects.items():
@@ -141,6 +152,7 @@ class ReportBuilder:
         self.float32 = float32
         self.began_at: int | None = None
         self.need = (0.0, 0.0)
+        self._known_equal: dict[int, tuple[int, int]] = {}
         #: The chunk `add` was last given, in float64 with its cosine sums, when the report
         #: needed it whole; None otherwise.
         self.whole: Chunk | None = None
@@ -158,6 +170,11 @@ class ReportBuilder:
         the report computed whole in float64."""
         return self.fast.maxima if self.active and self.fast is not None else {}
 
+    def known_equal(self, start: int, stop: int, nan_errors: int) -> None:
+        """The scan found chunk [start, stop) bit-for-bit equal: the chunks read again (those
+        before `begin`'s, the radix selection's passes) take it as such, no bits compared."""
+        self._known_equal[start] = (stop, nan_errors)
+
     @property
     def active(self) -> bool:
         return self.began_at is not None
@@ -165,6 +182,7 @@ class ReportBuilder:
     def begin(self, start: int) -> None:
         """Start accumulating at flat index `start` (a chunk boundary)."""
         self.chunks = _Chunks(*self._args, self._size)
+        self.chunks.known_equal = self._known_equal
         self.worst, self.decades = _Worst(self.worst_count), Decades()
         n = self.chunks.a.shape[0]
         quantiles = tuple(dict.fromkeys((0.5, self.tol.quantile)))
@@ -236,7 +254,7 @@ class ReportBuilder:
             self.begin(self._args[0].shape[0])
         assert self.began_at is not None
         for start, a, e, equal in self.chunks.until(self.began_at):
-            self.add(start, a, e, equal, nan_errors=self.chunks.equality.nan_errors)
+            self.add(start, a, e, equal, nan_errors=self.chunks.nan_errors)
         details = FailureDetails(
             self.worst.ranked(), self.decades.histogram(), self.need[0], self.need[1]
         )

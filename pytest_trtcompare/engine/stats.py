@@ -149,6 +149,8 @@ def scan(
             nan, inf = equality.nan_pairs, equality.inf_pairs
             equal.append((start, start + a_chunk.shape[0], bool(nan or inf)))
             summary = _equal_summary(start, a_chunk, nan, inf, equality.nan_errors)
+            if report is not None:
+                report.known_equal(start, start + a_chunk.shape[0], equality.nan_errors)
         elif report is not None and (whole := report.whole_chunk(start, a_chunk, e_chunk)):
             # tied errors go on: one exact float64 pass serves the scan and the report
             summary = _summarize_exact(whole, computer, always_exact)
@@ -232,6 +234,9 @@ def _equal_summary(
 
 def _squares(values: np.ndarray, special: bool = False) -> float:
     """The float64 sum of squares; `special`: of the finite values (NaN or Inf among them)."""
+    if special and values.dtype == np.float32:  # zeroed before widening: half the bytes
+        values = zero_unless(values.copy(), np.isfinite(values))
+        special = False
     as_float = values.astype(np.float64)
     if special:  # zeroed, not compressed: a random mask compresses slowly
         zero_unless(as_float, np.isfinite(as_float))
