@@ -79,6 +79,34 @@ def test_nan_report_counts_each_side_and_positions():
     assert "(2,)" in text  # the NaN element is among the worst
 
 
+def test_nan_hint_names_the_option_that_could_excuse_the_errors():
+    nan_one_side = compare_outputs(
+        {"y": np.array([np.nan, 1.0])}, {"y": np.array([2.0, 1.0])}, nan_equal=True
+    ).report()
+    assert "(nan_equal excuses only NaN on both sides)" in nan_one_side
+    inf_pair = compare_outputs(
+        {"y": np.array([np.inf, 1.0])}, {"y": np.array([np.inf, 1.0])}, inf_equal=False
+    ).report()
+    assert "NaN errors fail at any atol/rtol (Inf - Inf is NaN unless inf_equal)" in inf_pair
+    both = compare_outputs(
+        {"y": np.array([np.inf, np.nan])}, {"y": np.array([np.inf, 1.0])}, inf_equal=False
+    ).report()
+    assert "  no tolerance passes: NaN errors fail at any atol/rtol\n" in both
+    assert "    (see nan_equal; Inf - Inf is NaN unless inf_equal)" in both
+    assert max(len(line) for line in both.splitlines()) <= 100
+
+
+def test_inf_against_a_finite_value_suggests_no_tolerance():
+    """Inf errors: no "would pass with atol ≥ inf" (atol must be finite), and the histogram
+    labels its top decade, where larger errors and Inf count, up to inf."""
+    text = compare_outputs(
+        {"y": np.array([1, 2, 3, np.inf], np.float32)}, {"y": np.array([1, 2, 3, 4], np.float32)}
+    ).report()
+    assert "no tolerance passes: Inf against a finite value (or the other Inf)" in text
+    assert "would pass with" not in text
+    assert "[1e300, inf]" in text and "1e301" not in text
+
+
 def test_sharper_tolerance_shown_only_when_it_differs():
     expected = np.array([1000.0, 0.001])
     actual = np.array([1001.0, 0.003])  # abs 1 at rel 1e-3 (within rtol); abs 2e-3 at rel 2

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 _CAP = 1e300  # larger errors (and Inf) count in the decade of 1e300, as before
+CAP_DECADE = 300  # that decade: the report labels it [1e300, inf]
 TOP_SHIFT = 48  # a bucket: the top 16 bits of the bit pattern
 _KEYS = 1 << 15  # the sign bit is 0
 _NORMAL = 16  # keys below hold zeros and subnormals (exponent 0)

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from ._decades import CAP_DECADE as _CAP_DECADE
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 
@@ -168,9 +169,7 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
             f"  rel error: mean {num(out.mean_rel_error, 2)}  "
             f"median {num(out.median_rel_error, 2)}  {q} {num(out.quantile_rel_error, 2)}"
         )
-    special = _special_values(out)
-    if special:
-        lines.append(f"  {special}")
+    lines.extend(_special_values(out))
     elementwise_failed = out.gated and not (out.base_passed and out.metrics)
     if elementwise_failed:  # not when it passed and only metric checks failed
         lines.extend(_would_pass(out))
@@ -210,7 +209,8 @@ def plural(count: int, singular: str, plural_form: str) -> str:
     return f"{count} {singular if count == 1 else plural_form}"
 
 
-def _special_values(out: OutputComparison) -> str:
+def _special_values(out: OutputComparison) -> list[str]:
+    """The NaN and Inf counts, on lines of at most 100 columns."""
     parts = []
     if out.nan_actual or out.nan_expected:
         where = "same positions" if out.nan_positions_match else "positions differ"
@@ -225,13 +225,25 @@ def _special_values(out: OutputComparison) -> str:
             plural(out.nan_errors, "element compares", "elements compare")
             + f" as NaN and {'fails' if out.nan_errors == 1 else 'fail'}"
         )
-    return "; ".join(parts)
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= 100:
+            lines[-1] += f"; {part}"
+        else:
+            lines.append(f"  {part}")
+    return lines
 
 
 def _would_pass(out: OutputComparison) -> list[str]:
     tol = out.tolerance
     if out.nan_errors:
-        return ["  no tolerance passes: NaN errors fail at any atol/rtol (see nan_equal)"]
+        line = f"  no tolerance passes: NaN errors fail at any atol/rtol ({_nan_hint(out)})"
+        return [line] if len(line) <= 100 else [line[: line.index(" (")], f"    ({_nan_hint(out)})"]
+    if math.isinf(out.required_atol) and math.isinf(out.required_rtol):
+        return [
+            "  no tolerance passes: Inf against a finite value (or the other Inf) fails at "
+            "any atol/rtol"
+        ]
     need_atol, need_rtol = num_up(out.required_atol), num_up(out.required_rtol)
     line = f"  would pass with atol ≥ {need_atol} or rtol ≥ {need_rtol}"
     sharper = []
@@ -243,6 +255,19 @@ def _would_pass(out: OutputComparison) -> list[str]:
     if sharper and len(line) + 4 + len(", ".join(sharper)) <= 100:
         return [f"{line} ({', '.join(sharper)})"]
     return [line] + ([f"    or {' or '.join(sharper)}"] if sharper else [])
+
+
+def _nan_hint(out: OutputComparison) -> str:
+    """Which option could excuse the NaN errors, if any."""
+    tol = out.tolerance
+    hints = []
+    if out.nan_actual or out.nan_expected:
+        hints.append(
+            "nan_equal excuses only NaN on both sides" if tol.nan_equal else "see nan_equal"
+        )
+    if (out.inf_actual or out.inf_expected) and not tol.inf_equal:
+        hints.append("Inf - Inf is NaN unless inf_equal")
+    return "; ".join(hints) or "see nan_equal"
 
 
 def _worst_table(worst: tuple[ElementError, ...], rows: int, ratio: bool = True) -> list[str]:
@@ -281,6 +306,8 @@ def _histogram(out: OutputComparison) -> list[str]:
     lines = ["  error histogram (log10 |abs err|):"]
     for decade, count in out.histogram:
         label = "0" if decade is None else f"[1e{decade}, 1e{decade + 1})"
+        if decade is not None and decade >= _CAP_DECADE:  # larger errors and Inf count here
+            label = f"[1e{decade}, inf]"
         bar = "█" * max(1, round(_BAR_WIDTH * count / peak))
         mark = "  ← atol" if decade is not None and decade == atol_decade else ""
         lines.append(f"    {label:>16} {count:>10} {100 * count / total:5.1f}% {bar}{mark}")
