@@ -20,6 +20,7 @@ import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine._decades import Decades
 from pytest_trtcompare.engine._errors_chunked import ChunkComputer
+from pytest_trtcompare.engine._figures import NAN_SHOWN
 from pytest_trtcompare.engine._report_pass import _Worst
 from pytest_trtcompare.engine._select import RankSelect, quantile_from, quantile_ranks
 from pytest_trtcompare.engine.arrays import dtype_kind
@@ -119,18 +120,20 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
     first = first % len(starts) if starts else 0
     for start in starts[first:] + starts[:first]:
         worst.add(computer.compute(a[start : start + chunk], e[start : start + chunk], start))
-    # reference: every element's ratio, NaN errors as +inf, 0/0 never listed
+    # reference: the first NaN errors (at most NAN_SHOWN), then every other element's
+    # ratio, largest first, 0/0 never listed
     whole = ChunkComputer(a_kind, e_kind, tol, capacity=max(1, a.shape[0]))
     ratios = np.full(a.shape[0], np.nan)
+    nan: list[tuple[int, float]] = []
     if a.shape[0]:
         one = whole.compute(a, e, 0)
         positions = np.arange(a.shape[0]) if one.positions is None else one.positions
         ratios[positions] = one.ratio
         if one.nan_error_positions is not None:
-            ratios[one.nan_error_positions] = math.inf
+            nan = [(int(i), math.inf) for i in one.nan_error_positions[:NAN_SHOWN]]
     listed = [(r, i) for i, r in enumerate(ratios.tolist()) if r > 0]
     listed.sort(key=lambda item: (-item[0], item[1]))
-    assert list(worst.ranked()) == [(i, r) for r, i in listed[:size]]
+    assert list(worst.ranked()) == (nan + [(i, r) for r, i in listed])[:size]
 
 
 @given(dtype=st.sampled_from(ALL_DTYPES), shape=shapes, data=st.data())

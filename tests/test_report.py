@@ -107,6 +107,28 @@ def test_inf_against_a_finite_value_suggests_no_tolerance():
     assert "[1e300, inf]" in text and "1e301" not in text
 
 
+def test_nan_pairs_do_not_hide_the_finite_errors_in_the_worst_table():
+    """NaN pairs without nan_equal are errors; the worst table lists the first few and then
+    the largest finite errors, which NaN rows filled before."""
+    expected = np.linspace(1.0, 2.0, 1000)
+    expected[::10] = np.nan
+    actual = expected.copy()
+    actual[[501, 777]] += [0.5, 0.25]
+    text = compare_outputs({"y": actual}, {"y": expected}).report()
+    table = text.split("worst elements:")[1].split("error histogram")[0]
+    rows = table.splitlines()[1:-1]
+    assert [row.split()[0] for row in rows] == [
+        "(0,)",
+        "(10,)",
+        "(20,)",
+        "(30,)",
+        "(40,)",
+        "(501,)",
+        "(777,)",
+    ]
+    assert "100 elements compare as NaN and fail" in text
+
+
 def test_sharper_tolerance_shown_only_when_it_differs():
     expected = np.array([1000.0, 0.001])
     actual = np.array([1001.0, 0.003])  # abs 1 at rel 1e-3 (within rtol); abs 2e-3 at rel 2

@@ -13,13 +13,19 @@ import numpy as np
 from ._errors_chunked import Chunk
 from .tolerance import Tolerance
 
+#: NaN errors listed among the worst elements, at most: NaN pairs without nan_equal must
+#: not fill the table and hide the finite errors (their count is on a line of its own).
+NAN_SHOWN = 5
+
 
 class Worst:
-    """The `size` largest (ratio, index) pairs; ties keep the lower index; NaN errors first."""
+    """The lowest-index NaN errors (at most NAN_SHOWN) and then the largest (ratio, index)
+    pairs of the other elements, `size` in all; ties keep the lower index."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.heap: list[tuple[float, int]] = []  # min-heap of (ratio, -flat index)
+        self.nan: list[int] = []  # flat indices of NaN errors, the lowest, ascending
 
     def _keep(self, ratio: float, flat: int) -> None:
         ranked = (ratio, -flat)
@@ -50,9 +56,10 @@ class Worst:
             self._keep(float(chunk.ratio[i]), chunk.flat_index(i))
 
     def add_nan_errors(self, positions: np.ndarray) -> None:
-        """Flat indices of NaN errors, ascending: worse than any finite error."""
-        for flat in positions[: self.size].tolist():
-            self._keep(math.inf, int(flat))
+        """Flat indices of NaN errors, ascending: listed before any other error."""
+        if positions.shape[0]:
+            lowest = self.nan + positions[:NAN_SHOWN].tolist()
+            self.nan = sorted(set(lowest))[:NAN_SHOWN]
 
     def _lower_ties_may_enter(self, chunk: Chunk) -> bool:
         """Whether an element tied with the k-th worst may displace it (a lower index).
@@ -75,7 +82,9 @@ class Worst:
         return self.heap[0][0] if len(self.heap) >= self.size else 0.0
 
     def ranked(self) -> tuple[tuple[int, float], ...]:
-        return tuple((-negative, ratio) for ratio, negative in sorted(self.heap, reverse=True))
+        nan = [(flat, math.inf) for flat in self.nan]
+        finite = [(-negative, ratio) for ratio, negative in sorted(self.heap, reverse=True)]
+        return tuple(nan + finite)[: self.size]
 
 
 def required_tolerances(chunk: Chunk, tol: Tolerance) -> tuple[float, float]:
