@@ -129,6 +129,14 @@ def test_nan_pairs_do_not_hide_the_finite_errors_in_the_worst_table():
     assert "100 elements compare as NaN and fail" in text
 
 
+def test_every_element_a_nan_error_prints_no_statistics_of_zero():
+    nan = np.full(4, np.nan)
+    text = compare_outputs({"y": nan}, {"y": nan}).report(verbosity=1)
+    assert "no error statistics: every element is a NaN error" in text
+    assert "abs error:" not in text and "rel error:" not in text
+    assert "4 elements compare as NaN and fail" in text
+
+
 def test_sharper_tolerance_shown_only_when_it_differs():
     expected = np.array([1000.0, 0.001])
     actual = np.array([1001.0, 0.003])  # abs 1 at rel 1e-3 (within rtol); abs 2e-3 at rel 2

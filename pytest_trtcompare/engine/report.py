@@ -160,11 +160,16 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
             f"expected {num(gr.expected, 6)} (abs {num(gr.abs_error)})"
         )
     q = f"p{100 * tol.quantile:g}"
-    lines.append(
-        f"  abs error: mean {num(out.mean_abs_error, 2)}  median {num(out.median_abs_error, 2)}  "
-        f"{q} {num(out.quantile_abs_error, 2)}{_cosine(out)}"
-    )
-    if verbosity >= 1 or tol.check != "elemwise":
+    none_compared = out.count > 0 and out.nan_errors == out.count
+    if none_compared:  # the statistics below would read 0
+        lines.append("  no error statistics: every element is a NaN error")
+    else:
+        lines.append(
+            f"  abs error: mean {num(out.mean_abs_error, 2)}  "
+            f"median {num(out.median_abs_error, 2)}  "
+            f"{q} {num(out.quantile_abs_error, 2)}{_cosine(out)}"
+        )
+    if not none_compared and (verbosity >= 1 or tol.check != "elemwise"):
         lines.append(
             f"  rel error: mean {num(out.mean_rel_error, 2)}  "
             f"median {num(out.median_rel_error, 2)}  {q} {num(out.quantile_rel_error, 2)}"
