@@ -129,6 +129,11 @@ def test_nan_pairs_do_not_hide_the_finite_errors_in_the_worst_table():
     assert "100 elements compare as NaN and fail" in text
 
 
+def test_one_mismatch_exceeds():
+    text = compare_outputs({"y": np.array([1.0, 5.0])}, {"y": np.array([1.0, 1.0])}).report()
+    assert "1 / 2 elements (50%) exceeds" in text
+
+
 def test_every_element_a_nan_error_prints_no_statistics_of_zero():
     nan = np.full(4, np.nan)
     text = compare_outputs({"y": nan}, {"y": nan}).report(verbosity=1)

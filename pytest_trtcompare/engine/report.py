@@ -139,7 +139,8 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     else:
         lines = [
             f"{out.name} ({_dtypes(out)}): {out.mismatches} / "
-            f"{plural(out.count, 'element', 'elements')} ({share}) exceed",
+            f"{plural(out.count, 'element', 'elements')} ({share}) "
+            f"{'exceeds' if out.mismatches == 1 else 'exceed'}",
             f"  {tol.describe()}",
         ]
     if out.postprocessed:
