@@ -20,7 +20,6 @@ _FLOAT_BITS: dict[str, tuple[type[np.unsignedinteger[Any]], int]] = {
     "float32": (np.uint32, 0x7F800000),
     "float64": (np.uint64, 0x7FF0000000000000),
 }
-#: A magnitude (sign bit cleared) above the exponent bits is NaN; equal to them, Inf.
 _UNSIGNED: dict[int, type[np.unsignedinteger[Any]]] = {
     1: np.uint8,
     2: np.uint16,
@@ -54,6 +53,7 @@ class EqualChunks:
         elif a_dtype.name in _FLOAT_BITS:
             self._view, mask = _FLOAT_BITS[a_dtype.name]
             self._mask = self._view(mask)
+            # the sign bit cleared: a magnitude above the exponent bits is NaN, equal Inf
             self._magnitude = self._view((1 << (8 * a_dtype.itemsize - 1)) - 1)
         else:
             return

@@ -72,14 +72,18 @@ class Worst:
     def ties_may_enter(self, first: int) -> bool:
         """Whether elements from flat index `first` on, tied with the k-th worst, may
         displace it (`_lower_ties_may_enter`)."""
-        return len(self.heap) >= self.size and first < -self.heap[0][1]
+        return self.full() and first < -self.heap[0][1]
+
+    def nan_may_enter(self, first: int) -> bool:
+        """Whether NaN errors from flat index `first` on may be listed."""
+        return len(self.nan) < NAN_SHOWN or first < self.nan[-1]
 
     def full(self) -> bool:
         return len(self.heap) >= self.size
 
     def floor(self) -> float:
         """The ratio an element must exceed to enter (0 while there is room)."""
-        return self.heap[0][0] if len(self.heap) >= self.size else 0.0
+        return self.heap[0][0] if self.full() else 0.0
 
     def ranked(self) -> tuple[tuple[int, float], ...]:
         nan = [(flat, math.inf) for flat in self.nan]

@@ -137,11 +137,7 @@ class Report32:
         """Adds a chunk of `whole_chunk`: every figure from its float64 values."""
         worst.add(chunk)
         decades.add_float32(chunk.abs_err, lambda at: chunk.abs_err[at], chunk.abs_err)
-        dense = False
-        for kind, window in windows:
-            placed = window.place(chunk.abs_err if kind == "abs" else chunk.rel_err)
-            dense |= placed * _DENSE >= chunk.abs_err.shape[0]
-        self.expect_whole = dense
+        self.expect_whole = place_chunk(windows, chunk)
         return required_tolerances(chunk, self.tol) if required else (0.0, 0.0)
 
     def _keep_maxima(self, whole: Chunk, start: int) -> None:
@@ -205,8 +201,7 @@ class Report32:
     ) -> None:
         whole = self.whole()
         if whole is not None:  # another figure computed the chunk: its values place all
-            for kind, window in windows:
-                window.place(whole.abs_err if kind == "abs" else whole.rel_err)
+            place_chunk(windows, whole)
             return
         masks = []
         for kind, window in windows:
@@ -264,6 +259,16 @@ class Report32:
             return 0.0, 0.0
         dense = self._dense_chunk(a, e, candidates.shape[0])
         return required_tolerances(dense or self._exact(a, e, candidates), tol)
+
+
+def place_chunk(windows: list[tuple[str, Window]], chunk: Chunk) -> bool:
+    """Places every float64 error of `chunk` in the windows of its kind; returns whether
+    a window holds more than 1/_DENSE of the chunk (tied errors)."""
+    dense = False
+    for kind, window in windows:
+        placed = window.place(chunk.abs_err if kind == "abs" else chunk.rel_err)
+        dense |= placed * _DENSE >= chunk.abs_err.shape[0]
+    return dense
 
 
 def _nonzero_and_first_zeros(

@@ -24,7 +24,7 @@ from ._equal import EqualChunks
 from ._errors_chunked import Chunk, ChunkComputer
 from ._figures import Worst as _Worst
 from ._figures import required_tolerances as _required_tolerances
-from ._report32 import Report32
+from ._report32 import Report32, place_chunk
 from ._select import RankSelect, quantile_ranks
 from .arrays import Kind
 from .tolerance import Tolerance
@@ -224,7 +224,7 @@ class ReportBuilder:
             self.decades.zeros += zeros
             for _, window in self.windows:
                 window.add_zeros(zeros)
-            if nan_errors:
+            if nan_errors and self.worst.nan_may_enter(start):
                 self.worst.add_nan_errors(np.flatnonzero(np.isnan(a)) + start)
             return
         tol, fast, windows = self.tol, self.fast, self.windows
@@ -243,8 +243,7 @@ class ReportBuilder:
                 chunk = self.chunks.computer.compute(a, e, start, dots=False)
             self.worst.add(chunk)
             self.decades.add(chunk.abs_err, top_counts(chunk.abs_err))
-            for kind, window in windows:
-                window.place(chunk.abs_err if kind == "abs" else chunk.rel_err)
+            place_chunk(windows, chunk)
             needs = _required_tolerances(chunk, tol) if required else (0.0, 0.0)
         self.need = (max(self.need[0], needs[0]), max(self.need[1], needs[1]))
 
