@@ -1,0 +1,101 @@
+"""Where a failing comparison's time goes, phase by phase (issue 12's "slowest <= 4x").
+
+    python bench/bench_report_phases.py --size 16M
+
+For each scenario of `bench_compare.py` named below, the best of `--repeats` calls of
+`bench_compare.ours`, and the time that call spent in each phase of the engine, by timing
+wrappers around the engine's private methods (so the names below follow the code; a
+renamed method raises here rather than reporting 0). Phases nest: `summarize` holds
+`mismatches`, a whole chunk's figures hold its decades; the others do not overlap. The
+figures are for deciding what a faster kernel would have to replace, not a target in
+themselves: `bench_compare.py` is the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench_compare import SCENARIOS, ours, parse_size
+
+from pytest_trtcompare.engine import _decades, _report32, _report_pass, _screen32, stats
+
+DEFAULT_SCENARIOS = (
+    "small noise",
+    "100 outliers (fails)",
+    "every element off (fails)",
+    "every element off by exactly 1, tied errors (fails)",
+)
+#: phase name -> (class or module, function)
+PHASES: dict[str, tuple[Any, str]] = {
+    "summarize (float32 screen)": (_screen32.Float32Screen, "summarize"),
+    "mismatches (in summarize)": (_screen32.Float32Screen, "_mismatches"),
+    "float64 cosine sums": (_screen32.Float32Screen, "float64_dots"),
+    "report begin (sample, windows)": (_report_pass.ReportBuilder, "begin"),
+    "windows (order statistics)": (_report32.Report32, "_windows"),
+    "decades (histogram)": (_decades.Decades, "add_float32"),
+    "worst elements": (_report32.Report32, "_worst"),
+    "would pass with": (_report32.Report32, "_required"),
+    "report finish": (_report_pass.ReportBuilder, "finish"),
+    "whole chunk in float64 (tied)": (_report32.Report32, "whole_chunk"),
+    "its exact summary (tied)": (stats, "_summarize_exact"),
+    "its figures (tied; holds decades)": (_report32.Report32, "add_whole"),
+}
+
+spent: collections.Counter[str] = collections.Counter()
+
+
+def _timed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - start
+
+    return wrapper
+
+
+def install() -> None:
+    for name, (owner, attribute) in PHASES.items():
+        setattr(owner, attribute, _timed(name, getattr(owner, attribute)))
+
+
+def measure(scenario: str, size: int, repeats: int) -> tuple[float, dict[str, float]]:
+    actual, expected, tol = SCENARIOS[scenario](size)
+    best, phases = float("inf"), {}
+    for _ in range(repeats):
+        spent.clear()
+        start = time.perf_counter()
+        ours(actual, expected, tol)
+        elapsed = time.perf_counter() - start
+        if elapsed < best:
+            best, phases = elapsed, dict(spent)
+    return best, phases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="16M")
+    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--scenarios", nargs="*", default=list(DEFAULT_SCENARIOS))
+    args = parser.parse_args()
+    install()
+    size = parse_size(args.size)
+    baseline = None
+    for scenario in args.scenarios:
+        total, phases = measure(scenario, size, args.repeats)
+        baseline = baseline or total
+        print(f"{scenario}: {total * 1e3:.1f} ms ({total / baseline:.1f}x the first)")
+        for name in PHASES:
+            if phases.get(name):
+                print(f"  {name:34s} {phases[name] * 1e3:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
