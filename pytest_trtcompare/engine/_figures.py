@@ -43,7 +43,7 @@ class Worst:
         # Only elements above the current k-th worst can enter (exact matches never do):
         # argpartition degrades badly on the many tied zeros of a mostly exact output.
         floor = self.floor()
-        if self._lower_ties_may_enter(chunk):
+        if self.ties_may_enter(chunk.flat_index(0)):
             candidates = np.flatnonzero(chunk.ratio >= floor)  # NaN ratios (0/0) never enter
         else:
             candidates = np.flatnonzero(chunk.ratio > floor)
@@ -61,17 +61,13 @@ class Worst:
             lowest = self.nan + positions[:NAN_SHOWN].tolist()
             self.nan = sorted(set(lowest))[:NAN_SHOWN]
 
-    def _lower_ties_may_enter(self, chunk: Chunk) -> bool:
-        """Whether an element tied with the k-th worst may displace it (a lower index).
+    def ties_may_enter(self, first: int) -> bool:
+        """Whether elements from flat index `first` on, tied with the k-th worst, may
+        displace it (a lower index).
 
         Chunks mostly arrive in order, where ties never enter; the failure report built in
         the scan's pass adds the chunks before its first mismatch last.
         """
-        return self.ties_may_enter(chunk.flat_index(0))
-
-    def ties_may_enter(self, first: int) -> bool:
-        """Whether elements from flat index `first` on, tied with the k-th worst, may
-        displace it (`_lower_ties_may_enter`)."""
         return self.full() and first < -self.heap[0][1]
 
     def nan_may_enter(self, first: int) -> bool:

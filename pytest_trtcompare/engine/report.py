@@ -243,8 +243,9 @@ def _special_values(out: OutputComparison) -> list[str]:
 def _would_pass(out: OutputComparison) -> list[str]:
     tol = out.tolerance
     if out.nan_errors:
-        line = f"  no tolerance passes: NaN errors fail at any atol/rtol ({_nan_hint(out)})"
-        return [line] if len(line) <= 100 else [line[: line.index(" (")], f"    ({_nan_hint(out)})"]
+        hint = f"({_nan_hint(out)})"
+        line = f"  no tolerance passes: NaN errors fail at any atol/rtol {hint}"
+        return [line] if len(line) <= 100 else [line[: line.index(" (")], f"    {hint}"]
     if math.isinf(out.required_atol) and math.isinf(out.required_rtol):
         return [
             "  no tolerance passes: Inf against a finite value (or the other Inf) fails at "
