@@ -36,6 +36,16 @@ class FeedError(TrtCompareError, ValueError):
     """An input feed does not match the model: unknown name, wrong shape or dtype."""
 
 
+class InferenceError(TrtCompareError, RuntimeError):
+    """A framework raised while running a model (onnxruntime, onnx.reference, torch,
+    TensorRT, a callable): the message names the runner, the feed, the node and op where the
+    library says them, and the library's own last line; the library's exception is the
+    cause (`__cause__`), shown with --tb=long or -vv."""
+
+    #: The library's traceback without our frames, for --tb=long / -vv.
+    details: str = ""
+
+
 class InputDataError(TrtCompareError, ValueError):
     """Input data cannot be made or loaded (no shape for a dynamic dim, bad file ...)."""
 

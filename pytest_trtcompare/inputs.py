@@ -3,7 +3,9 @@
 Synthetic data is deterministic across platforms and independent per input: each input's
 generator is seeded by (seed, iteration, crc32 of its name), so adding an input changes no
 other. Default value range: [0, 1] for floats (Polygraphy's), [0, 10] for integers, 50/50
-for bool. A dynamic dimension without a shape is an error, never a silent 1.
+for bool; integer inputs that index an embedding table (token ids) draw from its rows when the
+model says how many (`TensorSpec.value_range`). A dynamic dimension without a shape is an
+error, never a silent 1.
 """
 
 from __future__ import annotations
@@ -37,17 +39,18 @@ def _kind(dtype: np.dtype) -> str:
 
 
 def _value_range(spec: TensorSpec, dtype: np.dtype, val_range: Any) -> ValueRange:
-    """Per input name > per dtype name > "" default > built-in per kind."""
-    if val_range is None:
-        return _DEFAULT_RANGES[_kind(dtype)]
-    if isinstance(val_range, Mapping):
-        for key in (spec.name, spec.dtype, ""):
-            if key in val_range:
-                low, high = val_range[key]
-                return float(low), float(high)
-        return _DEFAULT_RANGES[_kind(dtype)]
-    low, high = val_range
-    return float(low), float(high)
+    """Per input name > per dtype name > "" default > the model's own range (the rows of an
+    embedding table) > built-in per kind."""
+    if val_range is not None and not isinstance(val_range, Mapping):
+        low, high = val_range
+        return float(low), float(high)
+    for key in (spec.name, spec.dtype, ""):
+        if val_range is not None and key in val_range:
+            low, high = val_range[key]
+            return float(low), float(high)
+    if spec.value_range is not None and _kind(dtype) == "int":
+        return spec.value_range
+    return _DEFAULT_RANGES[_kind(dtype)]
 
 
 def concrete_shape(spec: TensorSpec, shapes: Mapping[str, Sequence[int]] | None) -> tuple[int, ...]:
@@ -116,6 +119,18 @@ def synthetic_feed(
         else:
             feed[spec.name] = rng.uniform(low, high, size=shape).astype(dtype)
     return feed
+
+
+def specs_of(runner_or_specs: Any, shapes: Mapping[str, Any] | None = None) -> list[TensorSpec]:
+    """A runner's input specs (or the specs given), with those of the optional inputs that
+    `shapes` names where the runner has them (a torch forward's parameters with defaults)."""
+    if not hasattr(runner_or_specs, "input_specs"):
+        return list(runner_or_specs)
+    specs: list[TensorSpec] = runner_or_specs.input_specs()
+    optional = getattr(runner_or_specs, "specs_for", None)
+    if optional is not None and shapes:
+        specs = [*specs, *optional(list(shapes))]
+    return specs
 
 
 def synthetic_feeds(specs: Sequence[TensorSpec], iterations: int = 1, **options: Any) -> list[Feed]:

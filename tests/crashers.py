@@ -44,3 +44,8 @@ def killed(feed):
     import signal
 
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def echo(feed):
+    """Every input back as an output of the same name (the dtype crossing tests)."""
+    return {name: value for name, value in feed.items()}

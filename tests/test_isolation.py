@@ -104,3 +104,55 @@ def test_session_goes_on_after_crashes(pytester):
         ["*runner callable:tests.crashers:segfault-fp32 crashed with SIGSEGV*"]
     )
     assert "INTERNALERROR" not in result.stdout.str()
+
+
+def _every_dtype() -> dict[str, np.ndarray]:
+    """One array of each dtype the engine compares: numpy's, and ml_dtypes' low precisions."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(64).astype(np.float32)
+    arrays = {
+        name: np.asarray(values, dtype=dtype)
+        for name, dtype in (("float32", np.float32), ("float16", np.float16))
+    }
+    arrays["bool"] = values > 0
+    arrays["int64"] = (values * 100).astype(np.int64)
+    low = [
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e4m3b11fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+        "int4",
+        "uint4",
+        "int2",
+    ]
+    for name in low:
+        dtype = getattr(ml_dtypes, name, None)
+        if dtype is not None:
+            source = np.abs(values) if name.startswith(("uint", "float8_e8m0")) else values
+            arrays[name] = np.asarray(np.clip(source, -1, 1), dtype=dtype)
+    return arrays
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["bytes", "file"])
+def test_every_dtype_crosses_both_ways_unchanged(large):
+    """Issue 22 item 6: ml_dtypes' dtypes are named, not sent as '<V2'; in the feed and back,
+    through the pipe and (above 16 MiB) through files."""
+    pytest.importorskip("ml_dtypes")
+    arrays = _every_dtype()
+    if large:
+        arrays = {name: np.tile(array, 300_000) for name, array in arrays.items()}
+    runner = runners.create("callable:tests.crashers:echo", isolate=True)
+    try:
+        back = runner.infer(arrays)
+    finally:
+        runner.close()
+    assert list(back) == list(arrays)
+    for name, array in arrays.items():
+        assert back[name].dtype == array.dtype, name
+        assert back[name].tobytes() == array.tobytes(), name

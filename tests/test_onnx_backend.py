@@ -99,8 +99,12 @@ def test_sequence_and_optional_cases_run_and_get_onnx_verdicts(framework):
     for case in cases:
         try:
             runner = runners.create(framework, case.model)
-        except ModelLoadError as exc:  # onnxruntime refuses the opset the case is stamped with
-            assert framework == "onnxrt" and "opset" in str(exc), (case.name, str(exc))
+        except ModelLoadError as exc:
+            # onnxruntime refuses the opset the case is stamped with, or (1.32: Optional ops of
+            # opset 28) has no kernel of that version yet
+            text = str(exc)
+            known = "opset" in text or "NOT_IMPLEMENTED : Could not find an implementation" in text
+            assert framework == "onnxrt" and known, (case.name, text)
             tally["opset newer than the runtime"] += 1
             continue
         names = [spec.name for spec in runner.input_specs()]

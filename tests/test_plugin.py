@@ -207,7 +207,7 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
     result.stdout.fnmatch_lines_random(
         [
             "*tensorrt is not installed: pip install pytest-trtcompare[[]tensorrt[]]*",
-            "*onnxrt bf16 on CPUExecutionProvider*",
+            "*onnxruntime CPU has no bfloat16 kernel for Relu (onnxrt bf16 of <ModelProto>*",
             "FAILED *test_unknown_framework - *UnknownFrameworkError: unknown framework "
             "'tensorflw'; known frameworks: callable, onnxref, onnxrt, torch, trt*",
         ]

@@ -44,8 +44,9 @@ def _ml_dtypes_kind(dtype: np.dtype) -> Kind | None:
 
 
 def dtype_from_name(name: str) -> np.dtype:
-    """numpy dtype of a name, ml_dtypes' too ('bfloat16', 'float8_e4m3fn'); ValueError if none."""
-    if name == "bfloat16" or name.startswith("float8"):
+    """numpy dtype of a name, ml_dtypes' too ('bfloat16', 'float8_e4m3fn', 'int4');
+    ValueError if none."""
+    if name in _ML_DTYPES_NAMES or name.startswith(("float8", "float6", "float4")):
         try:
             import ml_dtypes
         except ImportError:
@@ -58,6 +59,10 @@ def dtype_from_name(name: str) -> np.dtype:
         return np.dtype(name)
     except TypeError:
         raise ValueError(f"unknown dtype {name!r}") from None
+
+
+#: ml_dtypes' names that numpy does not know (numpy's own int8 etc. stay numpy's).
+_ML_DTYPES_NAMES = ("bfloat16", "int1", "int2", "int4", "uint1", "uint2", "uint4")
 
 
 def dtype_kind(dtype: np.dtype) -> Kind | None:

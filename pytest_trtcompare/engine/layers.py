@@ -32,18 +32,25 @@ class LayerView:
     model_outputs: tuple[str, ...] = ()  # the model's own outputs among the compared tensors
     left_out: int = 0  # tensors not compared because of their dtype (int, bool, shapes)
     mode: str = "gate"
+    #: torch against ONNX: the torch module output compared with each ONNX tensor, and the
+    #: module outputs that have no ONNX counterpart (listed, not compared)
+    modules: Mapping[str, str] = field(default_factory=dict)
+    unmatched: tuple[str, ...] = ()
 
     def label(self, tensor: str) -> str:
         """'/encoder/layer.3/attn/Softmax (Softmax)', and the tensor's name after an arrow
-        where it is not the exporter's '<node>_output_0'."""
+        where it is not the exporter's '<node>_output_0'; the torch module it is compared
+        with, for torch against ONNX."""
         node_op = self.nodes.get(tensor)
+        module = self.modules.get(tensor)
+        suffix = f" = torch {module}" if module and module != tensor else ""
         if node_op is None:
-            return tensor
+            return tensor + suffix
         node, op = node_op
         text = f"{node} ({op})"
         if tensor not in (node, f"{node}_output_0"):
             text += f" -> {tensor}"
-        return text
+        return text + suffix
 
     def gating(self, names: list[str]) -> list[str]:
         """The tensors whose verdict is the comparison's: all, or the model outputs alone."""

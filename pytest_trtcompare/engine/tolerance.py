@@ -361,7 +361,7 @@ def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bo
     return _entry(changed, where)
 
 
-def _is_field_mapping(spec: Mapping[str, Any]) -> bool:
+def is_field_mapping(spec: Mapping[str, Any]) -> bool:
     """{"atol": 1e-3, ...}: fields of one tolerance, not a table keyed by output name."""
     return bool(spec) and all(
         key in FIELD_NAMES and not isinstance(value, (Tolerance, Mapping))
@@ -397,7 +397,7 @@ class ToleranceTable:
         per_output: dict[str, Entry] = {}
         if isinstance(spec, (Tolerance, list, tuple)):
             default = _as_entry(spec, Tolerance(), "tolerance")
-        elif isinstance(spec, Mapping) and _is_field_mapping(spec):
+        elif isinstance(spec, Mapping) and is_field_mapping(spec):
             default = _as_tolerance(spec, Tolerance(), "tolerance")  # {"atol": 1e-3, "rtol": 0}
         elif isinstance(spec, Mapping):
             if "" in spec:

@@ -31,7 +31,7 @@ from .fixtures import (
     trtcompare_case,
 )
 from .golden_fixture import GoldenFixture
-from .outcome import ARTIFACT_FILES, enrich_bare_mismatch, settle
+from .outcome import ARTIFACT_FILES, enrich_bare_mismatch, library_traceback, settle
 from .state import STATE, PluginState, state_of
 
 __all__ = [
@@ -126,7 +126,9 @@ def pytest_runtest_makereport(
         report.outcome = "skipped"
         report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {error}")
     elif isinstance(error, TrtCompareError) and report.failed:
-        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}")
+        settings = state_of(item.config).settings
+        details = library_traceback(settings, getattr(error, "details", ""))
+        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}{details}")
     files = item.stash.get(ARTIFACT_FILES, None)
     if report.when == "call" and files:
         _html_pictures(report, files)

@@ -10,7 +10,7 @@ from ..engine.results import ComparisonResult
 from ..engine.tolerance import ToleranceSpec, entry_record
 from ..errors import FeedError, TrtCompareError
 from ..goldens.store import Golden, model_change_note
-from ..inputs import synthetic_feed
+from ..inputs import specs_of, synthetic_feed
 from ..runners.base import TensorSpec, check_feed
 from ..session.outcome import Kind, Outcome, compared
 from .goldens import ItemGoldens
@@ -57,11 +57,7 @@ class GoldenFixture:
         seed = seed if seed is not None else (self._settings.seed or 1)
         if val_range is None:
             val_range = self._settings.val_range
-        specs: list[TensorSpec] = (
-            runner_or_specs.input_specs()
-            if hasattr(runner_or_specs, "input_specs")
-            else list(runner_or_specs)
-        )
+        specs: list[TensorSpec] = specs_of(runner_or_specs, shapes)
         path = self.path(name)
         golden = self._stored(path)
         feed = None

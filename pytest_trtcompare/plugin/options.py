@@ -52,6 +52,7 @@ class Settings:
     layers: tuple[str | None, str | None]  # --trt-layers, ini trtcompare_layers
     verbosity: int
     rootpath: Path
+    library_tracebacks: bool  # --tb=long or -vv: a framework's error shows its traceback
     input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
     seed: int | None = None  # --trt-seed
     val_range: Any = None  # --trt-val-range
@@ -185,6 +186,7 @@ def build_settings(config: pytest.Config) -> Settings:
         layers=_layers(config),
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
+        library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
         **_overrides(config),
     )
 

@@ -127,7 +127,15 @@ def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: boo
         error = OutputMismatchError(text, worst, outcome.arrays)
         error.settled = True
         raise error
-    fail(outcome.message)
+    fail(outcome.message + library_traceback(settings, outcome.details))
+
+
+def library_traceback(settings: Settings, details: str) -> str:
+    """A framework's own traceback under its one-line message, with --tb=long or -vv."""
+    if not details or not settings.library_tracebacks:
+        return ""
+    heading = "the library's traceback (--tb=long / -vv; frames of pytest-trtcompare left out)"
+    return f"\n\n{heading}:\n{details}"
 
 
 def fail(message: str) -> NoReturn:

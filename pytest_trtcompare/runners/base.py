@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine.tolerance import PRECISIONS
-from ..errors import FeedError, PrecisionUnsupported
+from ..errors import FeedError, PrecisionUnsupported, TrtCompareError
 
 Dim = int | str | None
 
@@ -32,6 +32,9 @@ class TensorSpec:
     dtype: str
     shape: tuple[Dim, ...] | None  # None: rank unknown (a torch module, a callable, no shape)
     kind: str = "tensor"
+    #: The values the model can take when it says so (the rows of the embedding table that
+    #: token ids index); synthetic data draws from it unless val_range says otherwise.
+    value_range: tuple[float, float] | None = None
 
     @property
     def is_dynamic(self) -> bool:
@@ -232,6 +235,9 @@ class Runner(abc.ABC):
 
     #: False when the runner cannot know its inputs (a callable without input_specs=).
     checks_feed: bool = True
+    #: Whether an exception from inside `_infer` is a framework's (one InferenceError message)
+    #: or the user's own code (a callable: it propagates with its traceback).
+    wraps_errors: ClassVar[bool] = True
     _selection: list[str] | None = None
 
     @contextlib.contextmanager
@@ -255,17 +261,27 @@ class Runner(abc.ABC):
         if checker is None and self.checks_feed:
             checker = self._checker = FeedChecker(self.input_specs())
         if checker is not None and type(feed) is dict and checker.fits(feed):
-            return self._infer(feed)  # the hot path: a dict of fitting ndarrays, used as is
-        structured = (
-            {spec.name for spec in checker.specs if spec.kind != "tensor"} if checker else set()
-        )
-        arrays = {
-            name: as_feed_value(value) if name in structured else np.asarray(value)
-            for name, value in feed.items()
-        }
-        if checker is not None:
-            check_feed(checker.specs, arrays, self.name)
-        return self._infer(arrays)
+            arrays: dict[str, Any] = feed  # the hot path: a dict of fitting ndarrays, as is
+        else:
+            structured = (
+                {spec.name for spec in checker.specs if spec.kind != "tensor"} if checker else set()
+            )
+            arrays = {
+                name: as_feed_value(value) if name in structured else np.asarray(value)
+                for name, value in feed.items()
+            }
+            if checker is not None:
+                check_feed(checker.specs, arrays, self.name)
+        try:
+            return self._infer(arrays)
+        except TrtCompareError:
+            raise
+        except Exception as exc:  # the framework's own error, as one message naming it all
+            if not self.wraps_errors:
+                raise
+            from .failures import inference_error
+
+            raise inference_error(self, arrays, exc) from exc
 
     def describe(self) -> dict[str, Any]:
         """Framework version, device, precision route: recorded with goldens and reports."""

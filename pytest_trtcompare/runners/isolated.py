@@ -2,8 +2,9 @@
 comparison instead of the whole pytest session.
 
 The worker is started with the "spawn" method and gets the runner's name, model, precision and
-options once. Arrays cross as (dtype, shape, raw bytes), or, above 16 MiB, as `.npy` files in
-a private temp folder; object arrays never cross and nothing is unpickled into an array. The
+options once. Arrays cross as (dtype, shape, raw bytes), or, above 16 MiB, as raw files in a
+private temp folder; ml_dtypes' dtypes (bfloat16, float8, int4), whose numpy string is only
+'<V2', cross by name. Object arrays never cross and nothing is unpickled into an array. The
 worker's stderr goes to a file, whose tail is quoted when it dies. After a crash the next
 call starts a fresh worker.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.arrays import dtype_from_name
 from ..errors import TrtCompareError
 from .base import Layer, Runner, TensorSpec
 from .isolated_torch import export_to_file, needs_export
@@ -51,10 +53,21 @@ def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
     if array.dtype.hasobject:
         raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
     if array.nbytes > _FILE_THRESHOLD:
-        path = folder / f"{prefix}.npy"
-        np.save(path, array, allow_pickle=False)
-        return ("file", str(path))
-    return ("bytes", array.dtype.str, array.shape, array.tobytes())
+        path = folder / f"{prefix}.bin"
+        array.tofile(path)
+        return ("file", _dtype_token(array.dtype), array.shape, str(path))
+    return ("bytes", _dtype_token(array.dtype), array.shape, array.tobytes())
+
+
+def _dtype_token(dtype: np.dtype) -> str:
+    """numpy's own dtypes by their exact string ('<f4'); ml_dtypes' (bfloat16, float8, int4),
+    whose string ('<V2', '<f1') numpy cannot read back, by name."""
+    try:
+        if np.dtype(dtype.str) == dtype:
+            return dtype.str
+    except TypeError:
+        pass
+    return dtype.name
 
 
 def _unpack(packed: dict[str, Any]) -> dict[str, Any]:
@@ -66,10 +79,11 @@ def _unpack_value(item: Any) -> Any:
         return None
     if item[0] == "seq":
         return [_unpack_value(v) for v in item[1]]
-    if item[0] == "file":
-        return np.load(item[1], allow_pickle=False)
-    _, dtype, shape, data = item
-    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
+    kind, token, shape, data = item
+    dtype = np.dtype(token) if token[:1] in "<>|=" else dtype_from_name(token)
+    if kind == "file":
+        return np.fromfile(data, dtype=dtype).reshape(shape)
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
 def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str) -> None:
@@ -99,7 +113,8 @@ def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str)
                 with runner.select_outputs(message[2]):
                     outputs = runner.infer(_unpack(message[1]))
             calls += 1
-            connection.send(("outputs", _pack(outputs, Path(folder), f"out{calls}")))
+            packed = _pack(outputs, Path(folder), f"out{calls}")
+            connection.send(("outputs", packed, runner.output_names(), runner.layers))
         except BaseException as exc:
             connection.send(("error", type(exc).__name__, str(exc)))
 
@@ -107,11 +122,13 @@ def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str)
 def _shape_of(runner: Runner) -> tuple[Any, ...]:
     """What the parent needs to answer for the runner without asking the worker."""
     return (
-        [(s.name, s.dtype, s.shape, s.kind) for s in runner.input_specs()],
+        runner.input_specs(),  # TensorSpec dataclasses pickle as they are
         runner.output_names(),
         runner.describe(),
         runner.layers,  # Layer dataclasses pickle as they are
         runner.checks_feed,
+        getattr(runner, "signature", None),  # a torch runner's ForwardSignature
+        getattr(runner, "dtypes_guessed", False),
     )
 
 
@@ -175,11 +192,9 @@ class IsolatedRunner(Runner):
         self._take(reply[1:])
 
     def _take(self, shape: Any) -> None:
-        specs, self._outputs, self._describe, self._layers, self.checks_feed = shape
-        self._specs = [
-            TensorSpec(name, dtype, None if dims is None else tuple(dims), kind)
-            for name, dtype, dims, kind in specs
-        ]
+        specs, self._outputs, self._describe, self._layers, self.checks_feed = shape[:5]
+        self.signature, self.dtypes_guessed = shape[5:]
+        self._specs = list(specs)
 
     def _stop(self) -> None:
         if self._process is not None and self._process.is_alive():
@@ -241,10 +256,9 @@ class IsolatedRunner(Runner):
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._local is not None:
             self._spec["model"] = export_to_file(self._local, feed, self._folder)
-            self._spec["options"] = {
-                **self._spec["options"],
-                "input_names": self._local._input_names,  # type: ignore[attr-defined]
-            }
+            positional = self._local.signature.positional_names  # type: ignore[attr-defined]
+            if positional:  # the program takes them by position, as the module did
+                self._spec["options"] = {**self._spec["options"], "input_names": positional}
             self._local.close()
             self._local = None
         if self._process is None or not self._process.is_alive():
@@ -253,7 +267,14 @@ class IsolatedRunner(Runner):
         reply = self._receive("running")
         if reply[0] == "error":
             raise _rebuild(reply[1], reply[2])
-        return _unpack(reply[1])
+        _, packed, self._outputs, self._layers = reply
+        return _unpack(packed)
+
+    def discover_layers(self, feed: dict[str, Any]) -> None:
+        """outputs="all" of a runner that learns its layers by running (torch)."""
+        if self._layers is not None or self._describe.get("framework") != "torch":
+            return
+        self.infer(feed)
 
     def describe(self) -> dict[str, Any]:
         return {**self._describe, "isolated": True}

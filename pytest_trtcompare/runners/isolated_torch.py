@@ -33,21 +33,39 @@ def needs_export(name: str, model: Any) -> bool:
 
 
 def export_to_file(runner: Any, feed: dict[str, Any], folder: Path) -> tuple[str, str]:
-    """Export the local torch runner's prepared module for this feed; the worker's model."""
+    """Export the local torch runner's prepared module for this feed; the worker's model.
+
+    The feed binds to forward as the runner binds it (keywords where it can), so the program
+    takes the same names: the worker's runner binds its feeds the same way."""
     torch = runner.torch
-    args = tuple(runner._to_tensor(feed[name]) for name in runner._input_names)
-    dynamic = tuple(
-        {dim: torch.export.Dim.AUTO for dim in range(arg.ndim)} if arg.ndim else None
-        for arg in args
+    args, kwargs = runner.signature.bind(
+        {name: runner._to_tensor(value) for name, value in feed.items()}, runner.name
     )
+
+    def auto(arg: Any) -> Any:
+        return {dim: torch.export.Dim.AUTO for dim in range(arg.ndim)} if arg.ndim else None
+
+    dynamic: Any = tuple(auto(arg) for arg in args)
+    if kwargs:
+        dynamic = {name: auto(value) for name, value in kwargs.items()}
+        if args:  # a dict must name the positional ones too
+            names = [p.name for p in runner.signature.parameters][: len(args)]
+            dynamic.update({name: auto(arg) for name, arg in zip(names, args, strict=False)})
     # torch.export specialises dims of size 0 / 1 to constants: export with those grown to 2
     # (the program still runs size 1), falling back to the feed as is where 2 cannot be.
-    grown = tuple(_grown(torch, arg) for arg in args)
+    grown = (
+        tuple(_grown(torch, arg) for arg in args),
+        {name: _grown(torch, value) for name, value in kwargs.items()},
+    )
     try:
         try:
-            program = torch.export.export(runner.module, grown, dynamic_shapes=dynamic)
+            program = torch.export.export(
+                runner.module, grown[0], kwargs=grown[1], dynamic_shapes=dynamic
+            )
         except Exception:
-            program = torch.export.export(runner.module, args, dynamic_shapes=dynamic)
+            program = torch.export.export(
+                runner.module, tuple(args), kwargs=kwargs, dynamic_shapes=dynamic
+            )
     except Exception as exc:
         raise ModelLoadError(
             f"torch runner: the module cannot be pickled for the isolated worker (its class "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -51,9 +53,54 @@ def value_spec(value_info: onnx.ValueInfoProto) -> TensorSpec:
 
 
 def graph_input_specs(model: onnx.ModelProto) -> list[TensorSpec]:
-    """Inputs that are not initializers (older exporters list weights as inputs too)."""
+    """Inputs that are not initializers (older exporters list weights as inputs too); an
+    integer input that indexes an embedding table carries the table's rows as its range."""
     weights = {t.name for t in model.graph.initializer}
-    return [value_spec(vi) for vi in model.graph.input if vi.name not in weights]
+    specs = [value_spec(vi) for vi in model.graph.input if vi.name not in weights]
+    if not any(spec.dtype.startswith(("int", "uint")) for spec in specs):
+        return specs
+    rows = embedding_rows(model.graph)
+    return [
+        dataclasses.replace(spec, value_range=(0, rows[spec.name] - 1))
+        if spec.name in rows and spec.kind == "tensor"
+        else spec
+        for spec in specs
+    ]
+
+
+#: Ops through which an index tensor reaches its Gather unchanged in value.
+_PASS_THROUGH = {"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Cast", "Expand"}
+
+
+def embedding_rows(graph: onnx.GraphProto) -> dict[str, int]:
+    """Graph input -> rows of the smallest constant table a Gather indexes with it (axis 0),
+    directly or through reshapes and casts: the token ids of an embedding."""
+    tables = {t.name: list(t.dims) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            tables[node.output[0]] = list(node.attribute[0].t.dims)
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, index))
+    found: dict[str, int] = {}
+    for vi in graph.input:
+        frontier, seen, smallest = [vi.name], {vi.name}, None
+        while frontier:
+            for node, index in consumers.get(frontier.pop(), []):
+                if node.op_type == "Gather" and index == 1 and node.input[0] in tables:
+                    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                    dims = tables[node.input[0]]
+                    if axis == 0 and dims and dims[0] > 0:
+                        smallest = dims[0] if smallest is None else min(smallest, dims[0])
+                elif node.op_type in _PASS_THROUGH and index == 0:
+                    for name in node.output:
+                        if name not in seen:
+                            seen.add(name)
+                            frontier.append(name)
+        if smallest is not None:
+            found[vi.name] = smallest
+    return found
 
 
 def intermediate_tensors(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
+from .failures import tidy_onnxruntime_text
 from .onnx_runner import OnnxModelRunner
 from .onnx_versions import RuntimeVersions, onnxruntime_versions
+from .onnxrt_kernels import DTYPE_NAMES, is_type_failure, missing_kernels
 
 _CPU_NOTE = (
     "onnxruntime's CPU provider computes most float16 ops in float32 (it casts around "
@@ -26,18 +27,6 @@ def _import_onnxruntime() -> Any:
             "onnxruntime is not installed: pip install onnxruntime"
         ) from None
     return onnxruntime
-
-
-def _tidy(text: str) -> str:
-    """onnxruntime's message without the C++ source location and signature before it, and
-    cut (if at all) in the middle, so the versions it names at its end survive."""
-    text = text.strip()
-    located = re.match(r"(\[ONNXRuntimeError\] : \d+ : \w+ : )\S+:\d+ ", text)
-    if located:
-        rest = text[located.end() :]
-        signature = re.match(r"[^()]*(\((?:[^()]|\([^()]*\))*\))?\s*", rest)
-        text = located.group(1) + (rest[signature.end() :] if signature else rest)
-    return text if len(text) <= 600 else f"{text[:200]} ... {text[-380:]}"
 
 
 class OnnxRuntimeRunner(OnnxModelRunner):
@@ -75,13 +64,18 @@ class OnnxRuntimeRunner(OnnxModelRunner):
             )
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             text = str(exc)
-            if precision != "fp32" and "NOT_IMPLEMENTED" in text:
+            if precision != "fp32" and is_type_failure(text):
+                provider = wanted[0] if isinstance(wanted[0], str) else wanted[0][0]
+                ops = missing_kernels(ort, self.proto, precision, provider, text)
                 raise PrecisionUnsupported(
-                    f"onnxrt {precision} on {wanted[0]}: {text.splitlines()[0][:200]}"
+                    f"onnxruntime {provider.removesuffix('ExecutionProvider')} has no "
+                    f"{DTYPE_NAMES[precision]} kernel for {', '.join(ops) or 'an op of the model'}"
+                    f" (onnxrt {precision} of {self.loaded.source}, converted by "
+                    f"pytest-trtcompare; onnxruntime {ort.__version__})"
                 ) from None
             raise ModelLoadError(
-                f"onnxruntime cannot load model {self.loaded.source}: {_tidy(text)} "
-                f"(onnxruntime {ort.__version__})"
+                f"onnxruntime cannot load model {self.loaded.source}: "
+                f"{tidy_onnxruntime_text(text)} (onnxruntime {ort.__version__})"
             ) from None
         self._run = self.session.run
         self._restrict_outputs([out.name for out in self.session.get_outputs()])

@@ -1,22 +1,33 @@
 """PyTorch runner: nn.Module, TorchScript, ExportedProgram or a plain function.
 
 fp16 / bf16 are real: a copy of the module is cast with `.to(dtype)` and float inputs are
-cast too (not autocast, which keeps many ops in float32). tf32 is CUDA only; fp32 on CUDA
-runs with TF32 switched off for the call.
+cast too (not autocast, which keeps many ops in float32); integer and bool inputs (token ids,
+masks) keep their dtype. tf32 is CUDA only; fp32 on CUDA runs with TF32 switched off for the
+call. The feed binds to `forward` by name (torch_binding.py); what the model returns is
+flattened to named tensors (torch_outputs.py); `outputs="all"` adds every submodule's output
+(torch_layers.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import FeedError, FrameworkUnavailable, PrecisionUnsupported
-from .base import Runner, TensorSpec, specs_from
+from ..errors import (
+    FeedError,
+    FrameworkUnavailable,
+    InputDataError,
+    ModelLoadError,
+    PrecisionUnsupported,
+)
+from .base import Layer, Runner, TensorSpec, specs_from
+from .torch_binding import ForwardSignature
+from .torch_layers import ModuleTaps
+from .torch_outputs import flatten_outputs, to_numpy
 
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -44,6 +55,7 @@ class TorchRunner(Runner):
         output_names: Sequence[str] | None = None,
         device: str = "cpu",
         input_specs: Any = None,
+        outputs: str | Sequence[str] | None = None,
     ) -> None:
         super().__init__(precision)
         torch = import_torch()
@@ -54,14 +66,22 @@ class TorchRunner(Runner):
             )
         if precision == "tf32" and not device.startswith("cuda"):
             raise PrecisionUnsupported("tf32 is a CUDA matmul mode; the torch runner is on CPU")
+        if outputs is not None and outputs != "all" and not isinstance(outputs, (list, tuple)):
+            raise ModelLoadError(f"torch runner: outputs={outputs!r}; it takes 'all' or a list")
         self.device = torch.device(device)
         self.dtype = getattr(torch, _DTYPES[precision])
+        self._model = model
         self.module = self._prepare(model)
-        self._input_names = list(input_names) if input_names else self._signature_names()
+        self.signature = ForwardSignature.of(self._forward(), input_names)
         self._output_names = list(output_names) if output_names else None
+        self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
         given = specs_from(input_specs)
-        self._specs = given or [TensorSpec(name, "float32", None) for name in self._input_names]
-        self.checks_feed = True
+        self._specs = given or self._guessed_specs(model)
+        self.dtypes_guessed = not given
+        self.checks_feed = bool(given)
+        self._produced: list[str] | None = None  # output names, known after the first run
+        self._taps = ModuleTaps(self.module, self.dtype) if outputs == "all" else None
+        self._layers: list[Layer] | None = None
 
     def _prepare(self, model: Any) -> Any:
         torch = self.torch
@@ -69,9 +89,15 @@ class TorchRunner(Runner):
         if exported_type is not None and isinstance(model, exported_type):
             model = model.module()
         if isinstance(model, torch.nn.Module):
-            module = copy.deepcopy(model)  # never change the user's module
-            module = module.to(device=self.device, dtype=self.dtype)
-            module.eval()
+            needs_cast = any(
+                t.is_floating_point() and (t.dtype != self.dtype or t.device != self.device)
+                for t in [*model.parameters(), *model.buffers()]
+            )
+            module = copy.deepcopy(model) if needs_cast else model  # never change the user's
+            module = module.to(device=self.device, dtype=self.dtype) if needs_cast else module
+            if module.training:
+                module = copy.deepcopy(module) if module is model else module
+                module.eval()
             return module
         if callable(model):
             return model  # a function: its inputs are cast, its weights are its own business
@@ -80,26 +106,63 @@ class TorchRunner(Runner):
             f"got {type(model).__name__}"
         )
 
-    def _signature_names(self) -> list[str]:
-        target = (
-            self.module.forward if isinstance(self.module, self.torch.nn.Module) else self.module
-        )
-        try:
-            parameters = inspect.signature(target).parameters.values()
-        except (TypeError, ValueError):
-            return ["input"]
-        names = [
-            p.name
-            for p in parameters
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-        ]
-        return names or ["input"]
+    def _forward(self) -> Any:
+        return self.module.forward if isinstance(self.module, self.torch.nn.Module) else self.module
+
+    def _guessed_specs(self, model: Any) -> list[TensorSpec]:
+        """Without input_specs: the inputs forward needs, float32 of unknown rank, unless the
+        model says better (a Hugging Face model's `dummy_inputs` dtypes, `config.vocab_size`
+        as the range of its token ids)."""
+        return [self._guessed_spec(model, name) for name in self.signature.input_names()]
+
+    def _guessed_spec(self, model: Any, name: str) -> TensorSpec:
+        dummy = getattr(model, "dummy_inputs", None)
+        known = dummy.get(name) if isinstance(dummy, Mapping) else None
+        if known is not None and hasattr(known, "dtype"):
+            dtype = str(known.dtype).removeprefix("torch.")
+        else:
+            dtype = self.signature.annotated_dtype(name) or "float32"
+        vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+        value_range = None
+        if name.endswith("input_ids") and isinstance(vocab, int) and vocab > 0:
+            value_range = (0.0, float(vocab - 1))
+        return TensorSpec(name, dtype, None, value_range=value_range)
+
+    def specs_for(self, names: Sequence[str]) -> list[TensorSpec]:
+        """Specs of optional forward parameters a test gives shapes for (the runner's own
+        inputs are the required ones): synthetic data for them too. A name forward does not
+        take is an InputDataError listing the ones it does."""
+        have = {spec.name for spec in self._specs}
+        extra = [name for name in names if name not in have]
+        if not extra or not self.dtypes_guessed:
+            return []
+        unknown = [name for name in extra if name not in self.signature.names]
+        if unknown and self.signature.known and self.signature.names:
+            others = " (**kwargs takes other names: feed them with inputs=)"
+            raise InputDataError(
+                f"shapes name input(s) {unknown} that {self.signature.text} does not name; "
+                f"it names {', '.join(self.signature.names)}"
+                + (others if self.signature.var_keyword else "")
+            )
+        return [self._guessed_spec(self._model, name) for name in extra if name not in unknown]
 
     def input_specs(self) -> list[TensorSpec]:
         return list(self._specs)
 
     def output_names(self) -> list[str]:
-        return list(self._output_names or [])
+        if self._taps is not None and self._layers is not None:
+            return [layer.tensor for layer in self._layers]
+        names = self._output_names or self._produced or []
+        return [n for n in names if self._requested is None or n in self._requested]
+
+    @property
+    def layers(self) -> list[Layer] | None:
+        return None if self._layers is None else list(self._layers)
+
+    def discover_layers(self, feed: Mapping[str, Any]) -> None:
+        """outputs="all": run once to learn which submodules produce tensors, in call order."""
+        if self._taps is not None and self._layers is None:
+            self.infer(feed)
 
     @contextlib.contextmanager
     def _matmul_mode(self) -> Iterator[None]:
@@ -115,45 +178,56 @@ class TorchRunner(Runner):
         finally:
             backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32 = saved
 
-    def _to_tensor(self, array: np.ndarray) -> Any:
-        if not array.flags.writeable or not array.flags.c_contiguous:
-            array = np.array(array, copy=True, order="C")  # torch wants its own, writable memory
-        tensor = self.torch.from_numpy(array).to(self.device)
+    def _to_tensor(self, array: Any) -> Any:
+        if isinstance(array, self.torch.Tensor):
+            tensor = array.to(self.device)
+        else:
+            array = np.asarray(array)
+            if not array.flags.writeable or not array.flags.c_contiguous:
+                array = np.array(array, copy=True, order="C")  # torch wants its own memory
+            tensor = self.torch.from_numpy(array).to(self.device)
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        args = [self._to_tensor(feed[name]) for name in self._input_names]
-        with self.torch.inference_mode(), self._matmul_mode():
-            result = self.module(*args)
-        return self._name_outputs(result)
+        args, kwargs = self.signature.bind(
+            {name: self._to_tensor(value) for name, value in feed.items()}, self.name
+        )
+        wanted = None if self._selection is None else set(self._selection)
+        taps = self._taps.recording(wanted) if self._taps is not None else contextlib.nullcontext()
+        with self.torch.inference_mode(), self._matmul_mode(), taps:
+            result = self.module(*args, **kwargs)
+        named = self._name_outputs(result)
+        outputs = {
+            name: to_numpy(value) for name, value in named if wanted is None or name in wanted
+        }
+        if self._taps is not None:
+            if self._layers is None:
+                self._layers = self._taps.layers(named, self._produced or [])
+            return {**self._taps.taken(), **outputs}
+        return outputs
 
-    def _name_outputs(self, result: Any) -> dict[str, np.ndarray]:
-        if isinstance(result, Mapping):
-            named = dict(result)
-        else:
-            values = list(result) if isinstance(result, (tuple, list)) else [result]
-            names = self._output_names or (
-                ["output"] if len(values) == 1 else [f"output_{i}" for i in range(len(values))]
-            )
-            if len(names) != len(values):
+    def _name_outputs(self, result: Any) -> list[tuple[str, Any]]:
+        found = flatten_outputs(result, self.name)
+        if self._output_names is not None:
+            if len(self._output_names) != len(found):
                 raise FeedError(
-                    f"torch runner: output_names={names}, but the module returned "
-                    f"{len(values)} tensors"
+                    f"{self.name}: output_names={self._output_names}, but the model returned "
+                    f"{len(found)} tensor(s): {[name for name, _ in found]}"
                 )
-            named = dict(zip(names, values, strict=True))
-        return {str(name): self._to_numpy(value) for name, value in named.items()}
-
-    def _to_numpy(self, tensor: Any) -> np.ndarray:
-        tensor = tensor.detach().cpu()
-        if tensor.dtype == self.torch.bfloat16:
-            try:
-                import ml_dtypes
-
-                bits = tensor.view(self.torch.int16).numpy().copy()
-                return np.asarray(bits.view(ml_dtypes.bfloat16))
-            except ImportError:
-                return np.asarray(tensor.float().numpy())
-        return np.array(tensor.numpy(), copy=True)
+            found = [
+                (new, value) for new, (_, value) in zip(self._output_names, found, strict=True)
+            ]
+        if self._produced is None:
+            self._produced = [name for name, _ in found]
+            unknown = [n for n in self._requested or () if n not in self._produced]
+            if unknown:
+                raise FeedError(
+                    f"{self.name}: outputs={self._requested} names {unknown}, which the model "
+                    f"does not return; it returns {self._produced}"
+                )
+        if self._requested is not None:
+            found = [(name, value) for name, value in found if name in self._requested]
+        return found
 
     def describe(self) -> dict[str, Any]:
         route = {
@@ -168,4 +242,5 @@ class TorchRunner(Runner):
             "version": self.torch.__version__,
             "device": str(self.device),
             "precision_route": route,
+            "forward": self.signature.describe(),
         }

@@ -25,13 +25,15 @@ from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
 from ..runners.base import Runner
 from ..runners.isolated import RunnerCrashed
+from ..runners.onnx_model import load_model
 from .expand import Case
 from .layers import compare_layers
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
 from .spec import CompareSpec
-from .twins import by_position
+from .torch_layers import TorchLayers
+from .twins import as_twin
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
@@ -134,7 +136,7 @@ class CaseRunner:
             reference, expected = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
         if case.target.split(":")[0] in spec.models:
-            target = by_position(target, reference)
+            target = self._twin(spec, target, reference)
         feeds = self.feeds(spec, reference, case)
         if spec.outputs == "all":
             return self._run_layers(spec, case, target, reference, feeds)
@@ -152,6 +154,16 @@ class CaseRunner:
             results.append(result)
         return self._settled(spec, case, results, (target, reference), failing, feeds)
 
+    def _twin(self, spec: CompareSpec, target: Any, reference: Any) -> Any:
+        """A framework's own model under the reference's names; per layer, a torch model's
+        modules matched to the ONNX export's tensors."""
+        kinds = [getattr(runner, "inner", runner.framework) for runner in (target, reference)]
+        if spec.outputs == "all" and kinds[0] == "torch" and kinds[1] != "torch":
+            loaded = getattr(reference, "loaded", None)
+            proto = loaded.proto if loaded is not None else load_model(spec.model).proto
+            return TorchLayers(target, reference, proto)
+        return as_twin(target, reference)
+
     def _settled(
         self,
         spec: CompareSpec,
@@ -163,12 +175,14 @@ class CaseRunner:
     ) -> Outcome:
         """The outcome of a case's comparisons, the failing arrays kept for artifacts."""
         target, reference = pair
+        note = getattr(target, "binding_note", "")
         outcome = compared(
             results,
             source="compare_frameworks",
             target=target.describe(),
             reference=reference.describe(),
             arrays=failing,
+            header=f"{target.name} vs {reference.name} ({note}): " if note else "",
         )
         return self._explained(spec, case, outcome, feeds)
 
@@ -254,6 +268,8 @@ class CaseRunner:
     def _run_golden(
         self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
     ) -> Outcome:
+        # first the runner: what cannot run here skips, whether or not its golden exists
+        target = self.runner(spec, case.target, case.precision, case)
         try:
             stored = goldens.read(path)
         except GoldenError as exc:  # damaged, or not a file: nothing to compare with
@@ -262,7 +278,6 @@ class CaseRunner:
         if stored is None and not updating:
             return Outcome(Kind.GOLDEN_MISSING, goldens.missing_message(path), source="golden")
         feeds = [stored.inputs] if stored is not None and stored.inputs else None
-        target = self.runner(spec, case.target, case.precision, case)
         feeds = feeds if feeds is not None else self.feeds(spec, target, case)
         outputs = target.infer(feeds[0])
         tolerance = self.tolerance(spec, case.precision)

@@ -4,6 +4,7 @@ never all alive together. The marker path (`outputs="all"`) and `compare_layers`
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -47,6 +48,8 @@ def layer_plan(
         nodes={name: (known[name].node, known[name].op) for name in kept if name in known},
         model_outputs=tuple(name for name in kept if name in known and known[name].model_output),
         left_out=len(names) - len(kept),
+        modules={k: v for k, v in getattr(target, "module_of", {}).items() if k in kept},
+        unmatched=tuple(getattr(target, "unmatched_layers", ())),
     )
     return kept, view
 
@@ -74,6 +77,10 @@ def compare_layers(
         raise ValueError(f"layers={layers!r}: takes one of {', '.join(LAYER_MODES)}")
     if layer_dtypes not in LAYER_DTYPES:
         raise ValueError(f"layer_dtypes={layer_dtypes!r}: takes one of {', '.join(LAYER_DTYPES)}")
+    for runner in (reference, target):  # a torch model learns its layers by running
+        discover = getattr(runner, "discover_layers", None)
+        if discover is not None:
+            discover(feed)
     names, view = layer_plan(target, reference, layer_dtypes)
     # Per-output tolerances are checked against every layer once, not against each group.
     ToleranceTable(tolerance, **tolerance_fields).warn_unknown(
@@ -104,7 +111,7 @@ def compare_layers(
         expected_names=tuple(reference.output_names()),
         restricted_to=tuple(names),
         per_layer=True,
-        layers=LayerView(view.nodes, view.model_outputs, view.left_out, layers),
+        layers=dataclasses.replace(view, mode=layers),
     )
 
 

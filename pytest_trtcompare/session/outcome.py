@@ -36,11 +36,13 @@ class Outcome:
     arrays: tuple[Any, Any] | None = None  # (actual, expected) of the first failing iteration
     golden: str | None = None  # the golden file involved, for the report
     note: str = ""  # added after the report (e.g. the nodes to keep in fp32)
+    details: str = ""  # a framework's traceback (InferenceError), shown with --tb=long / -vv
 
     @classmethod
     def error(cls, exc: BaseException, source: str = "compare") -> Outcome:
         """One of our own errors (a TrtCompareError) as the message alone, its type first."""
-        return cls(Kind.ERROR, f"{type(exc).__name__}: {exc}", source=source)
+        message = f"{type(exc).__name__}: {exc}"
+        return cls(Kind.ERROR, message, source=source, details=getattr(exc, "details", ""))
 
     @property
     def worst(self) -> ComparisonResult | None:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import runners
 from ..engine.compare import ComparisonResult, compare_outputs
 from ..engine.tolerance import ToleranceSpec
-from ..inputs import Feed, load_feeds, synthetic_feeds
+from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners.base import Runner
 from .layers import LAYER_GROUP, compare_layers
 
@@ -95,9 +95,8 @@ def make_feeds(
 ) -> list[Feed]:
     """Explicit inputs (a feed, a list of feeds, a file or loader) or synthetic ones."""
     if inputs is None:
-        return synthetic_feeds(
-            runner.input_specs(), iterations, seed=seed, val_range=val_range, shapes=shapes
-        )
+        specs = specs_of(runner, shapes)
+        return synthetic_feeds(specs, iterations, seed=seed, val_range=val_range, shapes=shapes)
     if isinstance(inputs, Mapping):
         return [{str(k): np.asarray(v) for k, v in inputs.items()}]
     names = [spec.name for spec in runner.input_specs()]

@@ -20,6 +20,7 @@ from ..engine.tolerance import (
     Tolerance,
     ToleranceSpec,
     ToleranceTable,
+    is_field_mapping,
     with_metrics,
 )
 from ..errors import ToleranceError
@@ -205,6 +206,8 @@ class ToleranceSettings:
         alone has none and stays); its metric checks are added to every entry, replacing
         ones of the same check."""
         spec = self.base_for(precision) if tolerance is None else tolerance
+        if isinstance(spec, Mapping) and "" not in spec and not is_field_mapping(spec):
+            spec = {"": self.base_for(precision), **spec}  # outputs not named: the default
         table = ToleranceTable(spec, **call_fields)
         if self.command_line:
             table.override(self.command_line, strict=False)

@@ -162,6 +162,8 @@ def compare_spec(
         raise check.fail("options", options, "a dict of framework to its options dict")
     _check_framework_keys(frameworks, models, options, check)
     layer_args = layer_options(kwargs, check)
+    if kwargs.get("outputs") == "all" and not golden and reference_path is None:
+        _check_layer_pairs(frameworks, reference, check)
     inputs = kwargs.get("inputs")
     if isinstance(inputs, (str, os.PathLike)):
         inputs = model_path(inputs, base)
@@ -185,6 +187,36 @@ def compare_spec(
         reference_path=reference_path,
         **layer_args,
     )
+
+
+#: Per-layer pairs: ONNX runners (those that take `outputs=`) against each other by tensor
+#: name; torch against an ONNX runner by the module scopes of the export, or against torch.
+LAYER_PAIRS = (
+    "onnxrt, onnxref and trt with each other (ONNX tensor names), torch against onnxrt or "
+    "onnxref (the module scopes torch.onnx.export records), torch against torch (module names)"
+)
+
+
+def _check_layer_pairs(frameworks: tuple[str, ...], reference: str | None, check: Checker) -> None:
+    """outputs="all" needs each target's layers to be matched with the reference's."""
+    from ..runners.registry import runner_options
+
+    def onnx_runner(name: str) -> bool:
+        options = runner_options(name) if not name.startswith("callable") else ()
+        return name not in ("torch", "callable") and "outputs" in (options or ())
+
+    chosen = reference or ("onnxrt" if "onnxrt" in frameworks else frameworks[0])
+    targets = [f for f in frameworks if f != chosen] or [chosen]
+    for target in targets:
+        if target == "torch" and chosen in ("torch", "onnxrt", "onnxref"):
+            continue
+        if onnx_runner(target) and onnx_runner(chosen):
+            continue
+        raise MarkerError(
+            f"{check.where}: @pytest.mark.compare_frameworks(outputs='all') cannot match the "
+            f"layers of {target} with those of {chosen}; per-layer comparison pairs "
+            f"{LAYER_PAIRS}"
+        )
 
 
 _SAVED_SUFFIXES = (".json", ".golden", ".npz", ".npy")

@@ -1,52 +1,137 @@
-"""A twin (a framework's own model, such as a torch module beside the ONNX export) whose
-input and output names differ from the reference's takes them by position, as exporters
-rename them (`torch.onnx.export(..., input_names=["input"])`)."""
+"""A twin (a framework's own model beside its ONNX export: a torch module) fed and read under
+the reference's names.
+
+Inputs go by name first: a reference input the twin takes by that name is passed by it (a
+torch forward's parameters, keyword-bound). Only the inputs no name matched go by position,
+to the twin's inputs no name matched, and only when their counts agree; otherwise the
+comparison stops with an error that says what could not be bound. Never a silent shift.
+Outputs go by name when the twin returns every reference output name (extra twin outputs,
+such as a cache the export left out, are set aside), else by position when the counts agree
+(`torch.onnx.export` writes outputs in the order torch_outputs.py flattens them). `describe()`
+records which input and output went how, and `binding_note` says it in the failure report.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..errors import FeedError
+from ..runners.base import TensorSpec
 
-class PositionalNames:
-    """The twin runner, fed and read under the reference's names (matched by position)."""
 
-    def __init__(self, runner: Any, inputs: dict[str, str], outputs: list[str]) -> None:
+def input_map(reference: Sequence[TensorSpec], twin: Any) -> dict[str, tuple[str, str]]:
+    """Reference input name -> (twin input name, "by name" | "by position")."""
+    want = [spec.name for spec in reference]
+    signature = getattr(twin, "signature", None)
+    if signature is not None and signature.positional_names is None:
+        takes = list(signature.names)
+        needs = [name for name in signature.input_names() if name in takes]
+        if not takes and signature.var_keyword:
+            takes = want  # forward(**inputs): whatever the feed names
+        star = signature.var_positional
+    else:
+        names = list(signature.positional_names) if signature is not None else []
+        takes = needs = names or [spec.name for spec in twin.input_specs()]
+        star = False
+    mapping = {name: (name, "by name") for name in want if name in takes}
+    left = [name for name in want if name not in mapping]
+    free = [name for name in needs if name not in mapping]
+    if not left:
+        return mapping
+    if len(left) == len(free):
+        return {**mapping, **{w: (h, "by position") for w, h in zip(left, free, strict=True)}}
+    if star and not free:
+        return {**mapping, **{w: (w, "by position (*args)") for w in left}}
+    described = getattr(signature, "text", None) or f"inputs {needs}"
+    raise FeedError(
+        f"{twin.name}: cannot bind the reference's input(s) {left} to {described}: no "
+        f"parameter has their names and {len(free)} unnamed required parameter(s) "
+        f"{free} cannot take {len(left)} by position; name them alike, or give the twin "
+        "input_names=[...] (its positional arguments, in the reference's input order)"
+    )
+
+
+class Twin:
+    """The twin runner, fed and read under the reference's names."""
+
+    def __init__(self, runner: Any, inputs: dict[str, tuple[str, str]], outputs: list[str]):
         self._runner = runner
-        self._inputs = inputs  # reference name -> twin name
+        self._inputs = inputs  # reference name -> (twin name, how)
         self._outputs = outputs  # the reference's output names, in order
-        self._renamed: dict[str, str] = {}
+        self._how_outputs = ""
+        self._renamed: dict[str, str] = {}  # twin output name -> reference name
+        self._set_aside: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runner, name)
 
     def output_names(self) -> list[str]:
+        if self._how_outputs:
+            return [
+                self._renamed.get(n, n)
+                for n in self._runner.output_names()
+                if n not in self._set_aside
+            ]
         return list(self._outputs) or list(self._runner.output_names())
 
-    def infer(self, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        got: dict[str, np.ndarray] = self._runner.infer(
-            {self._inputs.get(k, k): v for k, v in feed.items()}
-        )
-        if set(got) == set(self._outputs) or len(got) != len(self._outputs):
-            return got  # names agree, or counts differ: the comparison says what is missing
-        self._renamed = dict(zip(got, self._outputs, strict=True))
-        return {self._renamed[name]: value for name, value in got.items()}
+    def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        named = {self._inputs.get(name, (name, ""))[0]: value for name, value in feed.items()}
+        got: dict[str, np.ndarray] = self._runner.infer(named)
+        if not self._how_outputs:
+            self._match_outputs(list(got))
+        return {self._renamed.get(k, k): v for k, v in got.items() if k not in self._set_aside}
+
+    def _match_outputs(self, got: list[str]) -> None:
+        want = self._outputs
+        if not want or set(want) <= set(got):
+            self._how_outputs = "by name"
+            self._set_aside = [name for name in got if want and name not in want]
+        elif len(got) == len(want):
+            self._how_outputs = "by position"
+            self._renamed = {g: w for g, w in zip(got, want, strict=True) if g != w}
+        else:
+            self._how_outputs = "by name"  # the comparison names what is missing
+
+    @property
+    def binding_note(self) -> str:
+        """'inputs by position: input -> x; outputs by position: output -> logits', or ''."""
+        parts = []
+        inputs = [f"{w} -> {h}" for w, (h, how) in self._inputs.items() if how != "by name"]
+        if inputs:
+            parts.append(f"inputs by position: {', '.join(inputs)}")
+        if self._renamed:
+            renamed = ", ".join(f"{g} -> {w}" for g, w in self._renamed.items())
+            parts.append(f"outputs by position: {renamed}")
+        return "; ".join(parts)
 
     def describe(self) -> dict[str, Any]:
-        names = {"inputs": {v: k for k, v in self._inputs.items()}, "outputs": self._renamed}
-        return {**self._runner.describe(), "names_by_position": names}
+        names = {
+            "inputs": {w: f"{h} ({how})" for w, (h, how) in self._inputs.items()},
+            "outputs": {
+                self._renamed.get(g, g): f"{g} ({self._how_outputs})"
+                for g in self._runner.output_names()
+                if g not in self._set_aside
+            },
+        }
+        info = {**self._runner.describe(), "twin_names": names}
+        if self._set_aside:
+            info["outputs_set_aside"] = list(self._set_aside)
+        return info
 
 
-def by_position(twin: Any, reference: Any) -> Any:
-    """The twin as it is when its names match the reference's; else the positional view."""
-    want = [spec.name for spec in reference.input_specs()]
-    have = [spec.name for spec in twin.input_specs()]
-    inputs = {}
-    if set(want) != set(have) and len(want) == len(have):
-        inputs = {w: h for w, h in zip(want, have, strict=True) if w != h}
+def as_twin(twin: Any, reference: Any) -> Any:
+    """The twin under the reference's names (its own runner when every name agrees)."""
+    inputs = input_map(reference.input_specs(), twin)
     outputs = list(reference.output_names())
-    if not inputs and set(outputs) <= set(twin.output_names()):
+    same = all(how == "by name" for _, how in inputs.values())
+    if (
+        same
+        and outputs
+        and set(outputs) <= set(twin.output_names())
+        and len(outputs) == len(twin.output_names())
+    ):
         return twin
-    return PositionalNames(twin, inputs, outputs)
+    return Twin(twin, inputs, outputs)

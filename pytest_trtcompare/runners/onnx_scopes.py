@@ -1,0 +1,110 @@
+"""Which torch module each node of an exported ONNX model came from, as `torch.onnx.export`
+records it, and the tensors by which a module's computation leaves it.
+
+The default (dynamo) exporter writes each node's module stack in its `metadata_props` key
+`pkg.torch.onnx.name_scopes`: `['', 'layer1', 'layer1.0', 'layer1.0.conv1', 'conv2d_1']`,
+qualified module names between the root '' and the FX node's name. The legacy (TorchScript)
+exporter writes it into node names: `/layer1/layer1.0/conv1/Conv`, each level named relative
+to the one above or in full, a module's later calls suffixed `_1`, `_2` (`relu_1`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import onnx
+
+SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_CALL_SUFFIX = re.compile(r"^(.*)_(\d+)$")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A module and which of its calls (None where the exporter does not say)."""
+
+    module: str
+    call: int | None = None
+
+
+def node_scopes(model: onnx.ModelProto, modules: Collection[str]) -> list[tuple[Scope, ...]]:
+    """Per node (in graph order), the modules it ran in, outermost first; () when the export
+    recorded none. `modules` are the torch model's qualified module names (legacy names are
+    resolved against them)."""
+    known = set(modules)
+    scopes = []
+    for node in model.graph.node:
+        props = {p.key: p.value for p in node.metadata_props}
+        if SCOPES_KEY in props:
+            scopes.append(_dynamo_scopes(props[SCOPES_KEY], known))
+        elif node.name.startswith("/"):
+            scopes.append(_legacy_scopes(node.name, known))
+        else:
+            scopes.append(())
+    return scopes
+
+
+def _dynamo_scopes(text: str, known: set[str]) -> tuple[Scope, ...]:
+    try:
+        names = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return ()
+    if not isinstance(names, list) or len(names) < 2:
+        return ()
+    return tuple(Scope(name) for name in names[1:-1] if isinstance(name, str) and name in known)
+
+
+def _legacy_scopes(name: str, known: set[str]) -> tuple[Scope, ...]:
+    found: list[Scope] = []
+    path = ""
+    for part in name.split("/")[1:-1]:
+        resolved = _resolve(path, part, known)
+        if resolved is None:
+            break
+        path = resolved[0]
+        found.append(Scope(path, resolved[1]))
+    return tuple(found)
+
+
+def _resolve(path: str, part: str, known: set[str]) -> tuple[str, int] | None:
+    """(qualified name, call index) of one level of a legacy node name."""
+    prefixes = [path[:i] for i in range(len(path), 0, -1) if i == len(path) or path[i] == "."]
+    for candidate, call in ((part, 0), *_unsuffixed(part)):
+        # relative to the level above (`conv1`), to one of its parents (`downsample.0` under
+        # `layer2.0.downsample`), or in full (`layer1.0` under `layer1`)
+        for full in (*(f"{prefix}.{candidate}" for prefix in prefixes), candidate):
+            if full in known and (not path or full.startswith(f"{path}.")):
+                return full, call
+    return None
+
+
+def _unsuffixed(part: str) -> list[tuple[str, int]]:
+    match = _CALL_SUFFIX.match(part)
+    return [(match.group(1), int(match.group(2)))] if match else []
+
+
+def module_exits(model: onnx.ModelProto, scopes: list[tuple[Scope, ...]]) -> dict[Scope, list[str]]:
+    """Per module call (and per module, call None), the tensors its nodes make that nodes
+    outside it read, or that are graph outputs, in graph order."""
+    members: dict[Scope, set[int]] = {}
+    for index, chain in enumerate(scopes):
+        for scope in chain:
+            members.setdefault(scope, set()).add(index)
+            if scope.call is not None:
+                members.setdefault(Scope(scope.module), set()).add(index)
+    readers: dict[str, set[int]] = {}
+    for index, node in enumerate(model.graph.node):
+        for name in node.input:
+            readers.setdefault(name, set()).add(index)
+    outputs = {vi.name for vi in model.graph.output}
+    exits: dict[Scope, list[str]] = {}
+    for scope, nodes in members.items():
+        found = []
+        for index in sorted(nodes):
+            for name in model.graph.node[index].output:
+                if name and (name in outputs or readers.get(name, set()) - nodes):
+                    found.append(name)
+        exits[scope] = found
+    return exits

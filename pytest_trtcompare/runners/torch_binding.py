@@ -1,0 +1,201 @@
+"""How a torch model takes a feed: by keyword, as Python would, never by a guessed position.
+
+`ForwardSignature` reads `forward` (or a function) once. A feed entry named like a parameter
+is passed by keyword (by position only for positional-only parameters); parameters without a
+default must be fed, the others keep their defaults when the feed lacks them; `**kwargs`
+takes any other name, `*args` takes the remaining entries in feed order. `input_names=[...]`
+says that the feed's entries of those names are the first positional arguments, in order.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import FeedError
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    positional_only: bool
+    keyword_only: bool
+    required: bool
+    annotation: str = ""  # 'torch.LongTensor | None': the dtype the code says, if any
+
+
+@dataclass(frozen=True)
+class ForwardSignature:
+    """The parameters a model's forward takes; picklable, so an isolated runner can send it."""
+
+    parameters: tuple[Parameter, ...] = ()
+    var_positional: bool = False
+    var_keyword: bool = False
+    text: str = "forward(...)"
+    positional_names: tuple[str, ...] | None = None  # input_names=: bound by position
+    known: bool = True  # False: the signature could not be read (a builtin, a C extension)
+
+    @classmethod
+    def of(cls, target: Any, input_names: Sequence[str] | None = None) -> ForwardSignature:
+        names = tuple(input_names) if input_names else None
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):
+            return cls(text="forward(...)", positional_names=names, known=False)
+        parameters, var_positional, var_keyword = [], False, False
+        for p in signature.parameters.values():
+            if p.name == "self":
+                continue
+            if p.kind is p.VAR_POSITIONAL:
+                var_positional = True
+            elif p.kind is p.VAR_KEYWORD:
+                var_keyword = True
+            else:
+                parameters.append(
+                    Parameter(
+                        p.name,
+                        positional_only=p.kind is p.POSITIONAL_ONLY,
+                        keyword_only=p.kind is p.KEYWORD_ONLY,
+                        required=p.default is p.empty,
+                        annotation="" if p.annotation is p.empty else str(p.annotation),
+                    )
+                )
+        text = _signature_text(getattr(target, "__name__", "forward"), signature)
+        return cls(tuple(parameters), var_positional, var_keyword, text, names)
+
+    @property
+    def required(self) -> list[str]:
+        return [p.name for p in self.parameters if p.required]
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.parameters]
+
+    def input_names(self) -> list[str]:
+        """The inputs the model is known to need: `input_names`, else the required
+        parameters, else (every parameter has a default) the first one; [] for `*args`."""
+        if self.positional_names:
+            return list(self.positional_names)
+        if self.required:
+            return self.required
+        first = [p.name for p in self.parameters if not p.keyword_only][:1]
+        return first
+
+    def annotated_dtype(self, name: str) -> str | None:
+        """The dtype a parameter's annotation names (`torch.LongTensor` -> int64), if any."""
+        annotation = next((p.annotation for p in self.parameters if p.name == name), "")
+        for word, dtype in _ANNOTATED_DTYPES:
+            if word in annotation:
+                return dtype
+        return None
+
+    def accepts(self, name: str) -> bool:
+        if self.positional_names is not None or not self.known:
+            return True  # checked against input_names / left to the model
+        return name in self.names or self.var_keyword or self.var_positional
+
+    def bind(self, feed: Mapping[str, Any], runner: str) -> tuple[list[Any], dict[str, Any]]:
+        """(args, kwargs) for the call; FeedError for a missing required or an unknown name."""
+        if self.positional_names is not None:
+            return self._bind_positional(feed, runner)
+        if not self.known:
+            return list(feed.values()), {}
+        by_name = {p.name: p for p in self.parameters}
+        unknown = [name for name in feed if name not in by_name]
+        if unknown and not (self.var_keyword or self.var_positional):
+            raise FeedError(
+                f"{runner}: feed has unknown input(s) {unknown}; {self.text} takes "
+                f"{', '.join(self.names) or 'no named inputs'}"
+            )
+        missing = [name for name in self.required if name not in feed]
+        if missing:
+            raise FeedError(
+                f"{runner}: feed lacks required input(s) {missing} of {self.text}; "
+                f"it has {list(feed)}"
+            )
+        star = unknown if not self.var_keyword else []  # *args takes them, in feed order
+        if star:  # every parameter that can come before *args is passed by position
+            head = [p for p in self.parameters if not p.keyword_only]
+            last = len(head) - 1
+        else:
+            head = [p for p in self.parameters if p.positional_only]
+            last = max((i for i, p in enumerate(head) if p.name in feed), default=-1)
+        args = []
+        for p in head[: last + 1]:
+            if p.name not in feed:
+                raise FeedError(
+                    f"{runner}: {self.text} takes {p.name!r} by position before inputs the "
+                    f"feed has; feed it too (the feed has {list(feed)})"
+                )
+            args.append(feed[p.name])
+        args.extend(feed[name] for name in star)
+        taken = {p.name for p in head[: last + 1]} | set(star)
+        kwargs = {name: value for name, value in feed.items() if name not in taken}
+        return args, kwargs
+
+    def _bind_positional(
+        self, feed: Mapping[str, Any], runner: str
+    ) -> tuple[list[Any], dict[str, Any]]:
+        assert self.positional_names is not None
+        names = self.positional_names
+        missing = [name for name in names if name not in feed]
+        unknown = [name for name in feed if name not in names]
+        if missing or unknown:
+            problem = f"lacks {missing}" if missing else f"has unknown input(s) {unknown}"
+            raise FeedError(
+                f"{runner}: feed {problem}; input_names={list(names)} are the positional "
+                f"arguments of {self.text}"
+            )
+        return [feed[name] for name in names], {}
+
+    def describe(self) -> str:
+        return self.text
+
+
+_ANNOTATED_DTYPES = (
+    ("LongTensor", "int64"),
+    ("IntTensor", "int32"),
+    ("BoolTensor", "bool"),
+    ("HalfTensor", "float16"),
+    ("BFloat16Tensor", "bfloat16"),
+    ("DoubleTensor", "float64"),
+)
+
+
+def _signature_text(name: str, signature: inspect.Signature, limit: int = 160) -> str:
+    """'forward(input_ids=None, attention_mask=None, ..., **kwargs)': names and defaults
+    only (annotations make HF signatures unreadably long)."""
+    parts, slash_done, star_done = [], True, False
+    for p in signature.parameters.values():
+        if p.name == "self":
+            continue
+        if p.kind is p.POSITIONAL_ONLY:
+            slash_done = False
+        elif not slash_done:
+            parts.append("/")
+            slash_done = True
+        if p.kind is p.KEYWORD_ONLY and not star_done:
+            parts.append("*")
+            star_done = True
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
+            star_done = True
+        elif p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        elif p.default is p.empty:
+            parts.append(p.name)
+        else:
+            parts.append(f"{p.name}={_default_text(p.default)}")
+    if not slash_done:
+        parts.append("/")
+    text = f"{name}({', '.join(parts)})"
+    if len(text) > limit:
+        text = text[: limit - 5].rsplit(", ", 1)[0] + ", ...)"
+    return text
+
+
+def _default_text(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 12 else "..."

@@ -1,0 +1,160 @@
+"""Per-layer comparison of a torch model against its ONNX export: each submodule's output
+(forward hooks, `outputs="all"`) matched to the ONNX tensor by which that module's nodes
+leave it, through the module scopes `torch.onnx.export` records (runners/onnx_scopes.py).
+
+A module's k-th call takes the k-th float tensor leaving its scope (the legacy exporter
+numbers calls; the dynamo exporter's calls share one scope, so their exits are taken in
+order when there are as many as calls; a single call with several exits takes the last). A
+BatchNorm that the legacy exporter folded into the Conv before it has no nodes: it takes
+that Conv's tensor, which holds the folded result. One ONNX tensor is compared once, with the
+first module (in call order) that reaches it. Modules with no counterpart (fused away,
+identities, dropout) are listed in the report, not failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ..runners.base import Layer
+from ..runners.onnx_scopes import Scope, module_exits, node_scopes
+from .twins import Twin, input_map
+
+
+def match_modules(
+    model: onnx.ModelProto, taps: Sequence[Layer], float_tensors: set[str]
+) -> tuple[dict[str, str], list[str]]:
+    """(torch output name -> ONNX tensor, torch outputs without a counterpart)."""
+    modules = {tap.node for tap in taps}
+    exits = module_exits(model, node_scopes(model, modules))
+    calls: dict[str, int] = {}
+    for tap in taps:
+        if _call_of(tap) is not None:
+            calls[tap.node] = calls.get(tap.node, 0) + 1
+    matched: dict[str, str] = {}
+    folded: set[str] = set()  # Conv outputs the export folded a BatchNorm into
+    previous: str | None = None
+    for tap in taps:
+        call = _call_of(tap)
+        tensor = None if call is None else _exit(exits, tap.node, call, calls[tap.node])
+        tensor = tensor if tensor in float_tensors else None
+        if tensor is None and previous in matched and "BatchNorm" in tap.op:
+            tensor = matched.pop(previous)  # folded into the Conv before it (legacy export)
+            folded.add(previous)
+        if tensor is not None and tensor not in matched.values():
+            matched[tap.tensor] = tensor
+        previous = tap.tensor
+    shared = set(matched.values())
+    unmatched = [
+        tap.tensor
+        for tap in taps
+        if tap.tensor not in matched
+        and (tap.tensor in folded or _exit_of(exits, tap, calls) not in shared)
+    ]
+    return matched, unmatched
+
+
+def _call_of(tap: Layer) -> int | None:
+    """0 for `module`, k - 1 for `module#k`; None for one leaf of a module's tuple output."""
+    if tap.tensor == tap.node:
+        return 0
+    head, _, count = tap.tensor.rpartition("#")
+    return int(count) - 1 if head == tap.node and count.isdigit() else None
+
+
+def _exit(exits: Mapping[Scope, list[str]], module: str, call: int, calls: int) -> str | None:
+    numbered = exits.get(Scope(module, call))
+    if numbered:  # the legacy exporter says which call a node belongs to
+        return numbered[-1]
+    shared = exits.get(Scope(module), [])
+    if len(shared) == calls:
+        return shared[call]
+    return shared[-1] if calls == 1 and shared else None
+
+
+def _exit_of(exits: Mapping[Scope, list[str]], tap: Layer, calls: Mapping[str, int]) -> Any:
+    call = _call_of(tap)
+    return None if call is None else _exit(exits, tap.node, call, calls[tap.node])
+
+
+class TorchLayers(Twin):
+    """A torch runner built with outputs="all", read under the ONNX reference's tensor names."""
+
+    def __init__(self, runner: Any, reference: Any, model: onnx.ModelProto) -> None:
+        super().__init__(runner, input_map(reference.input_specs(), runner), [])
+        self._reference = reference
+        self._model = model
+        self._onnx_outputs = [vi.name for vi in model.graph.output]
+        self._to_onnx: dict[str, str] | None = None
+        self.unmatched_layers: tuple[str, ...] = ()
+        self.module_of: dict[str, str] = {}  # ONNX tensor -> torch module output
+
+    def discover_layers(self, feed: Mapping[str, Any]) -> None:
+        if self._to_onnx is not None:
+            return
+        self._runner.discover_layers(self._renamed_feed(feed))
+        layers = self._runner.layers or []
+        floats = {
+            layer.tensor
+            for layer in self._reference.layers or ()
+            if layer.dtype.startswith(("float", "bfloat"))
+        }
+        taps = [layer for layer in layers if not layer.model_output]
+        matched, unmatched = match_modules(self._model, taps, floats)
+        outputs = [layer.tensor for layer in layers if layer.model_output]
+        self._match_outputs(outputs)
+        for name in outputs:  # the model's outputs, unless a module's output is the same tensor
+            tensor = self._renamed.get(name, name)
+            if name not in self._set_aside and tensor not in matched.values():
+                matched[name] = tensor
+        self._to_onnx = matched
+        self.module_of = {tensor: name for name, tensor in matched.items()}
+        self.unmatched_layers = tuple(unmatched)
+
+    def _renamed_feed(self, feed: Mapping[str, Any]) -> dict[str, Any]:
+        return {self._inputs.get(name, (name, ""))[0]: value for name, value in feed.items()}
+
+    def _match_outputs(self, got: list[str]) -> None:
+        self._outputs = self._onnx_outputs
+        super()._match_outputs(got)
+
+    def output_names(self) -> list[str]:
+        return list((self._to_onnx or {}).values())
+
+    @property
+    def layers(self) -> list[Layer] | None:
+        if self._to_onnx is None:
+            return None
+        own = {layer.tensor: layer for layer in self._runner.layers or ()}
+        return [
+            Layer(tensor, own[name].node, own[name].op, own[name].dtype, own[name].model_output)
+            for name, tensor in self._to_onnx.items()
+        ]
+
+    @property
+    def layer_order(self) -> list[str] | None:
+        layers = self.layers
+        return None if layers is None else [layer.tensor for layer in layers]
+
+    @contextmanager
+    def select_outputs(self, names: Sequence[str]) -> Iterator[None]:
+        back = {tensor: name for name, tensor in (self._to_onnx or {}).items()}
+        with self._runner.select_outputs([back[n] for n in names if n in back]):
+            yield
+
+    def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        self.discover_layers(feed)
+        assert self._to_onnx is not None
+        got: dict[str, np.ndarray] = self._runner.infer(self._renamed_feed(feed))
+        return {self._to_onnx[name]: value for name, value in got.items() if name in self._to_onnx}
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["layers_matched"] = len(self._to_onnx or {})
+        if self.unmatched_layers:
+            info["layers_without_onnx_counterpart"] = list(self.unmatched_layers)
+        return info

@@ -1,0 +1,94 @@
+"""A framework's failure, and a model's odd output, as a user sees them (issue 22, items 5 and
+11): one message naming the runner, the feed, the node and the library's last line; the
+library's traceback only with --tb=long or -vv, never a frame of ours by default."""
+
+from __future__ import annotations
+
+import pytest
+
+from .pytester_helpers import XDIST, run
+
+pytest.importorskip("torch")
+
+MODELS = """
+import torch
+
+
+class Broken(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(7, 7)  # the user's model cannot take this feed
+
+
+class Talks(torch.nn.Module):
+    def forward(self, x):
+        return {"y": x, "caption": "a cat"}
+
+
+class NeedsTwo(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+"""
+
+TESTS = """
+import pytest
+from models import Broken, NeedsTwo, Talks
+
+
+@pytest.mark.compare_frameworks(model=Broken(), frameworks=["torch"])
+@pytest.mark.shapes({"x": (2, 3)})
+def test_marked():
+    pass
+
+
+@pytest.mark.compare_frameworks(model=Talks(), frameworks=["torch"])
+@pytest.mark.shapes({"x": (2, 3)})
+def test_string_output():
+    pass
+
+
+def test_in_the_body(runners):
+    import numpy as np
+    runners.torch(Broken()).infer({"x": np.ones((2, 3), np.float32)})
+
+
+def test_missing_parameter(runners):
+    import numpy as np
+    runners.torch(NeedsTwo()).infer({"x": np.ones(2, np.float32)})
+"""
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(models=MODELS, test_models=TESTS)
+    pytester.syspathinsert()
+    return pytester
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_framework_errors_are_one_message(project, xdist):
+    result = run(project, "-rfE", *xdist)
+    result.assert_outcomes(failed=2, errors=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "InferenceError: torch-fp32 failed running the model on x: float32[[]2, 3[]]: "
+            "RuntimeError: shape '[[]7, 7[]]' is invalid for input of size 6 (at models.py:6 in "
+            "forward)",
+            "InvalidOutputError: output 'caption' is str ('a cat'), not a tensor: the torch "
+            "runner compares tensors, numbers, and tuples, lists, dicts or dataclasses of them",
+            "FeedError: torch-fp32: feed lacks required input(s) [[]'y'[]] of forward(x, y); it "
+            "has [[]'x'[]]",
+        ]
+    )
+    out = result.stdout.str()
+    assert "Traceback" not in out and "pytest_trtcompare/" not in out
+    # marker setup and test body, each in its section and in the short summary
+    assert out.count("InferenceError: torch-fp32 failed") == 4
+
+
+def test_long_tracebacks_show_the_library_frames_and_none_of_ours(project):
+    result = run(project, "--tb=long", "-k", "marked or body")
+    result.assert_outcomes(failed=1, errors=1)
+    out = result.stdout.str()
+    assert out.count("the library's traceback (--tb=long / -vv; frames of pytest-trtcompare") == 2
+    assert "return x.reshape(7, 7)" in out
+    assert "pytest_trtcompare/" not in out

@@ -1,0 +1,285 @@
+"""The torch runner as models written elsewhere use it (issue 22): a feed bound to `forward`
+by name, defaults left alone, dtypes from the truth, outputs of any structure flattened to
+stable names, and a framework's error as one message."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from pytest_trtcompare import runners
+from pytest_trtcompare.errors import FeedError, InferenceError, InvalidOutputError
+from pytest_trtcompare.inputs import synthetic_feed
+from pytest_trtcompare.runners.base import TensorSpec
+from pytest_trtcompare.session.runs import make_feeds
+
+torch = pytest.importorskip("torch")
+
+
+class Keywords(torch.nn.Module):
+    """forward(x, mask=None, scale=2.0): like a Hugging Face forward, defaults after x."""
+
+    def forward(self, x, mask=None, scale=2.0):
+        return x * scale if mask is None else x * mask * scale
+
+
+class PositionalOnly(torch.nn.Module):
+    def forward(self, a, b, /, c=None):
+        return a - b + (0 if c is None else c)
+
+
+class Star(torch.nn.Module):
+    def forward(self, *tensors):
+        return tensors[0] - tensors[1]
+
+
+class StarStar(torch.nn.Module):
+    def forward(self, x, **extra):
+        return x + sum(extra.values())
+
+
+def ones(*shape):
+    return np.ones(shape, np.float32)
+
+
+# -- binding by name ---------------------------------------------------------------------------
+def test_parameters_bind_by_keyword_and_defaults_stay_defaults():
+    runner = runners.create("torch", Keywords())
+    assert [spec.name for spec in runner.input_specs()] == ["x"]  # the required ones
+    assert runner.infer({"x": ones(2)})["output"].tolist() == [2.0, 2.0]
+    # given by name, in any order: never shifted into another parameter's slot
+    out = runner.infer({"mask": np.array([0.0, 1.0], np.float32), "x": ones(2)})
+    assert out["output"].tolist() == [0.0, 2.0]
+
+
+def test_a_missing_required_parameter_names_it_and_shows_forward():
+    runner = runners.create("torch", Keywords())
+    with pytest.raises(FeedError) as info:
+        runner.infer({"mask": ones(2)})
+    assert str(info.value) == (
+        "torch-fp32: feed lacks required input(s) ['x'] of forward(x, mask=None, "
+        "scale=2.0); it has ['mask']"
+    )
+
+
+def test_an_unknown_feed_name_lists_the_accepted_ones():
+    with pytest.raises(FeedError) as info:
+        runners.create("torch", Keywords()).infer({"x": ones(2), "maks": ones(2)})
+    assert str(info.value) == (
+        "torch-fp32: feed has unknown input(s) ['maks']; forward(x, mask=None, scale=2.0) "
+        "takes x, mask, scale"
+    )
+
+
+def test_positional_only_parameters_go_by_position():
+    runner = runners.create("torch", PositionalOnly())
+    out = runner.infer({"b": ones(2), "a": 3 * ones(2)})
+    assert out["output"].tolist() == [2.0, 2.0]
+    assert runner.describe()["forward"] == "forward(a, b, /, c=None)"
+
+
+def test_star_args_take_the_feed_in_its_order_and_star_kwargs_its_names():
+    star = runners.create(
+        "torch", Star(), input_specs={"p": ("float32", (2,)), "q": ("float32", (2,))}
+    )
+    assert star.infer({"p": 3 * ones(2), "q": ones(2)})["output"].tolist() == [2.0, 2.0]
+    kwargs = runners.create("torch", StarStar())
+    assert kwargs.infer({"x": ones(2), "bias": ones(2)})["output"].tolist() == [2.0, 2.0]
+
+
+def test_input_names_are_the_positional_arguments_in_order():
+    runner = runners.create("torch", PositionalOnly(), input_names=["first", "second"])
+    assert runner.infer({"second": ones(1), "first": 4 * ones(1)})["output"].tolist() == [3.0]
+    with pytest.raises(FeedError, match=r"feed lacks \['second'\]; input_names="):
+        runner.infer({"first": ones(1)})
+
+
+# -- dtypes from the truth -----------------------------------------------------------------------
+class Embed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.table = torch.nn.Embedding(32, 4)
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.FloatTensor | None = None):
+        hidden = self.table(input_ids)
+        return hidden if attention_mask is None else hidden * attention_mask[..., None]
+
+
+def test_annotated_dtypes_make_integer_ids_and_float_casts_leave_them():
+    runner = runners.create("torch", Embed(), "fp16")
+    assert runner.input_specs() == [TensorSpec("input_ids", "int64", None)]
+    feed = make_feeds(runner, shapes={"input_ids": (2, 3), "attention_mask": (2, 3)})[0]
+    assert feed["input_ids"].dtype == np.int64 and feed["attention_mask"].dtype == np.float32
+    out = runner.infer(feed)["output"]
+    assert out.dtype == np.float16 and out.shape == (2, 3, 4)
+
+
+def test_a_float32_guess_that_the_model_refuses_says_how_to_give_dtypes():
+    class Untyped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.nn.Embedding(8, 2)
+
+        def forward(self, ids):
+            return self.table(ids)
+
+    runner = runners.create("torch", Untyped())
+    feed = synthetic_feed(runner.input_specs(), shapes={"ids": (2, 3)})
+    with pytest.raises(InferenceError) as info:
+        runner.infer(feed)
+    text = str(info.value)
+    assert text.startswith("torch-fp32 failed running the model on ids: float32[2, 3]: ")
+    assert "RuntimeError: Expected tensor for argument #1 'indices'" in text
+    assert "give them: input_specs={'ids': ('int64', (2, 8))}" in text
+    given = runners.create("torch", Untyped(), input_specs={"ids": ("int64", (None, None))})
+    assert given.infer({"ids": np.zeros((2, 3), np.int64)})["output"].shape == (2, 3, 2)
+
+
+def test_a_framework_error_is_one_message_with_the_model_line_and_the_cause_kept():
+    class Broken(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(7, 7)
+
+    runner = runners.create("torch", Broken())
+    with pytest.raises(InferenceError) as info:
+        runner.infer({"x": ones(2, 3)})
+    text = str(info.value)
+    assert text.startswith(
+        "torch-fp32 failed running the model on x: float32[2, 3]: RuntimeError: shape '[7, 7]'"
+    )
+    assert "(at test_torch_runner.py:" in text and "in forward)" in text
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert "x.reshape(7, 7)" in info.value.details  # the library's traceback, for --tb=long
+    assert "pytest_trtcompare" not in info.value.details
+
+
+# -- outputs of any structure --------------------------------------------------------------------
+@dataclasses.dataclass
+class Plain:
+    scores: torch.Tensor
+    extra: torch.Tensor | None = None
+
+
+class Cache:
+    """A transformers DynamicCache as pytree does not know it: layers of keys and values."""
+
+    class Layer:
+        def __init__(self, keys, values):
+            self.keys, self.values = keys, values
+
+    def __init__(self, pairs):
+        self.layers = [self.Layer(k, v) for k, v in pairs]
+
+
+class Structured(torch.nn.Module):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        k = self.kind
+        if k == "tuple":
+            return x, x + 1
+        if k == "nested":
+            return {"logits": x, "hidden_states": (x + 1, x + 2), "loss": None}
+        if k == "dataclass":
+            return Plain(scores=x)
+        if k == "cache":
+            return {"logits": x, "cache": Cache([(x + 1, x + 2), (x + 3, x + 4)])}
+        if k == "number":
+            return {"y": x, "count": 3}
+        if k == "string":
+            return {"y": x, "label": "cat"}
+        return {"y": x, "pair": (x, object())}
+
+
+@pytest.mark.parametrize(
+    ("kind", "names"),
+    [
+        ("tuple", ["output_0", "output_1"]),
+        ("nested", ["logits", "hidden_states.0", "hidden_states.1"]),
+        ("dataclass", ["scores"]),
+        ("cache", ["logits", "cache.0.key", "cache.0.value", "cache.1.key", "cache.1.value"]),
+        ("number", ["y", "count"]),
+    ],
+)
+def test_outputs_flatten_to_stable_names(kind, names):
+    out = runners.create("torch", Structured(kind)).infer({"x": ones(2)})
+    assert list(out) == names
+    assert all(isinstance(value, np.ndarray) for value in out.values())
+
+
+def test_a_model_output_object_flattens_by_its_fields():
+    transformers = pytest.importorskip("transformers")
+
+    class WithOutput(torch.nn.Module):
+        def forward(self, x):
+            return transformers.modeling_outputs.BaseModelOutputWithPooling(
+                last_hidden_state=x, pooler_output=x[0], hidden_states=None
+            )
+
+    out = runners.create("torch", WithOutput()).infer({"x": ones(2, 3)})
+    assert list(out) == ["last_hidden_state", "pooler_output"]
+
+
+def test_output_names_rename_the_flattened_outputs_in_order():
+    runner = runners.create("torch", Structured("nested"), output_names=["a", "b", "c"])
+    assert list(runner.infer({"x": ones(1)})) == ["a", "b", "c"]
+    wrong = runners.create("torch", Structured("nested"), output_names=["a"])
+    with pytest.raises(FeedError, match=r"output_names=\['a'\], but the model returned 3"):
+        wrong.infer({"x": ones(1)})
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("string", "output 'label' is str ('cat'), not a tensor"),
+        ("object", "output 'pair.1' is object (<object object at"),
+    ],
+)
+def test_a_non_tensor_output_names_its_path(kind, message):
+    with pytest.raises(InvalidOutputError, match=re.escape(message)):
+        runners.create("torch", Structured(kind)).infer({"x": ones(1)})
+
+
+def test_outputs_restricts_and_unknown_names_are_named():
+    runner = runners.create("torch", Structured("nested"), outputs=["logits"])
+    assert list(runner.infer({"x": ones(1)})) == ["logits"]
+    wrong = runners.create("torch", Structured("nested"), outputs=["logit"])
+    with pytest.raises(FeedError, match=r"outputs=\['logit'\] names \['logit'\]"):
+        wrong.infer({"x": ones(1)})
+
+
+# -- every module's output (outputs="all") -------------------------------------------------------
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        y = self.act(self.fc(x))
+        y += 1  # in place: the recorded act output must not change
+        return self.act(y - 2)
+
+
+def test_all_outputs_are_every_module_call_copied_when_it_returns():
+    runner = runners.create("torch", Block(), outputs="all")
+    feed = {"x": ones(2, 4)}
+    out = runner.infer(feed)
+    assert list(out) == ["fc", "act", "act#2", "output"]
+    assert [(layer.node, layer.op) for layer in runner.layers[:3]] == [
+        ("fc", "Linear"),
+        ("act", "ReLU"),
+        ("act", "ReLU"),
+    ]
+    assert runner.layers[-1].model_output
+    np.testing.assert_array_equal(out["act"], np.maximum(out["fc"], 0))  # before the +=
+    with runner.select_outputs(["act#2"]):
+        assert list(runner.infer(feed)) == ["act#2"]
+    assert not Block()._forward_hooks and not runner.module.fc._forward_hooks  # hooks removed

@@ -1,0 +1,300 @@
+"""Models no one here wrote (issue 22, item 8): Hugging Face BertModel, GPT2LMHeadModel and
+LlamaForCausalLM, timm's ViT and torchvision's resnet18 and mobilenet_v3_small, small and
+seeded, exported with torch.onnx.export, through every feature a user reaches for: the torch
+twin against onnxrt at fp32 / fp16 / bf16, the raw torch target with shapes keyed by forward
+names, per-layer comparison (ONNX against ONNX, torch against ONNX), goldens and isolation.
+
+The ONNX exports are made once per session (tests/zoo/conftest.py); the models are built in
+this process before any pytester run, so their libraries are imported once."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from .torchvision_ops import install
+
+install()  # before anything imports torchvision (transformers and timm do)
+pytest.importorskip("transformers")
+pytest.importorskip("timm")
+pytest.importorskip("torchvision", exc_type=ImportError)
+
+from pytest_trtcompare import runners  # noqa: E402
+from pytest_trtcompare.session.layers import compare_layers  # noqa: E402
+from pytest_trtcompare.session.runs import make_feeds  # noqa: E402
+from pytest_trtcompare.session.torch_layers import TorchLayers  # noqa: E402
+
+from ..pytester_helpers import XDIST, run  # noqa: E402
+from . import models  # noqa: E402
+
+ENTRIES = {name: models.build(name) for name in models.NAMES}
+
+HEADER = """
+import pytest
+from tests.zoo.models import build
+
+ZOO = {zoo!r}
+"""
+
+
+def marked(name: str, zoo_path: str, body: str = "pass", **arguments: str) -> str:
+    """A compare_frameworks test of one zoo model (its twin under models=)."""
+    entry = ENTRIES[name.removesuffix("_legacy")]
+    args = ", ".join(f"{key}={value}" for key, value in arguments.items())
+    return f"""
+@pytest.mark.compare_frameworks(model=ZOO + "/{name}.onnx", {args})
+@pytest.mark.shapes({entry.shapes!r})
+def test_{name}(comparison):
+    {body}
+"""
+
+
+def twin(name: str) -> str:
+    return f'{{"torch": build("{name.removesuffix("_legacy")}").module}}'
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_every_architecture_as_a_twin_of_its_export_at_every_precision(zoo, zoo_pytester, xdist):
+    """torch (fp32, fp16, bf16: real low-precision kernels) against onnxrt fp32, each model at
+    its precision's default tolerance; the reference evaluator on what it can run."""
+    source = HEADER.format(zoo=str(zoo.folder))
+    for name in models.NAMES:
+        zoo.onnx(name)
+        frameworks = (
+            '["onnxrt", "torch", "onnxref"]'
+            if name in ("gpt2", "bert")
+            else ('["onnxrt", "torch"]')
+        )
+        source += marked(name, "", frameworks=frameworks, models=twin(name))
+    zoo_pytester.makepyfile(test_twins=source)
+    result = run(zoo_pytester, "-rA", "--trt-precision=fp32,fp16,bf16", *xdist)
+    # 6 torch twins x 3 precisions, and onnxref on GPT-2 (3); onnx.reference's own
+    # GatherElements cannot run the BERT export: one message, no traceback
+    result.assert_outcomes(passed=21, errors=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*PASSED test_twins.py::test_llama[[]torch-bf16-bs2[]]*",
+            "*PASSED test_twins.py::test_gpt2[[]onnxref-fp16-bs2[]]*",
+            "ERROR test_twins.py::test_bert[[]onnxref-fp32-bs2[]] - Failed: InferenceError: *",
+            "InferenceError: onnxref-fp32 failed running the model on input_ids: int64[[]2, 8[]], "
+            "attention_mask: int64[[]2, 8[]]: node 'node_gather' (GatherElements): ValueError: "
+            "cannot reshape array of size 1 into shape (1,8)",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "pytest_trtcompare/" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_raw_torch_targets_take_shapes_by_forward_names(zoo_pytester, xdist):
+    """frameworks=["torch"]: each precision against torch fp32; input_ids are int64 from the
+    model's own annotations, in [0, vocab_size) from its config; attention_mask is an
+    optional parameter fed because the shapes name it."""
+    source = HEADER.format(zoo="")
+    for name in models.NAMES:
+        source += f"""
+@pytest.mark.compare_frameworks(model=build("{name}").module, frameworks=["torch"])
+@pytest.mark.shapes({ENTRIES[name].shapes!r})
+def test_{name}(comparison):
+    pass
+"""
+    source += """
+@pytest.mark.compare_frameworks(model=build("bert").module, frameworks=["torch"])
+@pytest.mark.shapes({"input_ids": (2, 8), "attention_maks": (2, 8)})
+def test_a_misspelt_parameter():
+    pass
+"""
+    zoo_pytester.makepyfile(test_torch=source)
+    result = run(zoo_pytester, "-rA", "--trt-precision=fp32,fp16,bf16", *xdist)
+    result.assert_outcomes(passed=18, errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "InputDataError: shapes name input(s) [[]'attention_maks'[]] that forward(input_ids="
+            "None, *attention_mask=None*) does not name; it names input_ids, *attention_mask, *"
+        ]
+    )
+
+
+LAYER_COUNTS = {  # (torch module outputs compared with an ONNX tensor, modules without one)
+    "bert": (26, 5),
+    "gpt2": (21, 5),
+    "llama": (25, 2),
+    "resnet18": (40, 20),
+    "resnet18_legacy": (40, 20),
+    "mobilenet_v3_small": (121, 35),
+    "vit_tiny": (100, 138),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_COUNTS))
+def test_torch_modules_match_their_onnx_tensors(zoo, name):
+    """Every module matched to an export tensor agrees at fp32: a wrong match would differ."""
+    path = zoo.onnx(name)
+    reference = runners.create("onnxrt", path, outputs="all")
+    target = TorchLayers(
+        runners.create("torch", ENTRIES[name.removesuffix("_legacy")].module, outputs="all"),
+        reference,
+        reference.loaded.proto,
+    )
+    feed = make_feeds(reference, shapes=ENTRIES[name.removesuffix("_legacy")].shapes)[0]
+    result = compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4)
+    assert result.passed, result.report()
+    assert (len(result.outputs), len(target.unmatched_layers)) == LAYER_COUNTS[name]
+
+
+def test_both_exporters_give_the_same_modules_their_tensors(zoo):
+    """The legacy exporter's node names and the dynamo exporter's name_scopes, with its
+    BatchNorm folded into the Conv before it, reach the same resnet18 modules."""
+    matched = {}
+    for name in ("resnet18", "resnet18_legacy"):
+        reference = runners.create("onnxrt", zoo.onnx(name), outputs="all")
+        target = TorchLayers(
+            runners.create("torch", ENTRIES["resnet18"].module, outputs="all"),
+            reference,
+            reference.loaded.proto,
+        )
+        target.discover_layers(make_feeds(reference, shapes={"x": (1, 3, 32, 32)})[0])
+        matched[name] = set(target.module_of.values())
+    assert matched["resnet18"] == matched["resnet18_legacy"]
+    assert {"layer1.0.bn1", "layer1.0.relu", "layer1.0.relu#2", "fc"} <= matched["resnet18"]
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_per_layer_torch_against_onnx_names_the_module_that_diverges(zoo, zoo_pytester, xdist):
+    """outputs="all" with a torch twin: modules matched to export tensors, compared layer by
+    layer; a module changed in the twin is the first divergence, named both ways."""
+    folder = str(zoo.folder)
+    zoo.onnx("resnet18_legacy")
+    zoo.onnx("gpt2")
+    zoo_pytester.makepyfile(
+        test_layers=HEADER.format(zoo=folder)
+        + """
+import torch
+
+def planted():
+    module = build("resnet18").module
+    with torch.no_grad():
+        module.layer2[0].bn2.bias += 0.5  # the twin differs from the export from here on
+    return module
+"""
+        + marked(
+            "resnet18_legacy",
+            folder,
+            frameworks='["onnxrt", "torch"]',
+            models='{"torch": planted()}',
+            outputs='"all"',
+        )
+        + marked(
+            "gpt2",
+            folder,
+            frameworks='["onnxrt", "torch"]',
+            models=twin("gpt2"),
+            outputs='"all"',
+            layers='"report"',
+        )
+        + marked(
+            "mobilenet_v3_small",
+            folder,
+            frameworks='["onnxrt", "onnxref"]',
+            outputs='"all"',
+            layers='"report"',
+        )
+    )
+    zoo.onnx("mobilenet_v3_small")
+    result = run(zoo_pytester, "-rA", "--trt-precision=fp32,fp16", *xdist)
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "first divergence (topological order): /layer2/layer2.0/conv2/Conv (Conv) = torch "
+            "layer2.0.bn2, layer 14 of 40",
+        ]
+    )
+    result.stdout.fnmatch_lines(  # the legacy export folded each BatchNorm into its Conv
+        ["torch modules with no ONNX counterpart (not compared): conv1, layer1.0.conv1,*"]
+    )
+
+
+def test_outputs_all_is_refused_for_pairs_it_cannot_match(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def identity(feed):
+            return dict(feed)
+
+        @pytest.mark.compare_frameworks(model="m.onnx", frameworks=["onnxrt", "callable"],
+                                        models={"callable": identity}, outputs="all")
+        def test_callable_layers():
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_callable_layers: @pytest.mark.compare_frameworks(outputs='all') cannot match "
+            "the layers of callable with those of onnxrt; per-layer comparison pairs onnxrt, "
+            "onnxref and trt with each other (ONNX tensor names), torch against onnxrt or "
+            "onnxref (the module scopes torch.onnx.export records), torch against torch*"
+        ]
+    )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_goldens_of_raw_torch_targets(zoo_pytester, xdist):
+    """golden=True on the raw torch target: missing fails (nothing written), --update-goldens
+    writes one golden per precision, the rerun passes against them."""
+    source = HEADER.format(zoo="")
+    for name in ("gpt2", "vit_tiny"):
+        source += f"""
+@pytest.mark.compare_frameworks(model=build("{name}").module, frameworks=["torch"], golden=True)
+@pytest.mark.shapes({ENTRIES[name].shapes!r})
+def test_golden_{name}():
+    pass
+"""
+    zoo_pytester.makepyfile(test_goldens=source)
+    first = run(zoo_pytester, "-rf", "--trt-precision=fp32,bf16", *xdist)
+    first.assert_outcomes(failed=4)
+    first.stdout.fnmatch_lines(["*test_golden_gpt2*bf16*.golden does not exist (nothing was*"])
+    written = run(zoo_pytester, "--update-goldens", "--trt-precision=fp32,bf16", *xdist)
+    written.assert_outcomes(passed=4)
+    assert len(list((zoo_pytester.path / "goldens").rglob("*.golden"))) == 4
+    again = run(zoo_pytester, "--trt-precision=fp32,bf16", *xdist)
+    again.assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_isolated_twins_keep_their_dtypes(zoo, zoo_pytester, xdist):
+    """--trtcompare-isolate: a Hugging Face twin unpickled in a worker process, int64 ids in
+    and bfloat16 logits out, compared as in-process."""
+    source = HEADER.format(zoo=str(zoo.folder))
+    zoo.onnx("llama")
+    source += marked("llama", "", frameworks='["onnxrt", "torch"]', models=twin("llama"))
+    zoo_pytester.makepyfile(test_isolated=source)
+    result = run(
+        zoo_pytester,
+        "--trtcompare-isolate",
+        "--trt-precision=fp32,bf16",
+        "--trtcompare-report=r.json",
+        *xdist,
+    )
+    result.assert_outcomes(passed=2)
+    report = json.loads((zoo_pytester.path / "r.json").read_text())
+    described = report["runners"]["torch-bf16"]
+    assert described["isolated"] is True and "bfloat16" in described["precision_route"]
+    (output,) = [o for o in report["outputs"] if o["test"].endswith("[torch-bf16-bs2]")]
+    assert 0 < output["max_abs_error"] < 0.05  # bfloat16 numbers, not float32 in disguise
+
+
+def test_token_ids_stay_in_the_embedding_table(zoo):
+    """int64 ids drawn from the rows of the table they index (read from the export), masks
+    from the integer default."""
+    reference = runners.create("onnxrt", zoo.onnx("gpt2"))
+    specs = {spec.name: spec for spec in reference.input_specs()}
+    assert specs["input_ids"].value_range == (0, models.VOCAB - 1)
+    assert specs["attention_mask"].value_range is None
+    feed = make_feeds(reference, shapes={"input_ids": (64, 64), "attention_mask": (64, 64)})[0]
+    assert feed["input_ids"].dtype == np.int64 and feed["input_ids"].max() > 100
+    assert feed["input_ids"].max() < models.VOCAB
