@@ -127,6 +127,10 @@ def specs_of(runner_or_specs: Any, shapes: Mapping[str, Any] | None = None) -> l
     if not hasattr(runner_or_specs, "input_specs"):
         return list(runner_or_specs)
     specs: list[TensorSpec] = runner_or_specs.input_specs()
+    reason = getattr(runner_or_specs, "no_specs_reason", None)
+    problem = reason() if reason is not None and not specs else None
+    if problem:
+        raise InputDataError(problem)
     optional = getattr(runner_or_specs, "specs_for", None)
     if optional is not None and shapes:
         specs = [*specs, *optional(list(shapes))]

@@ -24,4 +24,4 @@ def test_readme_report_example_is_current():
 def test_readme_opens_with_the_two_commands():
     head = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:15]
     assert any("pytest conftest_examples" in line for line in head)
-    assert any(line.endswith(".venv/bin/pytest") for line in head)
+    assert any(line.endswith(".venv/bin/pytest -n auto") for line in head)

@@ -92,3 +92,31 @@ def test_long_tracebacks_show_the_library_frames_and_none_of_ours(project):
     assert out.count("the library's traceback (--tb=long / -vv; frames of pytest-trtcompare") == 2
     assert "return x.reshape(7, 7)" in out
     assert "pytest_trtcompare/" not in out
+
+
+def test_an_onnxruntime_failure_names_the_node_and_op():
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from pytest_trtcompare import runners
+    from pytest_trtcompare.errors import InferenceError
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="bad_reshape")],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    runner = runners.create("onnxrt", model)
+    with pytest.raises(InferenceError) as info:
+        runner.infer({"x": np.ones((2, 3), np.float32), "shape": np.array([7, 7])})
+    text = str(info.value)
+    assert text.startswith(
+        "onnxrt-fp32 failed running the model on x: float32[2, 3], shape: int64[2]: node "
+        "'bad_reshape' (Reshape): "
+    )
+    assert "[ONNXRuntimeError]" in text and "\n" not in text

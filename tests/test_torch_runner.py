@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_trtcompare import runners
-from pytest_trtcompare.errors import FeedError, InferenceError, InvalidOutputError
+from pytest_trtcompare.errors import FeedError, InferenceError, InputDataError, InvalidOutputError
 from pytest_trtcompare.inputs import synthetic_feed
 from pytest_trtcompare.runners.base import TensorSpec
 from pytest_trtcompare.session.runs import make_feeds
@@ -283,3 +283,11 @@ def test_all_outputs_are_every_module_call_copied_when_it_returns():
     with runner.select_outputs(["act#2"]):
         assert list(runner.infer(feed)) == ["act#2"]
     assert not Block()._forward_hooks and not runner.module.fc._forward_hooks  # hooks removed
+
+
+def test_a_forward_that_names_no_inputs_asks_for_specs():
+    with pytest.raises(InputDataError) as info:
+        make_feeds(runners.create("torch", Star()), shapes=None)
+    assert str(info.value).startswith(
+        "torch-fp32: forward(*tensors) names no inputs, so synthetic data has nothing to make"
+    )

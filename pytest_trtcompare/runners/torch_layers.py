@@ -33,7 +33,7 @@ class Tap:
 
 
 class ModuleTaps:
-    def __init__(self, module: Any, dtype: Any) -> None:
+    def __init__(self, module: Any) -> None:
         import torch
 
         if not isinstance(module, torch.nn.Module):

@@ -80,7 +80,7 @@ class TorchRunner(Runner):
         self.dtypes_guessed = not given
         self.checks_feed = bool(given)
         self._produced: list[str] | None = None  # output names, known after the first run
-        self._taps = ModuleTaps(self.module, self.dtype) if outputs == "all" else None
+        self._taps = ModuleTaps(self.module) if outputs == "all" else None
         self._layers: list[Layer] | None = None
 
     def _prepare(self, model: Any) -> Any:
@@ -116,7 +116,10 @@ class TorchRunner(Runner):
         return [self._guessed_spec(model, name) for name in self.signature.input_names()]
 
     def _guessed_spec(self, model: Any, name: str) -> TensorSpec:
-        dummy = getattr(model, "dummy_inputs", None)
+        try:
+            dummy = getattr(model, "dummy_inputs", None)  # a property that builds tensors
+        except Exception:
+            dummy = None
         known = dummy.get(name) if isinstance(dummy, Mapping) else None
         if known is not None and hasattr(known, "dtype"):
             dtype = str(known.dtype).removeprefix("torch.")
@@ -148,6 +151,17 @@ class TorchRunner(Runner):
 
     def input_specs(self) -> list[TensorSpec]:
         return list(self._specs)
+
+    def no_specs_reason(self) -> str | None:
+        """Why synthetic inputs cannot be made: a forward that names no inputs (`*args`,
+        `**kwargs` alone) and no input_specs=."""
+        if self._specs or self.signature.names or self.signature.positional_names:
+            return None
+        return (
+            f"{self.name}: {self.signature.text} names no inputs, so synthetic data has "
+            "nothing to make: give input_specs={'x': ('float32', (2, 8))} (in the order "
+            "*args takes them), or a feed with inputs="
+        )
 
     def output_names(self) -> list[str]:
         if self._taps is not None and self._layers is not None:

@@ -298,3 +298,15 @@ def test_token_ids_stay_in_the_embedding_table(zoo):
     feed = make_feeds(reference, shapes={"input_ids": (64, 64), "attention_mask": (64, 64)})[0]
     assert feed["input_ids"].dtype == np.int64 and feed["input_ids"].max() > 100
     assert feed["input_ids"].max() < models.VOCAB
+
+
+def test_a_real_cache_flattens_per_layer_keys_and_values():
+    """GPT-2 with use_cache=True returns a transformers cache beside its logits."""
+    module = ENTRIES["gpt2"].module
+    runner = runners.create("torch", module)
+    feed = {"input_ids": np.arange(8, dtype=np.int64).reshape(1, 8), "use_cache": np.True_}
+    names = list(runner.infer(feed))
+    field = names[1].split(".")[0]  # "cache" (transformers 5.24) or "past_key_values"
+    assert names == ["logits"] + [
+        f"{field}.{layer}.{part}" for layer in range(2) for part in ("key", "value")
+    ]
