@@ -291,3 +291,16 @@ def test_a_forward_that_names_no_inputs_asks_for_specs():
     assert str(info.value).startswith(
         "torch-fp32: forward(*tensors) names no inputs, so synthetic data has nothing to make"
     )
+
+
+def test_torch_against_torch_layer_by_layer_matches_modules_by_name():
+    from pytest_trtcompare.session.layers import compare_layers
+
+    module = Block()
+    reference = runners.create("torch", module, "fp32", outputs="all")
+    target = runners.create("torch", module, "fp16", outputs="all")
+    result = compare_layers(target, reference, {"x": ones(2, 4)}, atol=1e-2, rtol=1e-2)
+    assert result.passed and list(result.outputs) == ["fc", "act", "act#2", "output"]
+    assert result.outputs["fc"].actual_dtype == "float16"
+    assert result.layers.label("act#2") == "act (ReLU) -> act#2"
+    assert result.layers.label("output") == "output" and result.layers.model_outputs == ("output",)

@@ -47,7 +47,7 @@ class LayerView:
         if node_op is None:
             return tensor + suffix
         node, op = node_op
-        text = f"{node} ({op})"
+        text = f"{node} ({op})" if op else node
         if tensor not in (node, f"{node}_output_0"):
             text += f" -> {tensor}"
         return text + suffix

@@ -96,5 +96,5 @@ class ModuleTaps:
         for name, value in outputs:
             if name in model_outputs:
                 dtype = str(getattr(value, "dtype", "float32")).removeprefix("torch.")
-                found.append(Layer(name, name, "output", dtype, model_output=True))
+                found.append(Layer(name, name, "", dtype, model_output=True))
         return found
