@@ -304,3 +304,14 @@ def test_torch_against_torch_layer_by_layer_matches_modules_by_name():
     assert result.outputs["fc"].actual_dtype == "float16"
     assert result.layers.label("act#2") == "act (ReLU) -> act#2"
     assert result.layers.label("output") == "output" and result.layers.model_outputs == ("output",)
+
+
+def test_per_layer_of_a_local_class_refuses_isolation_instead_of_hooking_nothing():
+    from pytest_trtcompare.errors import ModelLoadError
+
+    class Local(torch.nn.Module):  # pickle cannot send it: it would cross as an export
+        def forward(self, x):
+            return x
+
+    with pytest.raises(ModelLoadError, match="outputs='all' cannot run isolated"):
+        runners.create("torch", Local(), outputs="all", isolate=True)

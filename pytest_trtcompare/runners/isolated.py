@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.arrays import dtype_from_name
-from ..errors import TrtCompareError
+from ..errors import ModelLoadError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
 from .isolated_torch import export_to_file, needs_export
 
@@ -163,6 +163,13 @@ class IsolatedRunner(Runner):
         self._local: Runner | None = None
         self._layers: list[Layer] | None = None
         if needs_export(name, model):
+            if options.get("outputs") == "all":  # the exported program has no submodules
+                raise ModelLoadError(
+                    "torch runner: outputs='all' cannot run isolated for a module whose class "
+                    "pickle cannot send (defined inside a function): its exported program "
+                    "keeps no submodules to hook; define the class at module level, or run it "
+                    "with isolate=False"
+                )
             # a module pickle cannot send: built here for its specs, exported at the first feed
             from .registry import create_local
 
