@@ -98,6 +98,7 @@ def synthetic_feed(
             f"shapes name input(s) {unknown} that the model does not have; its inputs are "
             f"{[spec.describe() for spec in specs]}"
         )
+    _check_range_names(specs, val_range)
     feed: Feed = {}
     for spec in specs:
         if spec.kind != "tensor":
@@ -135,6 +136,26 @@ def specs_of(runner_or_specs: Any, shapes: Mapping[str, Any] | None = None) -> l
     if optional is not None and shapes:
         specs = [*specs, *optional(list(shapes))]
     return specs
+
+
+def _check_range_names(specs: Sequence[TensorSpec], val_range: Any) -> None:
+    """A val_range key must name an input or a dtype: a typo must not pass unnoticed."""
+    if not isinstance(val_range, Mapping):
+        return
+    names = {spec.name for spec in specs}
+    unknown = []
+    for key in val_range:
+        if key == "" or key in names:
+            continue
+        try:
+            dtype_from_name(str(key))
+        except ValueError:
+            unknown.append(key)
+    if unknown:
+        raise InputDataError(
+            f"val_range names {unknown}, which is neither an input of the model nor a dtype; "
+            f"its inputs are {[spec.describe() for spec in specs]}"
+        )
 
 
 def synthetic_feeds(specs: Sequence[TensorSpec], iterations: int = 1, **options: Any) -> list[Feed]:

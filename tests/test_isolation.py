@@ -156,3 +156,22 @@ def test_every_dtype_crosses_both_ways_unchanged(large):
     for name, array in arrays.items():
         assert back[name].dtype == array.dtype, name
         assert back[name].tobytes() == array.tobytes(), name
+
+
+def test_zero_dimensional_arrays_keep_their_shape_both_ways():
+    """A 0-d input (a legacy export's `logits_to_keep`) or output (a per-layer dynamo export's
+    `sym_size`) crosses as 0-d, not as shape (1,)."""
+    runner = runners.create("callable:tests.crashers:echo", isolate=True)
+    try:
+        back = runner.infer({"s": np.float32(2.5), "n": np.array(3, np.int64)})
+    finally:
+        runner.close()
+    assert back["s"].shape == () and back["n"].shape == () and back["s"] == 2.5
+
+
+@pytest.mark.parametrize("timeout", [-5, 0, "10", True])
+def test_a_timeout_that_is_not_positive_seconds_is_an_option_error(timeout):
+    from pytest_trtcompare.errors import RunnerOptionError
+
+    with pytest.raises(RunnerOptionError, match=r"timeout=.*; it takes seconds > 0"):
+        runners.create("callable:tests.crashers:echo", isolate=True, timeout=timeout)

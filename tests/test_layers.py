@@ -347,3 +347,41 @@ def test_marker_path_fetches_a_group_at_a_time_and_caches_no_layers(monkeypatch)
     assert asked and max(asked) <= 2  # never all layers at once
     assert len(asked) == 6
     assert not runner._expected  # the reference's all-layer outputs are not cached
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_per_layer_golden_reports_as_a_per_layer_comparison(pytester, xdist, monkeypatch):
+    """golden=True with outputs="all": the target's layers against the golden's, in order,
+    float tensors only, with the first divergence, not a flat list of every tensor."""
+    changed = block_model()
+    changed.graph.initializer[1].CopyFrom(numpy_helper.from_array(np.array(3001, np.float32), "c"))
+    pytester.makepyfile(
+        tests_layers_model="import os, onnx\n"
+        f"MODEL = onnx.load_from_string({block_model().SerializeToString()!r}\n"
+        f"    if not os.environ.get('CHANGED') else {changed.SerializeToString()!r})\n"
+    )
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_golden="""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="block.onnx", frameworks=["onnxref"], golden=True,
+                                        outputs="all")
+        @pytest.mark.shapes({"x": (2, 3)})
+        def test_block(comparison):
+            pass
+        """
+    )
+    pytester.syspathinsert()
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, *xdist).assert_outcomes(passed=1)
+    monkeypatch.setenv("CHANGED", "1")  # c = 3001: the Add moves by 1, tanh hides it
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 of 4 layers out of tolerance (1 integer/bool tensors not compared; "
+            "layer_dtypes='all' compares them); the model outputs pass",
+            "first divergence (topological order): /block/Add (Add), layer 2 of 4",
+        ]
+    )

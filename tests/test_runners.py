@@ -252,3 +252,33 @@ def test_an_ir_version_onnxruntime_lacks_is_lowered_when_its_opsets_are_supporte
     model.ir_version = 99  # issue 14: loaded as the newest IR onnxruntime reads, and said so
     runner = runners.create("onnxrt", model)
     assert "model IR version 99 loaded as IR version" in runner.describe()["ir_version"]
+
+
+def test_weights_beside_the_model_file_are_part_of_its_digest(tmp_path):
+    """torch.onnx.export writes weights to `model.onnx.data`: a re-export with new weights
+    leaves `model.onnx` byte for byte the same, and must still be another model."""
+    import onnx
+
+    paths = []
+    for version, scale in (("v1", 1.0), ("v2", 1.01)):
+        model = layer_chain()
+        for tensor in model.graph.initializer:
+            values = onnx.numpy_helper.to_array(tensor) * scale
+            tensor.CopyFrom(onnx.numpy_helper.from_array(values.astype(np.float32), tensor.name))
+        folder = tmp_path / version
+        folder.mkdir()
+        onnx.save_model(
+            model,
+            str(folder / "m.onnx"),
+            save_as_external_data=True,
+            location="m.onnx.data",
+            size_threshold=0,
+        )
+        paths.append(folder / "m.onnx")
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    cache = RunnerCache()
+    first, second = (cache.get("onnxrt", path) for path in paths)
+    assert first is not second and cache.builds[("onnxrt", "fp32")] == 2
+    assert first.describe()["model_digest"] != second.describe()["model_digest"]
+    feed = synthetic_feed(first.input_specs(), shapes={"x": (2, 16)})
+    assert not np.allclose(first.infer(feed)["y"], second.infer(feed)["y"])

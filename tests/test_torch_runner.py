@@ -134,7 +134,7 @@ def test_a_float32_guess_that_the_model_refuses_says_how_to_give_dtypes():
     text = str(info.value)
     assert text.startswith("torch-fp32 failed running the model on ids: float32[2, 3]: ")
     assert "RuntimeError: Expected tensor for argument #1 'indices'" in text
-    assert "give them: input_specs={'ids': ('int64', (2, 8))}" in text
+    assert "give them: input_specs={'ids': ('int64', (2, 3))}" in text
     given = runners.create("torch", Untyped(), input_specs={"ids": ("int64", (None, None))})
     assert given.infer({"ids": np.zeros((2, 3), np.int64)})["output"].shape == (2, 3, 2)
 
@@ -315,3 +315,64 @@ def test_per_layer_of_a_local_class_refuses_isolation_instead_of_hooking_nothing
 
     with pytest.raises(ModelLoadError, match="outputs='all' cannot run isolated"):
         runners.create("torch", Local(), outputs="all", isolate=True)
+
+
+def test_an_isolated_torch_runner_feeds_the_optional_parameters_shapes_name():
+    runner = runners.create("torch", Embed(), isolate=True)
+    try:
+        feed = make_feeds(runner, shapes={"input_ids": (2, 3), "attention_mask": (2, 3)})[0]
+        assert list(feed) == ["input_ids", "attention_mask"]
+        assert runner.infer(feed)["output"].shape == (2, 3, 4)
+        with pytest.raises(InputDataError, match=r"shapes name input\(s\) \['attention_msk'\]"):
+            make_feeds(runner, shapes={"input_ids": (2, 3), "attention_msk": (2, 3)})
+    finally:
+        runner.close()
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        ("gpu", "device='gpu' is not a torch device (Expected one of cpu, cuda"),
+        ("cuda:7x", "device='cuda:7x' is not a torch device (Invalid device string"),
+        (None, "device=None (NoneType) is not a torch device; give 'cpu', 'cuda' or 'cuda:N'"),
+    ],
+)
+def test_a_bad_device_is_an_option_error_not_a_traceback_or_a_skip(device, message):
+    from pytest_trtcompare.errors import RunnerOptionError
+
+    with pytest.raises(RunnerOptionError, match=re.escape(message)):
+        runners.create("torch", Keywords(), device=device)
+
+
+def test_a_device_index_is_a_cuda_device():
+    from pytest_trtcompare.errors import FrameworkUnavailable
+
+    if torch.cuda.is_available():
+        assert runners.create("torch", Keywords(), device=0).describe()["device"] == "cuda:0"
+    else:
+        with pytest.raises(FrameworkUnavailable, match="sees no CUDA device for 'cuda:0'"):
+            runners.create("torch", Keywords(), device=0)
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        ({"x": "float32"}, "input_specs['x']='float32' is not an input spec: give {name: (dtype,"),
+        ({"x": ("float33", (2, 8))}, "input_specs['x']: dtype 'float33': unknown dtype"),
+        ({"x": (2, 2.5)}, "input_specs['x']=(2, 2.5) is not an input spec"),
+        ("x", "input_specs='x' is not an input spec"),
+    ],
+)
+def test_malformed_input_specs_are_named(specs, message):
+    from pytest_trtcompare.errors import RunnerOptionError
+
+    with pytest.raises(RunnerOptionError, match=re.escape(message)):
+        runners.create("torch", Keywords(), input_specs=specs)
+
+
+def test_a_val_range_name_that_is_no_input_nor_dtype_is_an_error():
+    runner = runners.create("torch", Embed())
+    shapes = {"input_ids": (2, 3)}
+    assert make_feeds(runner, shapes=shapes, val_range={"input_ids": (1, 1), "float16": (0, 1)})
+    with pytest.raises(InputDataError, match=r"val_range names \['input_id'\], which is neither"):
+        make_feeds(runner, shapes=shapes, val_range={"input_id": (1, 1)})

@@ -149,3 +149,49 @@ def test_a_twin_in_a_marked_test_reports_how_it_was_bound(pytester, xdist, gate)
         "mask (by name)",
         "weights (by position)",
     )
+
+
+def test_outputs_that_match_neither_way_say_what_to_give(gate):
+    path, namespace = gate
+
+    class Three(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = namespace["Gate"]()
+
+        def forward(self, x, mask):
+            out = self.inner(x, mask)
+            return out["gated"], out["raw"], x
+
+    reference = runners.create("onnxrt", path)
+    twin = as_twin(runners.create("torch", Three()), reference)
+    twin.infer({"x": np.ones((1, 4), np.float32), "mask": np.ones((1, 4), np.float32)})
+    assert twin.binding_note == (
+        "outputs neither by name nor by position: the twin returns ['output_0', 'output_1', "
+        "'output_2'], the reference ['gated', 'raw']; give the twin output_names=[...] (3 "
+        "names) or outputs=[...] (the ones to compare)"
+    )
+
+
+def test_command_line_shapes_that_leave_an_input_out_say_where_to_give_it(pytester, gate):
+    path, _ = gate
+    (pytester.path / "gate.onnx").write_bytes(path.read_bytes())
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="gate.onnx", frameworks=["onnxrt", "onnxref"])
+        @pytest.mark.shapes({"x": (3, 4), "mask": (3, 4)})
+        def test_gate():
+            pass
+        """
+    )
+    result = pytester.runpytest("--trt-input-shapes=x:2x4")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "InputDataError: input mask: float32[[]batch, 4[]] has dynamic dimensions: give its "
+            "shape, * (--trt-input-shapes replaces the test's shape sets: give every dynamic "
+            "input there, *"
+        ]
+    )

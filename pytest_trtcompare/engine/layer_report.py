@@ -79,10 +79,10 @@ def _listing_lines(result: LayerResultView, view: LayerView, listing: Listing) -
 
 
 def unmatched_line(names: tuple[str, ...], shown: int = 8) -> str:
-    """'torch modules with no ONNX counterpart (not compared): conv1, ... (+12 more)'."""
+    """'torch module outputs with no ONNX counterpart (not compared): conv1, ... (+12 more)'."""
     listed_names = ", ".join(names[:shown])
     more = f" (+{len(names) - shown} more)" if len(names) > shown else ""
-    return f"torch modules with no ONNX counterpart (not compared): {listed_names}{more}"
+    return f"torch module outputs with no ONNX counterpart (not compared): {listed_names}{more}"
 
 
 def _brief(out: OutputComparison, label: str) -> str:

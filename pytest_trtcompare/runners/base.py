@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine.tolerance import PRECISIONS
-from ..errors import FeedError, PrecisionUnsupported, TrtCompareError
+from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
 
 Dim = int | str | None
 
@@ -74,20 +74,59 @@ def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:
 
 
 def specs_from(value: Any, default_dtype: str = "float32") -> list[TensorSpec]:
-    """TensorSpecs from a list of specs or a mapping name -> (dtype, shape) / shape."""
+    """TensorSpecs from a list of specs or a mapping name -> (dtype, shape) / shape; a value
+    of another form, an unknown dtype or a bad dimension is a RunnerOptionError naming it."""
     if value is None:
         return []
     if isinstance(value, Mapping):
-        specs = []
-        for name, item in value.items():
-            if isinstance(item, TensorSpec):
-                specs.append(item)
-            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-                specs.append(TensorSpec(str(name), item[0], tuple(item[1])))
-            else:
-                specs.append(TensorSpec(str(name), default_dtype, tuple(item)))
-        return specs
-    return [spec if isinstance(spec, TensorSpec) else TensorSpec(*spec) for spec in value]
+        return [_spec_of(str(name), item, default_dtype) for name, item in value.items()]
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise RunnerOptionError(_SPEC_FORMS.format(what=f"input_specs={value!r}"))
+    specs = []
+    for item in value:
+        if isinstance(item, TensorSpec):
+            specs.append(_checked(item))
+        elif isinstance(item, (tuple, list)) and len(item) in (2, 3) and isinstance(item[0], str):
+            specs.append(_spec_of(item[0], tuple(item[1:]), default_dtype))
+        else:
+            raise RunnerOptionError(_SPEC_FORMS.format(what=f"input_specs entry {item!r}"))
+    return specs
+
+
+_SPEC_FORMS = (
+    "{what} is not an input spec: give {{name: (dtype, shape)}} such as "
+    "{{'input_ids': ('int64', ('batch', 'seq'))}}, {{name: shape}} (float32), or TensorSpec"
+)
+
+
+def _spec_of(name: str, item: Any, default_dtype: str) -> TensorSpec:
+    if isinstance(item, TensorSpec):
+        return _checked(item)
+    if isinstance(item, (str, bytes)):
+        raise RunnerOptionError(_SPEC_FORMS.format(what=f"input_specs[{name!r}]={item!r}"))
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        dtype, shape = item
+    else:
+        dtype, shape = default_dtype, item
+    if shape is not None and (
+        isinstance(shape, (str, bytes))
+        or not isinstance(shape, Sequence)
+        or not all(d is None or isinstance(d, (int, str)) for d in shape)
+    ):
+        raise RunnerOptionError(_SPEC_FORMS.format(what=f"input_specs[{name!r}]={item!r}"))
+    return _checked(TensorSpec(name, dtype, None if shape is None else tuple(shape)))
+
+
+def _checked(spec: TensorSpec) -> TensorSpec:
+    from ..engine.arrays import dtype_from_name
+
+    try:
+        dtype_from_name(spec.dtype)
+    except ValueError as exc:
+        raise RunnerOptionError(
+            f"input_specs[{spec.name!r}]: dtype {spec.dtype!r}: {exc}"
+        ) from None
+    return spec
 
 
 class FeedChecker:

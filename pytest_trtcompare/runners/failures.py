@@ -131,7 +131,7 @@ def _dtype_hint(runner: Any, feed: Mapping[str, Any], error: BaseException) -> s
     ]
     if not guessed:
         return ""
-    example = ", ".join(f"{name!r}: ('int64', (2, 8))" for name in guessed[:2])
+    example = ", ".join(f"{name!r}: ('int64', {tuple(feed[name].shape)})" for name in guessed[:2])
     return (
         f"(the torch runner has no input dtypes, so it made {guessed} float32; if the model "
         f"takes integers, give them: input_specs={{{example}}}, or compare against its ONNX "

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.arrays import dtype_from_name
-from ..errors import ModelLoadError, TrtCompareError
+from ..errors import ModelLoadError, RunnerOptionError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
 from .isolated_torch import export_to_file, needs_export
 
@@ -49,7 +49,7 @@ def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
         return ("none",)
     if isinstance(value, (list, tuple)):
         return ("seq", [_pack_value(name, v, folder, f"{prefix}-{i}") for i, v in enumerate(value)])
-    array = np.ascontiguousarray(value)
+    array = np.require(value, requirements="C")  # (np.ascontiguousarray makes 0-d 1-d)
     if array.dtype.hasobject:
         raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
     if array.nbytes > _FILE_THRESHOLD:
@@ -107,6 +107,10 @@ def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str)
             runner.close()
             return
         try:
+            if message[0] == "specs_for":  # a torch runner's optional forward parameters
+                specs_for = getattr(runner, "specs_for", None)
+                connection.send(("specs", specs_for(message[1]) if specs_for else []))
+                continue
             if message[2] is None:
                 outputs = runner.infer(_unpack(message[1]))
             else:
@@ -148,6 +152,12 @@ class IsolatedRunner(Runner):
         **options: Any,
     ) -> None:
         super().__init__(precision)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise RunnerOptionError(
+                f"runner {name!r}: timeout={timeout!r}; it takes seconds > 0 (or None: no limit)"
+            )
         self.inner = name
         self.timeout = timeout
         self._spec = {
@@ -276,6 +286,20 @@ class IsolatedRunner(Runner):
             raise _rebuild(reply[1], reply[2])
         _, packed, self._outputs, self._layers = reply
         return _unpack(packed)
+
+    def specs_for(self, names: list[str]) -> list[TensorSpec]:
+        """The inner runner's specs for optional inputs a test gives shapes for (torch)."""
+        if self._local is not None:
+            return self._local.specs_for(names)  # type: ignore[attr-defined, no-any-return]
+        if not self.dtypes_guessed:
+            return []
+        if self._process is None or not self._process.is_alive():
+            self._start()
+        self._connection.send(("specs_for", list(names)))
+        reply = self._receive("reading its inputs")
+        if reply[0] == "error":
+            raise _rebuild(reply[1], reply[2])
+        return list(reply[1])
 
     def discover_layers(self, feed: dict[str, Any]) -> None:
         """outputs="all" of a runner that learns its layers by running (torch)."""

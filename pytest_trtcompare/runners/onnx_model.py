@@ -29,6 +29,43 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def file_digest(path: Path, data: bytes | None = None) -> str:
+    """sha256 of a model file and of the external data files it names (the weights that
+    torch.onnx.export writes beside `model.onnx`): a re-export with new weights and the same
+    graph is another model."""
+    data = path.read_bytes() if data is None else data
+    digest = hashlib.sha256(data)
+    for name in external_files(data):
+        digest.update(b"\0" + name.encode())
+        weights = path.parent / name
+        digest.update(weights.read_bytes() if weights.is_file() else b"\0missing")
+    return digest.hexdigest()
+
+
+def external_files(data: bytes) -> list[str]:
+    """The `location`s of a serialized model's externally stored tensors, sorted."""
+    if b"location" not in data:  # a model with every tensor inline: no parse needed
+        return []
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception:
+        return []  # load_model names the unreadable file
+    found: set[str] = set()
+    graphs = [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        tensors = list(graph.initializer)
+        for node in graph.node:
+            for attribute in node.attribute:
+                tensors.extend([attribute.t] if attribute.HasField("t") else attribute.tensors)
+                graphs.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
+        for tensor in tensors:
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                found.update(e.value for e in tensor.external_data if e.key == "location")
+    return sorted(found)
+
+
 def load_model(model: Any) -> LoadedModel:
     """Accept a path, serialized bytes or an onnx.ModelProto; errors name the file."""
     if isinstance(model, onnx.ModelProto):
@@ -52,7 +89,7 @@ def load_model(model: Any) -> LoadedModel:
             ) from None
         if not proto.graph.node and not proto.graph.output:
             raise ModelLoadError(f"model file {str(path)!r} holds no ONNX graph")
-        return LoadedModel(proto, str(path), _digest(data), path)
+        return LoadedModel(proto, str(path), file_digest(path, data), path)
     raise ModelLoadError(
         f"model must be a path, bytes or onnx.ModelProto, got {type(model).__name__} (a "
         "framework's own model, such as a torch twin, goes in models={'torch': module})"

@@ -23,6 +23,7 @@ from ..errors import (
     InputDataError,
     ModelLoadError,
     PrecisionUnsupported,
+    RunnerOptionError,
 )
 from .base import Layer, Runner, TensorSpec, specs_from
 from .torch_binding import ForwardSignature
@@ -42,6 +43,25 @@ def import_torch() -> Any:
     return torch
 
 
+def _device_name(torch: Any, device: Any) -> str:
+    """'cuda:0' from 'cuda:0', 0 or a torch.device; a RunnerOptionError for anything else."""
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return f"cuda:{device}"  # torch's meaning of a bare index
+    if isinstance(device, (str, torch.device)):
+        try:
+            return str(torch.device(device))
+        except (RuntimeError, ValueError) as exc:
+            problem = str(exc).strip().splitlines()[0]
+            raise RunnerOptionError(
+                f"torch runner: device={device!r} is not a torch device ({problem}); give "
+                "'cpu', 'cuda' or 'cuda:N'"
+            ) from None
+    raise RunnerOptionError(
+        f"torch runner: device={device!r} ({type(device).__name__}) is not a torch device; "
+        "give 'cpu', 'cuda' or 'cuda:N'"
+    )
+
+
 class TorchRunner(Runner):
     framework = "torch"
     precisions = ("fp32", "tf32", "fp16", "bf16")
@@ -53,13 +73,14 @@ class TorchRunner(Runner):
         *,
         input_names: Sequence[str] | None = None,
         output_names: Sequence[str] | None = None,
-        device: str = "cpu",
+        device: Any = "cpu",
         input_specs: Any = None,
         outputs: str | Sequence[str] | None = None,
     ) -> None:
         super().__init__(precision)
         torch = import_torch()
         self.torch = torch
+        device = _device_name(torch, device)
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise FrameworkUnavailable(
                 f"torch {torch.__version__} sees no CUDA device for {device!r}"

@@ -27,7 +27,7 @@ from ..runners.base import Runner
 from ..runners.isolated import RunnerCrashed
 from ..runners.onnx_model import load_model
 from .expand import Case
-from .layers import compare_layers
+from .layers import compare_layers, golden_layer_plan
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
@@ -84,7 +84,8 @@ class CaseRunner:
 
     def feeds(self, spec: CompareSpec, runner: Any, case: Case) -> list[Feed]:
         key = (
-            self.runners.model_key(spec.model_for(runner.framework)),
+            self.runners.model_key(spec.model_for(getattr(runner, "inner", runner.framework))),
+            tuple(runner.input_specs()),  # runners of one module may be told other specs
             _freeze(case.shapes),
             spec.seed,
             _freeze(spec.val_range),
@@ -92,14 +93,22 @@ class CaseRunner:
             _freeze(spec.inputs),
         )
         if key not in self._feeds:
-            self._feeds[key] = make_feeds(
-                runner,
-                inputs=spec.inputs,
-                seed=spec.seed,
-                val_range=spec.val_range,
-                shapes=case.shapes,
-                iterations=spec.iterations,
-            )
+            try:
+                self._feeds[key] = make_feeds(
+                    runner,
+                    inputs=spec.inputs,
+                    seed=spec.seed,
+                    val_range=spec.val_range,
+                    shapes=case.shapes,
+                    iterations=spec.iterations,
+                )
+            except InputDataError as exc:
+                if case.shape_id != "cli":
+                    raise
+                raise InputDataError(
+                    f"{exc} (--trt-input-shapes replaces the test's shape sets: give every "
+                    "dynamic input there, e.g. --trt-input-shapes=input_ids:1x8,attention_mask:1x8)"
+                ) from None
         return self._feeds[key]
 
     def expected(self, spec: CompareSpec, case: Case) -> tuple[Any, list[dict[str, np.ndarray]]]:
@@ -207,7 +216,7 @@ class CaseRunner:
         self, spec: CompareSpec, case: Case, target: Any, reference: Any, feeds: list[Feed]
     ) -> Outcome:
         """outputs="all": the grouped, memory-bounded road of `compare_layers`, per feed."""
-        mode = self.layers_override or spec.layers or self.layers_default or "gate"
+        mode = self._layers_mode(spec)
         results, failing = [], None
         for feed in feeds:
             kept: dict[str, tuple[Any, Any]] = {}
@@ -224,6 +233,22 @@ class CaseRunner:
                 failing = ({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()})
             results.append(result)
         return self._settled(spec, case, results, (target, reference), failing, feeds)
+
+    def _golden_result(
+        self, spec: CompareSpec, target: Any, outputs: Any, stored: Any, tolerance: Any
+    ) -> ComparisonResult:
+        """The target against its golden; per layer (outputs="all") as compare_layers
+        reports: the target's order, float tensors, the first divergence."""
+        if spec.outputs != "all":
+            return compare_outputs(outputs, stored, tolerance)
+        names, view = golden_layer_plan(target, stored, spec.layer_dtypes or "float")
+        result = compare_outputs(outputs, stored, tolerance, names=names)
+        view = dataclasses.replace(view, mode=self._layers_mode(spec))
+        return dataclasses.replace(result, per_layer=True, layers=view)
+
+    def _layers_mode(self, spec: CompareSpec) -> str:
+        """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""
+        return self.layers_override or spec.layers or self.layers_default or "gate"
 
     def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
         """--trt-debug-precision applies to reduced precision on an ONNX model's own runner."""
@@ -295,7 +320,7 @@ class CaseRunner:
             stored = goldens.read(path)  # read back: the comparison checks what was written
         assert stored is not None
         goldens.compared(path)
-        result = compare_outputs(outputs, stored.outputs, tolerance)
+        result = self._golden_result(spec, target, outputs, stored.outputs, tolerance)
         outcome = compared(
             [result],
             source="golden",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,25 @@ def layer_plan(
     for runner in (target, reference):  # the reference's names win
         known.update({layer.tensor: layer for layer in runner.layers or ()})
     order = getattr(reference, "layer_order", None) or reference.output_names()
-    available = set(target.output_names())
+    return _plan(known, order, set(target.output_names()), layer_dtypes, target)
+
+
+def golden_layer_plan(
+    target: Runner, stored: Iterable[str], layer_dtypes: str = "float"
+) -> tuple[list[str], LayerView]:
+    """`layer_plan` against a golden of every layer: the target's order and graph."""
+    known = {layer.tensor: layer for layer in target.layers or ()}
+    order = getattr(target, "layer_order", None) or target.output_names()
+    return _plan(known, order, set(stored), layer_dtypes, target)
+
+
+def _plan(
+    known: dict[str, Layer],
+    order: Sequence[str],
+    available: set[str],
+    layer_dtypes: str,
+    target: Runner,
+) -> tuple[list[str], LayerView]:
     names = [name for name in order if name in available]
     kept = [
         name

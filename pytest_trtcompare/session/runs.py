@@ -21,6 +21,7 @@ from ..engine.compare import ComparisonResult, compare_outputs
 from ..engine.tolerance import ToleranceSpec
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners.base import Runner
+from ..runners.onnx_model import file_digest
 from .layers import LAYER_GROUP, compare_layers
 
 __all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
@@ -53,8 +54,8 @@ class RunnerCache:
                 return ("path", str(path))  # the runner reports the missing file
             stat = path.stat()
             file_key = (str(path.resolve()), stat.st_mtime, stat.st_size)
-            if file_key not in self._digests:
-                self._digests[file_key] = hashlib.sha256(path.read_bytes()).hexdigest()
+            if file_key not in self._digests:  # the weights beside it count (file_digest)
+                self._digests[file_key] = file_digest(path)
             return ("onnx", self._digests[file_key])
         if type(model).__name__ == "ModelProto" and hasattr(model, "SerializeToString"):
             # hashing a big model costs; do it once per object (kept alive, so ids stay unique)

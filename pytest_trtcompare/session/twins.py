@@ -64,6 +64,7 @@ class Twin:
         self._how_outputs = ""
         self._renamed: dict[str, str] = {}  # twin output name -> reference name
         self._set_aside: list[str] = []
+        self._output_hint = ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runner, name)
@@ -94,6 +95,11 @@ class Twin:
             self._renamed = {g: w for g, w in zip(got, want, strict=True) if g != w}
         else:
             self._how_outputs = "by name"  # the comparison names what is missing
+            self._output_hint = (
+                f"outputs neither by name nor by position: the twin returns {got}, the "
+                f"reference {want}; give the twin output_names=[...] ({len(got)} names) or "
+                "outputs=[...] (the ones to compare)"
+            )
 
     @property
     def binding_note(self) -> str:
@@ -105,6 +111,8 @@ class Twin:
         if self._renamed:
             renamed = ", ".join(f"{g} -> {w}" for g, w in self._renamed.items())
             parts.append(f"outputs by position: {renamed}")
+        if self._output_hint:
+            parts.append(self._output_hint)
         return "; ".join(parts)
 
     def describe(self) -> dict[str, Any]:

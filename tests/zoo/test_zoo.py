@@ -212,7 +212,7 @@ def planted():
         ]
     )
     result.stdout.fnmatch_lines(  # the legacy export folded each BatchNorm into its Conv
-        ["torch modules with no ONNX counterpart (not compared): conv1, layer1.0.conv1,*"]
+        ["torch module outputs with no ONNX counterpart (not compared): conv1, layer1.0.conv1,*"]
     )
 
 
