@@ -64,13 +64,15 @@ def concrete_shape(spec: TensorSpec, shapes: Mapping[str, Sequence[int]] | None)
         return shape
     if spec.shape is None:
         raise InputDataError(
-            f"input {spec.describe()} has no known rank: give its shape, e.g. "
-            f"shapes={{{spec.name!r}: (2, 4)}} or @pytest.mark.shapes"
+            f"input {spec.describe()} has no known rank: give its whole shape in "
+            f"@pytest.mark.shapes or shapes=, e.g. {{{spec.name!r}: (2, 3, 224, 224)}} for an "
+            "image batch"
         )
     if spec.is_dynamic:
+        example = tuple(d if isinstance(d, int) and d >= 0 else 1 for d in spec.shape)
         raise InputDataError(
-            f"input {spec.describe()} has dynamic dimensions: give its shape, e.g. "
-            f"shapes={{{spec.name!r}: (1, ...)}} or @pytest.mark.shapes"
+            f"input {spec.describe()} has dynamic dimensions: give its shape in "
+            f"@pytest.mark.shapes or shapes=, e.g. {{{spec.name!r}: {example}}}"
         )
     assert spec.shape is not None
     return tuple(int(d) for d in spec.shape)  # type: ignore[arg-type]

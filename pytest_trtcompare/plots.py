@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def _pyplot() -> Any:
 
 
 def _save(plt: Any, figure: Any, path: Path) -> Path:
-    figure.tight_layout()
+    with warnings.catch_warnings():  # "Tight layout not applied": a picture, not the user's
+        warnings.simplefilter("ignore", UserWarning)
+        figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path

@@ -27,11 +27,21 @@ class Talks(torch.nn.Module):
 class NeedsTwo(torch.nn.Module):
     def forward(self, x, y):
         return x + y
+
+
+class ThirdFeedBreaks(torch.nn.Module):
+    calls = 0
+
+    def forward(self, x):
+        ThirdFeedBreaks.calls += 1
+        if ThirdFeedBreaks.calls == 3:
+            raise ValueError("the third feed broke it")
+        return x
 """
 
 TESTS = """
 import pytest
-from models import Broken, NeedsTwo, Talks
+from models import Broken, NeedsTwo, Talks, ThirdFeedBreaks
 
 
 @pytest.mark.compare_frameworks(model=Broken(), frameworks=["torch"])
@@ -51,6 +61,12 @@ def test_in_the_body(runners):
     runners.torch(Broken()).infer({"x": np.ones((2, 3), np.float32)})
 
 
+@pytest.mark.compare_frameworks(model=ThirdFeedBreaks(), frameworks=["torch"], iterations=3)
+@pytest.mark.shapes({"x": (2, 3)})
+def test_one_iteration_breaks():
+    pass
+
+
 def test_missing_parameter(runners):
     import numpy as np
     runners.torch(NeedsTwo()).infer({"x": np.ones(2, np.float32)})
@@ -67,16 +83,19 @@ def project(pytester):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_framework_errors_are_one_message(project, xdist):
     result = run(project, "-rfE", *xdist)
-    result.assert_outcomes(failed=2, errors=2)
+    result.assert_outcomes(failed=2, errors=3)
     result.stdout.fnmatch_lines_random(
         [
             "InferenceError: torch-fp32 failed running the model on x: float32[[]2, 3[]]: "
             "RuntimeError: shape '[[]7, 7[]]' is invalid for input of size 6 (at models.py:6 in "
             "forward)",
             "InvalidOutputError: output 'caption' is str ('a cat'), not a tensor: the torch "
-            "runner compares tensors, numbers, and tuples, lists, dicts or dataclasses of them",
+            "runner compares tensors, numbers, and tuples, lists, dicts or dataclasses of them; "
+            "outputs=[[]...[]] selects the ones to compare",
             "FeedError: torch-fp32: feed lacks required input(s) [[]'y'[]] of forward(x, y); it "
             "has [[]'x'[]]",
+            "InferenceError: iteration 2 of 3: torch-fp32 failed running the model on x: "
+            "float32[[]2, 3[]]: ValueError: the third feed broke it (at models.py:* in forward)",
         ]
     )
     out = result.stdout.str()
@@ -86,7 +105,7 @@ def test_framework_errors_are_one_message(project, xdist):
 
 
 def test_long_tracebacks_show_the_library_frames_and_none_of_ours(project):
-    result = run(project, "--tb=long", "-k", "marked or body")
+    result = run(project, "--tb=long", "-k", "test_marked or body")
     result.assert_outcomes(failed=1, errors=1)
     out = result.stdout.str()
     assert out.count("the library's traceback (--tb=long / -vv; frames of pytest-trtcompare") == 2

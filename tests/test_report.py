@@ -163,3 +163,24 @@ def test_would_pass_with_prints_bounds_that_pass():
     assert compare_outputs({"o": actual}, {"o": expected}, atol=1.001, rtol=1e-3).passed
     ratios = re.findall(r"(\S+)x\n", text.split("worst elements:")[1])
     assert ratios and all(float(r) > 1 for r in ratios)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_value_beyond_the_actual_dtypes_range_is_called_saturated(dtype):
+    """An attention mask's float32 minimum becomes -inf in float16 / bfloat16: the report
+    says why and what to do (issue 22 new-user trial: per-layer BERT at fp16)."""
+    from pytest_trtcompare.engine.arrays import dtype_from_name
+
+    expected = np.array([0.5, -3.4028235e38], np.float32)
+    with np.errstate(over="ignore"):
+        actual = expected.astype(dtype_from_name(dtype))
+    text = compare_outputs({"mask": actual}, {"mask": expected}, atol=1e-2, rtol=1e-2).report()
+    largest = "65504" if dtype == "float16" else "3.38953e+38"
+    assert (
+        f"  saturated: expected -3.40282e+38 is beyond {dtype}'s range (±{largest}); a mask or "
+        "bias constant (an attention mask's float32 minimum) saturates harmlessly before a "
+        "softmax: let the model outputs decide (layers='report') or give this tensor its own "
+        "tolerance"
+    ) in text.splitlines()
+    within = compare_outputs({"x": np.float16([600.0])}, {"x": np.float32([1.0])}).report()
+    assert "saturated" not in within

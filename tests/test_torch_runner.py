@@ -376,3 +376,29 @@ def test_a_val_range_name_that_is_no_input_nor_dtype_is_an_error():
     assert make_feeds(runner, shapes=shapes, val_range={"input_ids": (1, 1), "float16": (0, 1)})
     with pytest.raises(InputDataError, match=r"val_range names \['input_id'\], which is neither"):
         make_feeds(runner, shapes=shapes, val_range={"input_id": (1, 1)})
+
+
+def test_an_index_past_a_table_says_how_far_the_integer_inputs_reach():
+    class Small(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.nn.Embedding(2, 3)
+
+        def forward(self, kinds: torch.LongTensor):
+            return self.table(kinds)
+
+    runner = runners.create("torch", Small())
+    feed = make_feeds(runner, shapes={"kinds": (2, 8)}, seed=3)[0]
+    with pytest.raises(InferenceError) as info:
+        runner.infer(feed)
+    assert "IndexError: index out of range in self" in str(info.value)
+    assert (
+        f"(an integer input may index past a table's rows: kinds up to {feed['kinds'].max()}; "
+        "synthetic integers are drawn from [0, 10] unless the model says its table's size: "
+        "bound the input, val_range={'kinds': (0, rows - 1)})"
+    ) in str(info.value)
+
+
+def test_a_non_tensor_output_left_out_by_outputs_is_never_read():
+    out = runners.create("torch", Structured("string"), outputs=["y"]).infer({"x": ones(1)})
+    assert list(out) == ["y"]

@@ -191,7 +191,7 @@ def test_command_line_shapes_that_leave_an_input_out_say_where_to_give_it(pytest
     result.stdout.fnmatch_lines(
         [
             "InputDataError: input mask: float32[[]batch, 4[]] has dynamic dimensions: give its "
-            "shape, * (--trt-input-shapes replaces the test's shape sets: give every dynamic "
-            "input there, *"
+            "shape in @pytest.mark.shapes or shapes=, e.g. {'mask': (1, 4)} (--trt-input-shapes "
+            "replaces the test's shape sets: give every dynamic input there, *"
         ]
     )

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+import numpy as np
+
 from ._decades import CAP_DECADE as _CAP_DECADE
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
@@ -124,6 +126,33 @@ def format_pass(out: OutputComparison) -> str:
     return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
 
 
+def _saturation(dtype_name: str, expected: float) -> str:
+    """A line when the worst expected value lies beyond the actual dtype's finite range (a
+    float32 attention mask of -3.4e38 becomes -65504 or -inf in float16 / bfloat16)."""
+    from .arrays import dtype_from_name
+
+    try:
+        dtype = dtype_from_name(dtype_name)
+    except ValueError:
+        return ""
+    if dtype.kind not in "fV" or dtype.itemsize > 2:
+        return ""
+    try:
+        import ml_dtypes
+
+        largest = float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
+    except (ImportError, ValueError, TypeError):
+        largest = float(np.finfo(dtype).max) if dtype.kind == "f" else math.inf
+    if not math.isfinite(expected) or abs(expected) <= largest:
+        return ""
+    return (
+        f"saturated: expected {num(expected, 6)} is beyond {dtype_name}'s range "
+        f"(±{num(largest, 6)}); a mask or bias constant (an attention mask's float32 minimum) "
+        "saturates harmlessly before a softmax: let the model outputs decide "
+        "(layers='report') or give this tensor its own tolerance"
+    )
+
+
 def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     if out.problem is not None:
         return [f"{out.name} ({out.actual_dtype} vs {out.expected_dtype}): {out.problem}"]
@@ -154,6 +183,9 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
             f"  greatest abs error {num(ga.abs_error)} at {ga.index}: actual {num(ga.actual, 6)} "
             f"expected {num(ga.expected, 6)} (rel {num(ga.rel_error)})"
         )
+        saturated = _saturation(out.actual_dtype, ga.expected)
+        if saturated:
+            lines.append(f"  {saturated}")
     if out.greatest_rel is not None:
         gr = out.greatest_rel
         lines.append(

@@ -164,6 +164,8 @@ def build_settings(config: pytest.Config) -> Settings:
         repeat.append(f"--trt-precision={','.join(precisions)}")
     if config.getoption("trtcompare_goldens_dir"):
         repeat.append(shlex.quote(f"--goldens-dir={goldens_root}"))
+    if config.getoption("trt_input_shapes"):  # item ids end in '-cli' only with it
+        repeat.append(shlex.quote(f"--trt-input-shapes={config.getoption('trt_input_shapes')}"))
     return Settings(
         precisions=precisions,
         tolerances=_tolerances(config),

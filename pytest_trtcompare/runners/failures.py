@@ -30,7 +30,7 @@ def inference_error(runner: Any, feed: Mapping[str, Any], error: BaseException) 
     where = _library_frame(error)
     if where:
         text += f" ({where})"
-    hint = _dtype_hint(runner, feed, error)
+    hint = _dtype_hint(runner, feed, error) or _range_hint(feed, error)
     if hint:
         text += f"\n{hint}"
     failure = InferenceError(text)
@@ -114,6 +114,29 @@ def library_traceback(error: BaseException) -> str:
         [frame for frame in summary.stack if not _is_ours(frame.filename)]
     )
     return "".join(summary.format()).rstrip()
+
+
+_INDEX_WORDS = re.compile(r"index out of range|out of bounds|index \S+ is out", re.IGNORECASE)
+
+
+def _range_hint(feed: Mapping[str, Any], error: BaseException) -> str:
+    """An index past a table's rows: say which integer inputs reach how far, and how to bound
+    them (synthetic integers default to [0, 10])."""
+    if not _INDEX_WORDS.search(str(error)):
+        return ""
+    reach = {
+        name: int(value.max())
+        for name, value in feed.items()
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.size
+    }
+    if not reach:
+        return ""
+    shown = ", ".join(f"{name} up to {top}" for name, top in reach.items())
+    return (
+        f"(an integer input may index past a table's rows: {shown}; synthetic integers are "
+        "drawn from [0, 10] unless the model says its table's size: bound the input, "
+        f"val_range={{{next(iter(reach))!r}: (0, rows - 1)}})"
+    )
 
 
 _DTYPE_WORDS = re.compile(r"Long|Int\b|integer|scalar type|dtype|indices", re.IGNORECASE)

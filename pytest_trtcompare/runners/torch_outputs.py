@@ -7,8 +7,10 @@ order in which `torch.onnx.export` flattens the outputs it writes, so the n-th l
 export's n-th output. `None` entries are left out (as pytree and `ModelOutput` do). A key/value
 cache that pytree does not know (transformers' `DynamicCache`: `layers[i].keys / .values`, or
 older `key_cache` / `value_cache` lists) gives `<path>.<layer>.key` and `<path>.<layer>.value`.
-Python numbers become 0-d arrays; anything else (a string, an object) is an error naming its
-path.
+An encoder-decoder cache gives `<path>.self_attention_cache.<layer>.key` ... and
+`<path>.cross_attention_cache.<layer>.value`. Python numbers become 0-d arrays; anything
+else (a string, an object) is a `NotATensor` leaf, an error naming its path when it is to be
+compared (`outputs=[...]` can leave it out).
 """
 
 from __future__ import annotations
@@ -70,16 +72,32 @@ def _leaves(
             for index, (key, val) in enumerate(cache):
                 yield (*path, str(index), "key"), key
                 yield (*path, str(index), "value"), val
+        elif _is_encoder_decoder_cache(leaf):  # transformers' EncoderDecoderCache (T5, BART)
+            for part in ("self_attention_cache", "cross_attention_cache"):
+                yield from _leaves(pytree, {part: getattr(leaf, part)}, path)
         elif dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
             fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
             yield from _leaves(pytree, fields, path)
         else:
-            where = ".".join(path) or "the output"
-            raise InvalidOutputError(
-                f"output {where!r} is {type(leaf).__name__} ({_short(leaf)}), not a tensor: "
-                "the torch runner compares tensors, numbers, and tuples, lists, dicts or "
-                "dataclasses of them"
-            )
+            yield path, NotATensor(".".join(path) or "the output", leaf)
+
+
+class NotATensor:
+    """An output leaf the runner cannot compare; an error only if it is to be compared."""
+
+    def __init__(self, where: str, value: Any) -> None:
+        self.error = InvalidOutputError(
+            f"output {where!r} is {type(value).__name__} ({_short(value)}), not a tensor: the "
+            "torch runner compares tensors, numbers, and tuples, lists, dicts or dataclasses of "
+            "them; outputs=[...] selects the ones to compare"
+        )
+
+
+def _is_encoder_decoder_cache(value: Any) -> bool:
+    return all(
+        _cache_layers(getattr(value, part, None)) is not None
+        for part in ("self_attention_cache", "cross_attention_cache")
+    )
 
 
 def _key_text(key: Any) -> str:

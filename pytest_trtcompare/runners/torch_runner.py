@@ -28,7 +28,7 @@ from ..errors import (
 from .base import Layer, Runner, TensorSpec, specs_from
 from .torch_binding import ForwardSignature
 from .torch_layers import ModuleTaps
-from .torch_outputs import flatten_outputs, to_numpy
+from .torch_outputs import NotATensor, flatten_outputs, to_numpy
 
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -60,6 +60,21 @@ def _device_name(torch: Any, device: Any) -> str:
         f"torch runner: device={device!r} ({type(device).__name__}) is not a torch device; "
         "give 'cpu', 'cuda' or 'cuda:N'"
     )
+
+
+#: Hugging Face inputs that index a table, and the config field that says its rows.
+_TABLE_SIZES = {
+    "input_ids": "vocab_size",
+    "decoder_input_ids": "vocab_size",
+    "token_type_ids": "type_vocab_size",
+    "position_ids": "max_position_embeddings",
+}
+
+
+def _array(value: Any) -> np.ndarray:
+    if isinstance(value, NotATensor):
+        raise value.error
+    return to_numpy(value)
 
 
 class TorchRunner(Runner):
@@ -146,10 +161,12 @@ class TorchRunner(Runner):
             dtype = str(known.dtype).removeprefix("torch.")
         else:
             dtype = self.signature.annotated_dtype(name) or "float32"
-        vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+        rows = getattr(getattr(model, "config", None), _TABLE_SIZES.get(name, "vocab_size"), None)
         value_range = None
-        if name.endswith("input_ids") and isinstance(vocab, int) and vocab > 0:
-            value_range = (0.0, float(vocab - 1))
+        if (name in _TABLE_SIZES or name.endswith("input_ids")) and isinstance(rows, int):
+            value_range = (0.0, float(rows - 1)) if rows > 0 else None
+            if value_range and known is None and self.signature.annotated_dtype(name) is None:
+                dtype = "int64"  # it indexes a table: an integer, whatever its annotation says
         return TensorSpec(name, dtype, None, value_range=value_range)
 
     def specs_for(self, names: Sequence[str]) -> list[TensorSpec]:
@@ -232,9 +249,7 @@ class TorchRunner(Runner):
         with self.torch.inference_mode(), self._matmul_mode(), taps:
             result = self.module(*args, **kwargs)
         named = self._name_outputs(result)
-        outputs = {
-            name: to_numpy(value) for name, value in named if wanted is None or name in wanted
-        }
+        outputs = {name: _array(value) for name, value in named if wanted is None or name in wanted}
         if self._taps is not None:
             if self._layers is None:
                 self._layers = self._taps.layers(named, self._produced or [])

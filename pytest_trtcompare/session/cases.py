@@ -10,6 +10,7 @@ as one `Outcome` (session/outcome.py), whatever happened.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..debug import explain_failure
 from ..engine.compare import ComparisonResult, compare_outputs
-from ..errors import InputDataError, RunnerSkip, TrtCompareError
+from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
 from ..goldens.interop import load_reference
 from ..goldens.store import Golden, GoldenError, model_change_note
 from ..inputs import Feed
@@ -33,7 +34,7 @@ from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
 from .spec import CompareSpec
 from .torch_layers import TorchLayers
-from .twins import as_twin
+from .twins import ExportSpecs, as_twin
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
@@ -119,7 +120,10 @@ class CaseRunner:
         feeds = self.feeds(spec, reference, case)
         key = (id(reference), id(feeds))
         if key not in self._expected:
-            self._expected[key] = [reference.infer(feed) for feed in feeds]
+            self._expected[key] = [
+                _numbered(reference.infer, feed, index, len(feeds))
+                for index, feed in enumerate(feeds)
+            ]
             while len(self._expected) > _REFERENCE_CACHE:
                 self._expected.popitem(last=False)
         self._expected.move_to_end(key)
@@ -155,8 +159,8 @@ class CaseRunner:
             names = [name for name in expected[0] if name in available]
         tolerance = self.tolerance(spec, case.precision)
         results, failing = [], None
-        for feed, want in zip(feeds, expected, strict=True):
-            got = target.infer(feed)
+        for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
+            got = _numbered(target.infer, feed, index, len(feeds))
             result = compare_outputs(got, want, tolerance, names=names)
             if failing is None and not result.passed:
                 failing = (got, want)  # kept for the failure artifacts
@@ -295,6 +299,8 @@ class CaseRunner:
     ) -> Outcome:
         # first the runner: what cannot run here skips, whether or not its golden exists
         target = self.runner(spec, case.target, case.precision, case)
+        if case.target.split(":")[0] in spec.models and _is_onnx(spec.model):
+            target = as_twin(target, ExportSpecs(load_model(spec.model).proto))
         try:
             stored = goldens.read(path)
         except GoldenError as exc:  # damaged, or not a file: nothing to compare with
@@ -333,6 +339,26 @@ class CaseRunner:
         if updating:
             return dataclasses.replace(outcome, kind=Kind.GOLDEN_WRITTEN, arrays=None)
         return outcome
+
+
+def _numbered(infer: Any, feed: Feed, index: int, total: int) -> dict[str, np.ndarray]:
+    """infer(feed); a framework's error says which iteration's feed it failed on."""
+    try:
+        outputs: dict[str, np.ndarray] = infer(feed)
+    except InferenceError as exc:
+        if total < 2:
+            raise
+        failure = InferenceError(f"iteration {index} of {total}: {exc}")
+        failure.details = exc.details
+        raise failure from exc.__cause__
+    return outputs
+
+
+def _is_onnx(model: Any) -> bool:
+    """A path, bytes or ModelProto: an ONNX model, which a twin's golden is fed as."""
+    return isinstance(model, (str, os.PathLike, bytes, bytearray)) or (
+        type(model).__name__ == "ModelProto"
+    )
 
 
 def _guarded(run: Any) -> Outcome:

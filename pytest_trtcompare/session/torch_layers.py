@@ -85,7 +85,8 @@ class TorchLayers(Twin):
     """A torch runner built with outputs="all", read under the ONNX reference's tensor names."""
 
     def __init__(self, runner: Any, reference: Any, model: onnx.ModelProto) -> None:
-        super().__init__(runner, input_map(reference.input_specs(), runner), [])
+        inputs = input_map(reference.input_specs(), runner)
+        super().__init__(runner, inputs, [], reference.input_specs())
         self._reference = reference
         self._model = model
         self._onnx_outputs = [vi.name for vi in model.graph.output]

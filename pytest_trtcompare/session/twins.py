@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import onnx
 
 from ..errors import FeedError
 from ..runners.base import TensorSpec
+from ..runners.onnx_graph import graph_input_specs
 
 
 def input_map(reference: Sequence[TensorSpec], twin: Any) -> dict[str, tuple[str, str]]:
@@ -54,11 +56,33 @@ def input_map(reference: Sequence[TensorSpec], twin: Any) -> dict[str, tuple[str
     )
 
 
+class ExportSpecs:
+    """An ONNX export's inputs and outputs, standing for the reference where there is no
+    reference runner (golden=True): a twin's golden is fed and named as the export is."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self._specs = graph_input_specs(model)
+        self._outputs = [vi.name for vi in model.graph.output]
+
+    def input_specs(self) -> list[TensorSpec]:
+        return list(self._specs)
+
+    def output_names(self) -> list[str]:
+        return list(self._outputs)
+
+
 class Twin:
     """The twin runner, fed and read under the reference's names."""
 
-    def __init__(self, runner: Any, inputs: dict[str, tuple[str, str]], outputs: list[str]):
+    def __init__(
+        self,
+        runner: Any,
+        inputs: dict[str, tuple[str, str]],
+        outputs: list[str],
+        specs: list[TensorSpec] | None = None,
+    ) -> None:
         self._runner = runner
+        self._specs = specs  # the reference's inputs: what the twin is fed
         self._inputs = inputs  # reference name -> (twin name, how)
         self._outputs = outputs  # the reference's output names, in order
         self._how_outputs = ""
@@ -68,6 +92,13 @@ class Twin:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runner, name)
+
+    def input_specs(self) -> list[TensorSpec]:
+        return list(self._specs) if self._specs is not None else self._runner.input_specs()
+
+    def specs_for(self, names: list[str]) -> list[TensorSpec]:
+        """Shapes name the reference's inputs, whose specs are all known."""
+        return [] if self._specs is not None else list(self._runner.specs_for(names))
 
     def output_names(self) -> list[str]:
         if self._how_outputs:
@@ -142,4 +173,4 @@ def as_twin(twin: Any, reference: Any) -> Any:
         and len(outputs) == len(twin.output_names())
     ):
         return twin
-    return Twin(twin, inputs, outputs)
+    return Twin(twin, inputs, outputs, reference.input_specs())

@@ -30,6 +30,34 @@ class Zoo:
         return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _imports_before_pytester(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Import, in this process, what the zoo's models and torch.onnx.export import lazily.
+
+    pytester's in-process runs drop the modules first imported inside them; some of torch's
+    register process-wide state when imported (torch._inductor's cache artifacts), and an
+    export after a run that dropped them fails ("Artifact of type=autotune already
+    registered"). A forward of each model and one small export here import them for good."""
+    import warnings
+
+    import torch
+
+    from pytest_trtcompare import runners
+    from pytest_trtcompare.session.runs import make_feeds
+
+    for name in models.NAMES:
+        entry = models.build(name)
+        runner = runners.create("torch", entry.module)
+        runner.infer(make_feeds(runner, shapes=entry.shapes)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            torch.nn.Linear(2, 2),
+            (torch.ones(1, 2),),
+            str(tmp_path_factory.mktemp("warm") / "l.onnx"),
+        )
+
+
 @pytest.fixture(scope="session")
 def zoo(tmp_path_factory: pytest.TempPathFactory) -> Zoo:
     base = tmp_path_factory.getbasetemp()
