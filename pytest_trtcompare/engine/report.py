@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from ._decades import CAP_DECADE as _CAP_DECADE
+from .arrays import dtype_from_name
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 
@@ -129,8 +130,6 @@ def format_pass(out: OutputComparison) -> str:
 def _saturation(dtype_name: str, expected: float) -> str:
     """A line when the worst expected value lies beyond the actual dtype's finite range (a
     float32 attention mask of -3.4e38 becomes -65504 or -inf in float16 / bfloat16)."""
-    from .arrays import dtype_from_name
-
     try:
         dtype = dtype_from_name(dtype_name)
     except ValueError:

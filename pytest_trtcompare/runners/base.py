@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..engine.arrays import dtype_from_name
 from ..engine.tolerance import PRECISIONS
 from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
 
@@ -118,8 +119,6 @@ def _spec_of(name: str, item: Any, default_dtype: str) -> TensorSpec:
 
 
 def _checked(spec: TensorSpec) -> TensorSpec:
-    from ..engine.arrays import dtype_from_name
-
     try:
         dtype_from_name(spec.dtype)
     except ValueError as exc:

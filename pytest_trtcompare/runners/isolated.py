@@ -80,7 +80,7 @@ def _unpack_value(item: Any) -> Any:
     if item[0] == "seq":
         return [_unpack_value(v) for v in item[1]]
     kind, token, shape, data = item
-    dtype = np.dtype(token) if token[:1] in "<>|=" else dtype_from_name(token)
+    dtype = dtype_from_name(token)  # '<f4' and 'bfloat16' alike
     if kind == "file":
         return np.fromfile(data, dtype=dtype).reshape(shape)
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()

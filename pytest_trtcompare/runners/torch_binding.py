@@ -91,11 +91,6 @@ class ForwardSignature:
                 return dtype
         return None
 
-    def accepts(self, name: str) -> bool:
-        if self.positional_names is not None or not self.known:
-            return True  # checked against input_names / left to the model
-        return name in self.names or self.var_keyword or self.var_positional
-
     def bind(self, feed: Mapping[str, Any], runner: str) -> tuple[list[Any], dict[str, Any]]:
         """(args, kwargs) for the call; FeedError for a missing required or an unknown name."""
         if self.positional_names is not None:
@@ -149,9 +144,6 @@ class ForwardSignature:
                 f"arguments of {self.text}"
             )
         return [feed[name] for name in names], {}
-
-    def describe(self) -> str:
-        return self.text
 
 
 _ANNOTATED_DTYPES = (

@@ -129,12 +129,10 @@ class TorchRunner(Runner):
                 t.is_floating_point() and (t.dtype != self.dtype or t.device != self.device)
                 for t in [*model.parameters(), *model.buffers()]
             )
-            module = copy.deepcopy(model) if needs_cast else model  # never change the user's
-            module = module.to(device=self.device, dtype=self.dtype) if needs_cast else module
-            if module.training:
-                module = copy.deepcopy(module) if module is model else module
-                module.eval()
-            return module
+            if not needs_cast and not model.training:
+                return model  # used as it is: nothing to cast, nothing to switch to eval
+            copied = copy.deepcopy(model)  # never change the user's module
+            return copied.to(device=self.device, dtype=self.dtype).eval()
         if callable(model):
             return model  # a function: its inputs are cast, its weights are its own business
         raise FeedError(
@@ -157,15 +155,16 @@ class TorchRunner(Runner):
         except Exception:
             dummy = None
         known = dummy.get(name) if isinstance(dummy, Mapping) else None
+        annotated = self.signature.annotated_dtype(name)
         if known is not None and hasattr(known, "dtype"):
             dtype = str(known.dtype).removeprefix("torch.")
         else:
-            dtype = self.signature.annotated_dtype(name) or "float32"
+            dtype = annotated or "float32"
         rows = getattr(getattr(model, "config", None), _TABLE_SIZES.get(name, "vocab_size"), None)
         value_range = None
         if (name in _TABLE_SIZES or name.endswith("input_ids")) and isinstance(rows, int):
             value_range = (0.0, float(rows - 1)) if rows > 0 else None
-            if value_range and known is None and self.signature.annotated_dtype(name) is None:
+            if value_range and known is None and annotated is None:
                 dtype = "int64"  # it indexes a table: an integer, whatever its annotation says
         return TensorSpec(name, dtype, None, value_range=value_range)
 
@@ -292,5 +291,5 @@ class TorchRunner(Runner):
             "version": self.torch.__version__,
             "device": str(self.device),
             "precision_route": route,
-            "forward": self.signature.describe(),
+            "forward": self.signature.text,
         }

@@ -70,6 +70,7 @@ class CaseRunner:
         self._feeds: dict[Hashable, list[Feed]] = {}
         self._expected: OrderedDict[Hashable, list[dict[str, np.ndarray]]] = OrderedDict()
         self._saved: dict[Path, Golden] = {}
+        self._exports: dict[Hashable, Any] = {}  # model key -> the ONNX model twins follow
 
     def runner(self, spec: CompareSpec, framework: str, precision: str, case: Case) -> Any:
         options = dict(spec.options.get(framework.split(":")[0], {}))
@@ -173,9 +174,16 @@ class CaseRunner:
         kinds = [getattr(runner, "inner", runner.framework) for runner in (target, reference)]
         if spec.outputs == "all" and kinds[0] == "torch" and kinds[1] != "torch":
             loaded = getattr(reference, "loaded", None)
-            proto = loaded.proto if loaded is not None else load_model(spec.model).proto
+            proto = loaded.proto if loaded is not None else self._export(spec.model)
             return TorchLayers(target, reference, proto)
         return as_twin(target, reference)
+
+    def _export(self, model: Any) -> Any:
+        """The marker's ONNX model, loaded once per model for the twins that need its graph."""
+        key = self.runners.model_key(model)
+        if key not in self._exports:
+            self._exports[key] = load_model(model).proto
+        return self._exports[key]
 
     def _settled(
         self,
@@ -300,7 +308,7 @@ class CaseRunner:
         # first the runner: what cannot run here skips, whether or not its golden exists
         target = self.runner(spec, case.target, case.precision, case)
         if case.target.split(":")[0] in spec.models and _is_onnx(spec.model):
-            target = as_twin(target, ExportSpecs(load_model(spec.model).proto))
+            target = as_twin(target, ExportSpecs(self._export(spec.model)))
         try:
             stored = goldens.read(path)
         except GoldenError as exc:  # damaged, or not a file: nothing to compare with

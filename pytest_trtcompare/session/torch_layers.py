@@ -13,6 +13,7 @@ identities, dropout) are listed in the report, not failed.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -31,16 +32,19 @@ def match_modules(
     """(torch output name -> ONNX tensor, torch outputs without a counterpart)."""
     modules = {tap.node for tap in taps}
     exits = module_exits(model, node_scopes(model, modules))
-    calls: dict[str, int] = {}
+    call_of = {tap.tensor: _call_of(tap) for tap in taps}
+    calls = Counter(tap.node for tap in taps if call_of[tap.tensor] is not None)
+    exit_of: dict[str, str | None] = {}  # each tap's exit tensor, before the float filter
     for tap in taps:
-        if _call_of(tap) is not None:
-            calls[tap.node] = calls.get(tap.node, 0) + 1
+        call = call_of[tap.tensor]
+        exit_of[tap.tensor] = (
+            None if call is None else _exit(exits, tap.node, call, calls[tap.node])
+        )
     matched: dict[str, str] = {}
     folded: set[str] = set()  # Conv outputs the export folded a BatchNorm into
     previous: str | None = None
     for tap in taps:
-        call = _call_of(tap)
-        tensor = None if call is None else _exit(exits, tap.node, call, calls[tap.node])
+        tensor = exit_of[tap.tensor]
         tensor = tensor if tensor in float_tensors else None
         if tensor is None and previous in matched and "BatchNorm" in tap.op:
             tensor = matched.pop(previous)  # folded into the Conv before it (legacy export)
@@ -52,8 +56,7 @@ def match_modules(
     unmatched = [
         tap.tensor
         for tap in taps
-        if tap.tensor not in matched
-        and (tap.tensor in folded or _exit_of(exits, tap, calls) not in shared)
+        if tap.tensor not in matched and (tap.tensor in folded or exit_of[tap.tensor] not in shared)
     ]
     return matched, unmatched
 
@@ -76,20 +79,15 @@ def _exit(exits: Mapping[Scope, list[str]], module: str, call: int, calls: int) 
     return shared[-1] if calls == 1 and shared else None
 
 
-def _exit_of(exits: Mapping[Scope, list[str]], tap: Layer, calls: Mapping[str, int]) -> Any:
-    call = _call_of(tap)
-    return None if call is None else _exit(exits, tap.node, call, calls[tap.node])
-
-
 class TorchLayers(Twin):
     """A torch runner built with outputs="all", read under the ONNX reference's tensor names."""
 
     def __init__(self, runner: Any, reference: Any, model: onnx.ModelProto) -> None:
         inputs = input_map(reference.input_specs(), runner)
-        super().__init__(runner, inputs, [], reference.input_specs())
+        outputs = [vi.name for vi in model.graph.output]
+        super().__init__(runner, inputs, outputs, reference.input_specs())
         self._reference = reference
         self._model = model
-        self._onnx_outputs = [vi.name for vi in model.graph.output]
         self._to_onnx: dict[str, str] | None = None
         self.unmatched_layers: tuple[str, ...] = ()
         self.module_of: dict[str, str] = {}  # ONNX tensor -> torch module output
@@ -115,13 +113,6 @@ class TorchLayers(Twin):
         self._to_onnx = matched
         self.module_of = {tensor: name for name, tensor in matched.items()}
         self.unmatched_layers = tuple(unmatched)
-
-    def _renamed_feed(self, feed: Mapping[str, Any]) -> dict[str, Any]:
-        return {self._inputs.get(name, (name, ""))[0]: value for name, value in feed.items()}
-
-    def _match_outputs(self, got: list[str]) -> None:
-        self._outputs = self._onnx_outputs
-        super()._match_outputs(got)
 
     def output_names(self) -> list[str]:
         return list((self._to_onnx or {}).values())

@@ -100,18 +100,21 @@ class Twin:
         """Shapes name the reference's inputs, whose specs are all known."""
         return [] if self._specs is not None else list(self._runner.specs_for(names))
 
+    def _kept(self) -> list[str]:
+        """The twin's own output names, but those set aside."""
+        return [name for name in self._runner.output_names() if name not in self._set_aside]
+
     def output_names(self) -> list[str]:
         if self._how_outputs:
-            return [
-                self._renamed.get(n, n)
-                for n in self._runner.output_names()
-                if n not in self._set_aside
-            ]
+            return [self._renamed.get(name, name) for name in self._kept()]
         return list(self._outputs) or list(self._runner.output_names())
 
+    def _renamed_feed(self, feed: Mapping[str, Any]) -> dict[str, Any]:
+        """The feed under the twin's own input names."""
+        return {self._inputs.get(name, (name, ""))[0]: value for name, value in feed.items()}
+
     def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        named = {self._inputs.get(name, (name, ""))[0]: value for name, value in feed.items()}
-        got: dict[str, np.ndarray] = self._runner.infer(named)
+        got: dict[str, np.ndarray] = self._runner.infer(self._renamed_feed(feed))
         if not self._how_outputs:
             self._match_outputs(list(got))
         return {self._renamed.get(k, k): v for k, v in got.items() if k not in self._set_aside}
@@ -150,9 +153,7 @@ class Twin:
         names = {
             "inputs": {w: f"{h} ({how})" for w, (h, how) in self._inputs.items()},
             "outputs": {
-                self._renamed.get(g, g): f"{g} ({self._how_outputs})"
-                for g in self._runner.output_names()
-                if g not in self._set_aside
+                self._renamed.get(g, g): f"{g} ({self._how_outputs})" for g in self._kept()
             },
         }
         info = {**self._runner.describe(), "twin_names": names}
