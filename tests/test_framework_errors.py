@@ -104,13 +104,28 @@ def test_framework_errors_are_one_message(project, xdist):
     assert out.count("InferenceError: torch-fp32 failed") == 4
 
 
-def test_long_tracebacks_show_the_library_frames_and_none_of_ours(project):
-    result = run(project, "--tb=long", "-k", "test_marked or body")
+@pytest.mark.parametrize("on_ci", [False, True], ids=["terminal", "CI"])
+@pytest.mark.parametrize("xdist", XDIST)
+def test_long_tracebacks_show_the_library_frames_and_none_of_ours(
+    project, monkeypatch, on_ci, xdist
+):
+    # on CI (and with -vv) pytest repeats a failure's message whole in the short summary: the
+    # traceback is a section of the report, under the failure only, never in the message
+    for variable in ("CI", "BUILD_NUMBER"):
+        monkeypatch.delenv(variable, raising=False)
+    if on_ci:
+        monkeypatch.setenv("CI", "true")
+    result = run(project, "--tb=long", "-rfE", "-k", "test_marked or body", *xdist)
     result.assert_outcomes(failed=1, errors=1)
     out = result.stdout.str()
-    assert out.count("the library's traceback (--tb=long / -vv; frames of pytest-trtcompare") == 2
-    assert "return x.reshape(7, 7)" in out
+    heading = "the library's traceback (--tb=long / -vv; frames of pytest-trtcompare left out)"
+    result.stdout.fnmatch_lines([f"*- {heading} -*", "Traceback (most recent call last):"])
+    assert out.count(heading) == 2
+    assert out.count("return x.reshape(7, 7)") == 2
     assert "pytest_trtcompare/" not in out
+    summary = out[out.index("short test summary info") :]
+    assert "Traceback" not in summary
+    assert summary.count("InferenceError: torch-fp32 failed running the model on x") == 2
 
 
 def test_an_onnxruntime_failure_names_the_node_and_op():

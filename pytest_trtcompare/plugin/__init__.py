@@ -31,7 +31,13 @@ from .fixtures import (
     trtcompare_case,
 )
 from .golden_fixture import GoldenFixture
-from .outcome import ARTIFACT_FILES, enrich_bare_mismatch, library_traceback, settle
+from .outcome import (
+    ARTIFACT_FILES,
+    LIBRARY_TRACEBACK,
+    add_library_traceback,
+    enrich_bare_mismatch,
+    settle,
+)
 from .state import STATE, PluginState, state_of
 
 __all__ = [
@@ -121,14 +127,18 @@ def pytest_runtest_makereport(
     pytest-html, when installed, shows the pictures of a failing test in its row."""
     report = yield
     error = call.excinfo.value if call.excinfo is not None else None
+    details = item.stash.get(LIBRARY_TRACEBACK, "")
+    if details:
+        del item.stash[LIBRARY_TRACEBACK]
     if isinstance(error, RunnerSkip) and not report.skipped:
         path, line, _ = item.reportinfo()
         report.outcome = "skipped"
         report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {error}")
     elif isinstance(error, TrtCompareError) and report.failed:
-        settings = state_of(item.config).settings
-        details = library_traceback(settings, getattr(error, "details", ""))
-        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}{details}")
+        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}")
+        details = getattr(error, "details", "")
+    if report.failed:
+        add_library_traceback(report, state_of(item.config).settings, details)
     files = item.stash.get(ARTIFACT_FILES, None)
     if report.when == "call" and files:
         _html_pictures(report, files)

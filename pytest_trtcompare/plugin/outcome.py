@@ -22,6 +22,10 @@ from . import summary
 from .options import Settings
 
 ARTIFACT_FILES = pytest.StashKey[list[Path]]()
+LIBRARY_TRACEBACK = pytest.StashKey[str]()
+LIBRARY_TRACEBACK_HEADING = (
+    "the library's traceback (--tb=long / -vv; frames of pytest-trtcompare left out)"
+)
 
 
 def display_id(item: pytest.Item) -> str:
@@ -96,14 +100,7 @@ def failure_artifacts(
 def mismatch_text(item: pytest.Item, settings: Settings, outcome: Outcome) -> str:
     worst = outcome.worst
     assert worst is not None
-    head = outcome.message
-    if outcome.source == "compare_frameworks" and not head:
-        head = f"{runner_name(outcome.target)} vs {runner_name(outcome.reference)}: "
-    text = head + outcome.failing_iteration + worst.report(settings.verbosity)
-    if outcome.note:
-        text += f"\n\n{outcome.note}"
-    if outcome.golden:
-        text += f"\n\ngolden: {outcome.golden}"
+    text = outcome.report_text(settings.verbosity)
     return text + failure_artifacts(item, settings, worst, outcome.arrays)
 
 
@@ -127,15 +124,17 @@ def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: boo
         error = OutputMismatchError(text, worst, outcome.arrays)
         error.settled = True
         raise error
-    fail(outcome.message + library_traceback(settings, outcome.details))
+    if outcome.details:
+        item.stash[LIBRARY_TRACEBACK] = outcome.details
+    fail(outcome.message)
 
 
-def library_traceback(settings: Settings, details: str) -> str:
-    """A framework's own traceback under its one-line message, with --tb=long or -vv."""
-    if not details or not settings.library_tracebacks:
-        return ""
-    heading = "the library's traceback (--tb=long / -vv; frames of pytest-trtcompare left out)"
-    return f"\n\n{heading}:\n{details}"
+def add_library_traceback(report: pytest.TestReport, settings: Settings, details: str) -> None:
+    """A framework's own traceback, with --tb=long or -vv, as a section of the failed report
+    under the one-line message (not in it: pytest repeats a message whole in the short
+    summary on CI and with -vv)."""
+    if details and settings.library_tracebacks:
+        report.sections.append((LIBRARY_TRACEBACK_HEADING, details))
 
 
 def fail(message: str) -> NoReturn:
