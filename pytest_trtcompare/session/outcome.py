@@ -52,6 +52,21 @@ class Outcome:
             return failing[0]
         return max(self.results, key=lambda r: r.margin, default=None)
 
+    def report_text(self, verbosity: int = 0) -> str:
+        """A compared outcome's message as every entry point prints it: the header, the
+        failing iteration, the report at `verbosity`, the note and the golden's path."""
+        worst = self.worst
+        assert worst is not None
+        head = self.message
+        if self.source == "compare_frameworks" and not head:
+            head = f"{runner_name(self.target)} vs {runner_name(self.reference)}: "
+        text = head + self.failing_iteration + worst.report(verbosity)
+        if self.note:
+            text += f"\n\n{self.note}"
+        if self.golden:
+            text += f"\n\ngolden: {self.golden}"
+        return text
+
     @property
     def failing_iteration(self) -> str:
         """'iteration 2 of 3: ' when several iterations ran and one failed."""
