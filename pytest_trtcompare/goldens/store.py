@@ -233,8 +233,9 @@ def golden_file_problem(path: Path) -> str | None:
 
 def model_change_note(stored_meta: dict[str, Any], runner: Any) -> str:
     """'model changed since the golden was recorded (sha256 ab12… → cd34…)' when it did."""
-    before = (stored_meta.get("runner") or {}).get("model_digest")
-    after = (runner or {}).get("model_digest") if isinstance(runner, dict) else None
+    recorded = stored_meta.get("runner")  # a describe() dict; imported goldens hold a name
+    before = recorded.get("model_digest") if isinstance(recorded, dict) else None
+    after = runner.get("model_digest") if isinstance(runner, dict) else None
     if not (isinstance(before, str) and isinstance(after, str)) or before == after:
         return ""
     return f"model changed since the golden was recorded (sha256 {before[:8]}… → {after[:8]}…)\n"
