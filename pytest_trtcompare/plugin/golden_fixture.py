@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..engine.compare import compare_outputs
 from ..engine.results import ComparisonResult
-from ..engine.tolerance import ToleranceSpec, entry_record
-from ..errors import FeedError, TrtCompareError
-from ..goldens.store import Golden, model_change_note
+from ..engine.tolerance import ToleranceSpec
+from ..errors import TrtCompareError
+from ..goldens.store import Golden
 from ..inputs import specs_of, synthetic_feed
-from ..runners.base import TensorSpec, check_feed
-from ..session.outcome import Kind, Outcome, compared
+from ..runners.base import TensorSpec
+from ..session.golden_check import check_golden, inputs_problem, read_stored, stored_inputs
+from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens
 from .options import Settings
 from .outcome import fail, settle
@@ -38,7 +38,7 @@ class GoldenFixture:
 
     def _stored(self, path: Path) -> Golden | None:
         try:
-            return self._goldens.read(path)
+            return read_stored(self._goldens, path)
         except TrtCompareError as exc:
             fail(str(exc))
 
@@ -59,17 +59,15 @@ class GoldenFixture:
             val_range = self._settings.val_range
         specs: list[TensorSpec] = specs_of(runner_or_specs, shapes)
         path = self.path(name)
-        golden = self._stored(path)
-        feed = None
-        if golden is not None and golden.inputs:
-            problem = _stored_inputs_problem(specs, golden.inputs, shapes)
-            if problem is None:
-                feed = golden.inputs
-            elif not self._goldens.updating(path):  # (updating: new inputs are stored with it)
-                fail(
-                    f"golden {self._goldens.show(path)}: {problem}; refresh it with:\n"
-                    f"  {self._goldens.regenerate_hint()}"
-                )
+        try:
+            feed = stored_inputs(
+                self._goldens,
+                path,
+                self._stored(path),
+                lambda stored: inputs_problem(specs, stored, shapes),
+            )
+        except TrtCompareError as exc:
+            fail(str(exc))
         if feed is None:
             try:
                 feed = synthetic_feed(specs, seed=seed, val_range=val_range, shapes=shapes)
@@ -114,55 +112,13 @@ class GoldenFixture:
             table = self._settings.tolerances.resolve(precision, tolerance, **fields)
         except TrtCompareError as exc:
             return Outcome.error(exc, "golden")
-        if self._goldens.updating(path):
-            meta = {
-                "name": name,
-                "precision": precision,
-                "tolerance": entry_record(table.default),
-                **self._meta.get(name, {}),
-            }
-            inputs = self._inputs.get(name, {})
-            problem = self._goldens.write(path, outputs, inputs, meta)
-            if problem:
-                return Outcome(Kind.FAILED, problem, source="golden")
-            return Outcome(Kind.GOLDEN_WRITTEN, source="golden")
-        try:
-            golden = self._goldens.read(path)
-        except TrtCompareError as exc:
-            return Outcome(Kind.GOLDEN_MISSING, str(exc), source="golden")
-        if golden is None:
-            message = self._goldens.missing_message(path)
-            return Outcome(Kind.GOLDEN_MISSING, message, source="golden")
-        self._goldens.compared(path)
-        try:
-            result = compare_outputs(
-                outputs, golden.outputs, {"": table.default, **table.per_output}
-            )
-        except TrtCompareError as exc:
-            return Outcome.error(exc, "golden")
-        runner = self._meta.get(name, {}).get("runner")
-        return compared(
-            [result],
-            source="golden",
-            reference={"runner": f"golden {path.name}"},
-            arrays=(outputs, golden.outputs),
-            golden=self._goldens.show(path),
-            header=model_change_note(golden.meta, runner) if not result.passed else "",
+        meta = self._meta.get(name, {})
+        return check_golden(
+            self._goldens,
+            path,
+            outputs,
+            {"": table.default, **table.per_output},
+            inputs=self._inputs.get(name),
+            meta={"name": name, "precision": precision, **meta},
+            target=meta.get("runner"),
         )
-
-
-def _stored_inputs_problem(
-    specs: list[TensorSpec], stored: dict[str, Any], shapes: dict[str, Any] | None
-) -> str | None:
-    """Why the golden's stored inputs cannot be used for this run (None: they can)."""
-    for input_name, shape in (shapes or {}).items():
-        if input_name in stored and tuple(stored[input_name].shape) != tuple(shape):
-            return (
-                f"its stored input {input_name!r} has shape {tuple(stored[input_name].shape)}, "
-                f"this test asks for {tuple(shape)}"
-            )
-    try:
-        check_feed(specs, stored, "golden inputs")
-    except FeedError as exc:
-        return f"its stored inputs no longer fit the model ({exc})"
-    return None

@@ -8,7 +8,6 @@ failures and skips never make a golden look unused).
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,10 @@ import pytest
 
 from ..goldens.atomic import remove_stale_temps
 from ..goldens.store import (
-    Golden,
     GoldenError,
     GoldenStats,
-    golden_file_problem,
     golden_path,
     iter_goldens,
-    read_golden,
     read_header,
     write_golden,
 )
@@ -30,10 +26,6 @@ from .options import Settings
 from .outcome import quoted_nodeid
 
 WORKER_KEY = "trtcompare_goldens"
-
-
-def _file_absent(path: Path) -> bool:
-    return golden_file_problem(path) is None and not path.exists()
 
 
 def _function_id(nodeid: str) -> str:
@@ -153,18 +145,19 @@ class GoldenSession:
 
 
 class ItemGoldens:
-    """The golden store as one test item sees it (session/cases.py's GoldenAccess)."""
+    """The golden store as one test item sees it (session/golden_check.py's GoldenAccess)."""
 
     def __init__(self, session: GoldenSession, item: pytest.Item) -> None:
         self.session = session
         self.item = item
 
-    def updating(self, path: Path) -> bool:
-        """--update-goldens writes every golden; --update-goldens-missing only absent ones."""
-        settings = self.session.settings
-        if settings.update_goldens:
-            return True
-        return settings.update_goldens_missing and _file_absent(path)
+    @property
+    def update_all(self) -> bool:
+        return self.session.settings.update_goldens
+
+    @property
+    def update_missing(self) -> bool:
+        return self.session.settings.update_goldens_missing
 
     def path(self, name: str | None = None) -> Path:
         parts = self.item.nodeid.split("::")[1:]
@@ -176,49 +169,15 @@ class ItemGoldens:
         words = ["pytest", settings.update_flag, *settings.repeat_options, quoted_nodeid(self.item)]
         return " ".join(words)
 
-    def read(self, path: Path) -> Golden | None:
-        """The golden at `path`; None when there is none, or when it is unreadable and
-        --update-goldens is about to replace it. Otherwise an unreadable golden raises
-        GoldenError naming the file and the command that regenerates it."""
-        problem = golden_file_problem(path)
-        if problem is None and not path.exists():
-            return None
-        replaceable = problem is None or path.is_symlink()  # a write replaces a link itself
-        try:
-            if problem:
-                raise GoldenError(problem)
-            return read_golden(path)
-        except GoldenError as exc:
-            if self.session.settings.update_goldens and replaceable:
-                return None  # damaged, or a dangling link: --update-goldens replaces it
-            if not replaceable:
-                raise GoldenError(f"{exc}; remove it, then run: {self.regenerate_hint()}") from None
-            raise GoldenError(f"{exc}\n(regenerate it with: {self.regenerate_hint()})") from None
-
     def compared(self, path: Path) -> None:
         self.session.stats.used.add(str(path))
 
-    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str | None:
-        """Write (or find unchanged) one golden; the message to fail the test with when the
-        write failed (the old golden is kept)."""
-        full_meta = {
-            "test": self.item.nodeid,
-            "plugin_version": importlib.metadata.version("pytest-trtcompare"),
-            **meta,
-        }
-        try:
-            outcome = write_golden(path, outputs, inputs, full_meta)
-        except (GoldenError, OSError) as exc:
-            return f"cannot write golden {path}: {exc} (the old golden is kept)"
+    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str:
+        """Write (or find unchanged) one golden, recording the test's id with it."""
+        outcome = write_golden(path, outputs, inputs, {"test": self.item.nodeid, **meta})
         self.session.stats.record(outcome, path)
         self.session.stats.used.add(str(path))
-        return None
-
-    def missing_message(self, path: Path) -> str:
-        return (
-            f"golden {self.show(path)} does not exist (nothing was written); "
-            f"create it with:\n  {self.regenerate_hint()}"
-        )
+        return outcome
 
     def show(self, path: Path) -> str:
         return self.session.show(path)

@@ -14,7 +14,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -22,12 +22,13 @@ from ..debug import explain_failure
 from ..engine.compare import ComparisonResult, compare_outputs
 from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
 from ..goldens.interop import load_reference
-from ..goldens.store import Golden, GoldenError, model_change_note
+from ..goldens.store import Golden
 from ..inputs import Feed
 from ..runners.base import Runner
 from ..runners.isolated import RunnerCrashed
 from ..runners.onnx_model import load_model
 from .expand import Case
+from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds
@@ -37,17 +38,6 @@ from .torch_layers import TorchLayers
 from .twins import ExportSpecs, as_twin
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
-
-
-class GoldenAccess(Protocol):
-    """The golden store as the pytest layer runs it (stats, update mode, messages)."""
-
-    def updating(self, path: Path) -> bool: ...
-    def read(self, path: Path) -> Golden | None: ...
-    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str | None: ...
-    def missing_message(self, path: Path) -> str: ...
-    def compared(self, path: Path) -> None: ...
-    def show(self, path: Path) -> str: ...
 
 
 class CaseRunner:
@@ -309,44 +299,25 @@ class CaseRunner:
         target = self.runner(spec, case.target, case.precision, case)
         if case.target.split(":")[0] in spec.models and _is_onnx(spec.model):
             target = as_twin(target, ExportSpecs(self._export(spec.model)))
-        try:
-            stored = goldens.read(path)
-        except GoldenError as exc:  # damaged, or not a file: nothing to compare with
-            return Outcome(Kind.GOLDEN_MISSING, str(exc), source="golden")
-        updating = goldens.updating(path)
-        if stored is None and not updating:
-            return Outcome(Kind.GOLDEN_MISSING, goldens.missing_message(path), source="golden")
-        feeds = [stored.inputs] if stored is not None and stored.inputs else None
-        feeds = feeds if feeds is not None else self.feeds(spec, target, case)
-        outputs = target.infer(feeds[0])
-        tolerance = self.tolerance(spec, case.precision)
-        if updating:
-            meta = {
+        return check_golden(
+            goldens,
+            path,
+            target.infer,  # on the golden's stored inputs, else on the case's feed
+            self.tolerance(spec, case.precision),
+            inputs=lambda: self.feeds(spec, target, case)[0],
+            fits=lambda stored: inputs_problem(
+                target.input_specs() if target.checks_feed else None, stored, case.shapes
+            ),
+            meta={
                 "precision": case.precision,
-                "tolerance": dataclasses.asdict(tolerance[""]),
-                "runner": target.describe(),
                 "seed": spec.seed,
                 "shapes": {k: list(v) for k, v in (case.shapes or {}).items()},
-            }
-            problem = goldens.write(path, outputs, feeds[0], meta)
-            if problem:
-                return Outcome(Kind.FAILED, problem, source="golden", target=target.describe())
-            stored = goldens.read(path)  # read back: the comparison checks what was written
-        assert stored is not None
-        goldens.compared(path)
-        result = self._golden_result(spec, target, outputs, stored.outputs, tolerance)
-        outcome = compared(
-            [result],
-            source="golden",
-            target=target.describe(),
-            reference={"runner": f"golden {path.name}"},
-            arrays=(outputs, stored.outputs),
-            golden=goldens.show(path),
-            header=model_change_note(stored.meta, target.describe()) if not result.passed else "",
+            },
+            target=target,
+            compare=lambda got, want, tolerance: self._golden_result(
+                spec, target, got, want, tolerance
+            ),
         )
-        if updating:
-            return dataclasses.replace(outcome, kind=Kind.GOLDEN_WRITTEN, arrays=None)
-        return outcome
 
 
 def _numbered(infer: Any, feed: Feed, index: int, total: int) -> dict[str, np.ndarray]:

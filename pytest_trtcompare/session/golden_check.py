@@ -1,0 +1,233 @@
+"""The golden check, written once: missing, damaged, update or compare.
+
+`check_golden` decides every golden situation for the three entry points: the `golden`
+fixture (plugin/golden_fixture.py), `compare_frameworks(golden=True)` (cases.py) and
+`trtcompare check` (cli.py). They differ only in their `GoldenAccess`: how a golden's path
+is shown, the command that regenerates it, what is added to its metadata and counted.
+
+- damaged (or something else where the golden should be): the outcome GOLDEN_MISSING with the
+  store's message and the regenerating command; nothing is compared. Under --update-goldens a
+  damaged golden (or a dangling link) is replaced, as if it were missing.
+- missing, not updating: GOLDEN_MISSING, nothing written.
+- updating (--update-goldens; --update-goldens-missing and the golden is absent): the
+  outputs are written, the golden is read back (every byte checked) and the outputs are
+  compared with what was read. The outcome is GOLDEN_WRITTEN (the test passes) and carries
+  that comparison, so the accuracy summary and the `comparison` fixture show the written
+  golden; a write that fails is FAILED and keeps the old golden.
+- otherwise the outputs are compared with the golden: PASSED or MISMATCH, the mismatch
+  headed by "model changed since the golden was recorded" when the runner's model digest
+  differs from the recorded one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..engine.compare import compare_outputs
+from ..engine.results import ComparisonResult
+from ..engine.tolerance import Entry, entry_record
+from ..errors import FeedError, TrtCompareError
+from ..goldens.store import Golden, GoldenError, golden_file_problem, model_change_note, read_golden
+from ..inputs import Feed
+from ..runners.base import TensorSpec, check_feed
+from .outcome import Kind, Outcome, compared
+
+Outputs = Mapping[str, Any]
+Compare = Callable[[Outputs, Outputs, Mapping[str, Entry]], ComparisonResult]
+
+
+class GoldenAccess(Protocol):
+    """The golden store as one entry point runs it (ItemGoldens in pytest, the CLI's own)."""
+
+    @property
+    def update_all(self) -> bool:
+        """Write every golden checked (--update-goldens; damaged ones are replaced)."""
+        ...
+
+    @property
+    def update_missing(self) -> bool:
+        """Write only the goldens that do not exist (--update-goldens-missing)."""
+        ...
+
+    def show(self, path: Path) -> str:
+        """The golden's path as messages print it."""
+        ...
+
+    def regenerate_hint(self) -> str:
+        """The command that writes this golden."""
+        ...
+
+    def write(self, path: Path, outputs: Outputs, inputs: Feed, meta: dict[str, Any]) -> str:
+        """Write one golden: "created", "updated" or "unchanged" (raises GoldenError or
+        OSError, the old golden kept)."""
+        ...
+
+    def compared(self, path: Path) -> None:
+        """The golden was used (unused goldens are reported, or fail --strict-goldens)."""
+        ...
+
+
+def updating(store: GoldenAccess, path: Path) -> bool:
+    """Whether this check writes the golden instead of comparing with it."""
+    if store.update_all:
+        return True
+    return store.update_missing and golden_file_problem(path) is None and not path.exists()
+
+
+def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
+    """The golden at `path`; None when there is none, or when it is unreadable and
+    --update-goldens is about to replace it. Otherwise an unreadable golden raises
+    GoldenError naming the file and the command that regenerates it."""
+    problem = golden_file_problem(path)
+    if problem is None and not path.exists():
+        return None
+    replaceable = problem is None or path.is_symlink()  # a write replaces a link itself
+    try:
+        if problem:
+            raise GoldenError(problem)
+        return read_golden(path)
+    except GoldenError as exc:
+        if store.update_all and replaceable:
+            return None  # damaged, or a dangling link: --update-goldens replaces it
+        if not replaceable:
+            raise GoldenError(f"{exc}; remove it, then run: {store.regenerate_hint()}") from None
+        raise GoldenError(f"{exc}\n(regenerate it with: {store.regenerate_hint()})") from None
+
+
+def inputs_problem(
+    specs: Sequence[TensorSpec] | None, stored: Feed, shapes: Mapping[str, Any] | None
+) -> str | None:
+    """Why a golden's stored inputs cannot feed this run (None: they can): another shape
+    than `shapes` asks for, or a feed that does not fit `specs` (None: a runner that does
+    not check its feeds)."""
+    for input_name, shape in (shapes or {}).items():
+        if input_name in stored and tuple(stored[input_name].shape) != tuple(shape):
+            return (
+                f"its stored input {input_name!r} has shape {tuple(stored[input_name].shape)}, "
+                f"this test asks for {tuple(shape)}"
+            )
+    if specs is None:
+        return None
+    try:
+        check_feed(specs, stored, "golden inputs")
+    except FeedError as exc:
+        return f"its stored inputs no longer fit the model ({exc})"
+    return None
+
+
+def stored_inputs(
+    store: GoldenAccess, path: Path, golden: Golden | None, problem: Callable[[Feed], str | None]
+) -> Feed | None:
+    """The golden's stored inputs when it has some and they fit (`problem` says why not);
+    None when it has none, or they do not fit and the golden is being rewritten (fresh inputs
+    are stored with it). Inputs that do not fit otherwise raise GoldenError saying how to
+    refresh the golden: never silently other numbers."""
+    if golden is None or not golden.inputs:
+        return None
+    why = problem(golden.inputs)
+    if why is None:
+        return golden.inputs
+    if updating(store, path):
+        return None
+    raise GoldenError(
+        f"golden {store.show(path)}: {why}; refresh it with:\n  {store.regenerate_hint()}"
+    )
+
+
+def check_golden(
+    store: GoldenAccess,
+    path: Path,
+    outputs: Outputs | Callable[[Feed], Outputs],
+    tolerance: Mapping[str, Entry],
+    *,
+    inputs: Feed | Callable[[], Feed] | None = None,
+    fits: Callable[[Feed], str | None] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    target: Any = None,
+    compare: Compare = compare_outputs,
+) -> Outcome:
+    """The outcome of checking `outputs` against the golden at `path` (see the module doc).
+
+    `outputs` may be a function of the feed: it is then run on the golden's stored inputs
+    (when they fit: `fits` says why not) or else on `inputs`. `inputs` (a feed, or a function
+    making it) is what a written golden stores. `tolerance` is the resolved table ("" the
+    default). `target` is the runner (described after it ran) or its describe(): recorded in
+    the golden and checked for a changed model. Errors of the runner propagate; the
+    comparison's and the write's are outcomes."""
+    try:
+        stored = read_stored(store, path)
+    except GoldenError as exc:  # damaged, or not a file: nothing to compare with
+        return Outcome(Kind.GOLDEN_MISSING, str(exc), source="golden")
+    update = updating(store, path)
+    if stored is None and not update:
+        message = (
+            f"golden {store.show(path)} does not exist (nothing was written); "
+            f"create it with:\n  {store.regenerate_hint()}"
+        )
+        return Outcome(Kind.GOLDEN_MISSING, message, source="golden")
+    if callable(outputs):
+        try:
+            kept = stored_inputs(store, path, stored, fits or (lambda _: None))
+        except GoldenError as exc:
+            return Outcome(Kind.FAILED, str(exc), source="golden")
+        feed = kept if kept is not None else _feed(inputs)
+        produced = outputs(feed)
+    else:
+        feed, produced = _feed(inputs), outputs
+    describe = getattr(target, "describe", None)
+    runner = describe() if callable(describe) else target
+    written = None
+    try:
+        if update:
+            record = {**(meta or {}), "tolerance": entry_record(tolerance[""])}
+            if runner is not None:
+                record["runner"] = runner
+            done = _write(store, path, produced, feed, record)
+            if isinstance(done, Outcome):
+                return done
+            written, stored = done
+        assert stored is not None
+        store.compared(path)
+        result = compare(produced, stored.outputs, tolerance)
+    except TrtCompareError as exc:
+        return Outcome.error(exc, "golden")
+    outcome = compared(
+        [result],
+        source="golden",
+        target=runner if isinstance(runner, Mapping) else None,
+        reference={"runner": f"golden {path.name}"},
+        arrays=(produced, stored.outputs),
+        golden=store.show(path),
+        header=model_change_note(stored.meta, runner) if not result.passed else "",
+    )
+    if written is None:
+        return outcome
+    # written: the test passes, with the comparison against what was read back
+    message = f"{written}: {store.show(path)}"
+    return dataclasses.replace(outcome, kind=Kind.GOLDEN_WRITTEN, message=message, arrays=None)
+
+
+def _feed(inputs: Feed | Callable[[], Feed] | None) -> Feed:
+    return dict((inputs() if callable(inputs) else inputs) or {})
+
+
+def _write(
+    store: GoldenAccess, path: Path, outputs: Outputs, feed: Feed, meta: dict[str, Any]
+) -> tuple[str, Golden] | Outcome:
+    """Write the golden and read it back, every byte checked: what the outputs are then
+    compared with is what was written. A failed write is FAILED (the old golden is kept)."""
+    meta = {"plugin_version": importlib.metadata.version("pytest-trtcompare"), **meta}
+    try:
+        written = store.write(path, outputs, feed, meta)
+    except (GoldenError, OSError) as exc:
+        message = f"cannot write golden {path}: {exc} (the old golden is kept)"
+        return Outcome(Kind.FAILED, message, source="golden")
+    try:
+        return written, read_golden(path)
+    except GoldenError as exc:
+        message = f"golden {path} was written but does not read back: {exc}"
+        return Outcome(Kind.FAILED, message, source="golden")
