@@ -1,5 +1,7 @@
 """The `trtcompare` console script: inspect, diff and convert saved outputs from the shell,
-and find the nodes a fp16/bf16 model must keep in fp32 (`debug-precision`, cli_debug.py).
+check saved outputs against a golden as the pytest entry points do (`check`,
+session/golden_check.py), and find the nodes a fp16/bf16 model must keep in fp32
+(`debug-precision`, cli_debug.py).
 
 Every command reads any saved outputs: .golden, Polygraphy JSON (file or per-iteration
 directory), ONNX test-data directories, .npz and .npy.
@@ -9,16 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .cli_debug import add_parser as add_debug_precision
 from .engine.compare import compare_outputs
 from .engine.report import num
-from .engine.tolerance import RULES, STAT_CHECKS
+from .engine.tolerance import PRECISIONS, RULES, STAT_CHECKS
 from .errors import TrtCompareError
 from .goldens.interop import (
     load_reference,
@@ -28,6 +32,9 @@ from .goldens.interop import (
 )
 from .goldens.polygraphy_json import iterate_json
 from .goldens.store import write_golden
+from .session.golden_check import check_golden
+from .session.outcome import Kind
+from .session.settings import ToleranceSettings
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -47,29 +54,97 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tolerance_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The tolerance options given (--atol, --rtol, --check-error-stat, --rule)."""
+    given = (
+        ("atol", args.atol),
+        ("rtol", args.rtol),
+        ("check", args.check_error_stat),
+        ("rule", args.rule),
+    )
+    return {key: value for key, value in given if value is not None}
+
+
+def _plots(result: Any, actual: Any, expected: Any, folder: str | None) -> None:
+    """--plots DIR: a mismatch's arrays and pictures."""
+    if not folder or result.passed:
+        return
+    from . import artifacts
+
+    made = artifacts.write(result, actual, expected, Path(folder))
+    if made is not None:
+        print()
+        print(made.describe())
+
+
 def _diff(args: argparse.Namespace) -> int:
-    fields = {
-        key: value
-        for key, value in (
-            ("atol", args.atol),
-            ("rtol", args.rtol),
-            ("check", args.check_error_stat),
-            ("rule", args.rule),
-        )
-        if value is not None
-    }
     actual = load_reference(Path(args.a), runner=args.runner).outputs
     expected = load_reference(Path(args.b), runner=args.runner).outputs
-    result = compare_outputs(actual, expected, **fields)
+    result = compare_outputs(actual, expected, **_tolerance_fields(args))
     print(result.report(verbosity=args.verbose))
-    if args.plots and not result.passed:
-        from . import artifacts
-
-        made = artifacts.write(result, actual, expected, Path(args.plots))
-        if made is not None:
-            print()
-            print(made.describe())
+    _plots(result, actual, expected, args.plots)
     return 0 if result.passed else 1
+
+
+class _CommandGoldens:
+    """The golden store as `trtcompare check` runs it (session/golden_check.GoldenAccess):
+    the path as given, --update / --update-missing, this command as the one that writes it."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.update_all = bool(args.update)
+        self.update_missing = bool(args.update_missing)
+        given = (
+            ("precision", None if args.precision == "fp32" else args.precision),
+            ("atol", args.atol),
+            ("rtol", args.rtol),
+            ("check-error-stat", args.check_error_stat),
+            ("rule", args.rule),
+            ("runner", args.runner),
+        )
+        options = [f"--{option}={value}" for option, value in given if value is not None]
+        words = ["trtcompare", "check", args.golden, args.outputs, *options, "--update"]
+        self.hint = shlex.join(words)
+
+    def show(self, path: Path) -> str:
+        return str(path)
+
+    def regenerate_hint(self) -> str:
+        return self.hint
+
+    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str:
+        return write_golden(path, outputs, inputs, meta)
+
+    def compared(self, path: Path) -> None:
+        """Nothing to count: one golden per command."""
+
+
+def _check(args: argparse.Namespace) -> int:
+    """The golden check of the `golden` fixture and compare_frameworks(golden=True) on saved
+    outputs: the same outcome and message; 0 passed or written, 1 mismatch, 2 otherwise."""
+    saved = load_reference(Path(args.outputs), runner=args.runner)
+    table = ToleranceSettings().resolve(args.precision, None, **_tolerance_fields(args))
+    kept: dict[str, Any] = {
+        key: saved.meta[key] for key in ("seed", "shapes", "val_range") if key in saved.meta
+    }
+    outcome = check_golden(
+        _CommandGoldens(args),
+        Path(args.golden),
+        saved.outputs,
+        {"": table.default, **table.per_output},
+        inputs=saved.inputs,
+        meta={"precision": args.precision, **kept},
+        target=saved.meta.get("runner"),  # a golden's runner: a changed model is named
+    )
+    if outcome.kind is Kind.GOLDEN_WRITTEN:
+        print(outcome.message)
+        return 0
+    if outcome.kind not in (Kind.PASSED, Kind.MISMATCH):
+        print(f"trtcompare: {outcome.message}", file=sys.stderr)
+        return 2
+    print(outcome.report_text(args.verbose))
+    if outcome.arrays is not None:
+        _plots(outcome.worst, *outcome.arrays, args.plots)
+    return 0 if outcome.kind is Kind.PASSED else 1
 
 
 def _import_polygraphy(args: argparse.Namespace) -> int:
@@ -117,16 +192,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("a", help="actual outputs")
     diff.add_argument("b", help="expected outputs, the reference")
-    diff.add_argument("--atol", type=float)
-    diff.add_argument("--rtol", type=float)
-    diff.add_argument("--check-error-stat", choices=STAT_CHECKS)
-    diff.add_argument("--rule", choices=RULES)
-    diff.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
-    diff.add_argument("-v", "--verbose", action="count", default=0)
-    diff.add_argument(
-        "--plots", metavar="DIR", help="on a mismatch, write arrays and pictures of it here"
-    )
+    _comparison_options(diff)
     diff.set_defaults(run=_diff)
+
+    check = commands.add_parser(
+        "check",
+        help="check saved outputs against a golden as the golden fixture does: exit 0 passed "
+        "or written, 1 on mismatch, 2 missing or damaged",
+    )
+    check.add_argument("golden", help="the .golden file")
+    check.add_argument("outputs", help="the outputs to check (.golden, Polygraphy JSON, .npz ...)")
+    check.add_argument(
+        "--precision",
+        default="fp32",
+        choices=PRECISIONS,
+        help="the built-in default tolerance of this precision (default fp32), as "
+        "golden.check(precision=...)",
+    )
+    _comparison_options(check)
+    update = check.add_mutually_exclusive_group()
+    update.add_argument(
+        "--update", action="store_true", help="write or refresh the golden (--update-goldens)"
+    )
+    update.add_argument(
+        "--update-missing",
+        action="store_true",
+        help="write the golden only if it does not exist (--update-goldens-missing)",
+    )
+    check.set_defaults(run=_check)
 
     imp = commands.add_parser(
         "import-polygraphy", help="make a .golden from polygraphy run --save-outputs/--save-inputs"
@@ -149,6 +242,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_debug_precision(commands)
     return parser
+
+
+def _comparison_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--atol", type=float)
+    parser.add_argument("--rtol", type=float)
+    parser.add_argument("--check-error-stat", choices=STAT_CHECKS)
+    parser.add_argument("--rule", choices=RULES)
+    parser.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
+    parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser.add_argument(
+        "--plots", metavar="DIR", help="on a mismatch, write arrays and pictures of it here"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

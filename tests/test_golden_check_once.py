@@ -1,0 +1,295 @@
+"""The golden check is written once (session/golden_check.py, issue 23): every situation gives
+the same outcome and the same message through its three entry points, the `golden` fixture,
+`compare_frameworks(golden=True)` and `trtcompare check`, with and without pytest-xdist.
+
+Each scenario prepares the goldens of both pytest tests, runs pytest, then runs
+`trtcompare check` on a copy of the fixture's golden as it was before the run, with the
+outputs the fixture's test saved in that run. Messages are compared with the golden's path
+and the command that regenerates it (which name the entry point) replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+import pytest
+
+from pytest_trtcompare.cli import main as trtcompare
+from pytest_trtcompare.goldens.store import read_golden, write_golden
+
+from .onnx_models import layer_chain
+from .pytester_helpers import XDIST, run
+
+TESTS = """
+import pytest
+from pytest_trtcompare.goldens.store import write_golden
+
+@pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxrt"], golden=True)
+@pytest.mark.shapes({"x": (2, 4)})
+def test_marker():
+    pass
+
+def test_fixture(golden, runners, request):
+    runner = runners.onnxrt("model.onnx")
+    feed = golden.inputs(runner, shapes={"x": (2, 4)})
+    outputs = runner.infer(feed)
+    # the outputs as a file, with the runner's description, for `trtcompare check`
+    meta = {"runner": runner.describe()}
+    write_golden(request.config.rootpath / "outputs.golden", outputs, feed, meta)
+    golden.check(outputs)
+"""
+
+#: Every failed report's exception text, as pytest shows it (xdist workers append too).
+CONFTEST = """
+import json
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" or report.failed:
+        message = str(call.excinfo.value) if report.failed and call.excinfo else ""
+        line = {"test": item.name, "when": report.when, "outcome": report.outcome,
+                "message": message}
+        with open(item.config.rootpath / "reports.jsonl", "a") as out:
+            out.write(json.dumps(line) + "\\n")
+    return report
+"""
+
+MARKER, FIXTURE = "test_marker[onnxrt-fp32-bs2]", "test_fixture"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    prepare: str  # "none", or "record" (--update-goldens) then "empty" / "truncate" / "keep"
+    options: tuple[str, ...]  # of the pytest run
+    changed: bool  # the run's model differs from the recorded one
+    cli: tuple[str, ...]  # `trtcompare check` options for the same situation
+    verdict: str  # "PASSED" or "FAILED", both pytest tests
+    code: int  # trtcompare's exit status
+    kind: str  # what the message must say
+
+
+SCENARIOS = {
+    "missing": Scenario("none", (), False, (), "FAILED", 2, "does not exist"),
+    "damaged-empty": Scenario("empty", (), False, (), "FAILED", 2, "an empty file"),
+    "damaged-truncated": Scenario("truncate", (), False, (), "FAILED", 2, "truncated golden"),
+    "mismatch": Scenario("keep", (), True, (), "FAILED", 1, "model changed since the golden"),
+    "pass": Scenario("keep", (), False, (), "PASSED", 0, ""),
+    "update": Scenario(
+        "keep", ("--update-goldens",), True, ("--update",), "PASSED", 0, "updated: "
+    ),
+    "update-damaged": Scenario(
+        "truncate", ("--update-goldens",), False, ("--update",), "PASSED", 0, "updated: "
+    ),
+    "update-missing": Scenario(
+        "none",
+        ("--update-goldens-missing",),
+        False,
+        ("--update-missing",),
+        "PASSED",
+        0,
+        "created: ",
+    ),
+    "update-missing-existing": Scenario(
+        "keep",
+        ("--update-goldens-missing",),
+        True,
+        ("--update-missing",),
+        "FAILED",
+        1,
+        "model changed since the golden",
+    ),
+    "update-directory": Scenario(
+        "directory",
+        ("--update-goldens",),
+        False,
+        ("--update",),
+        "FAILED",
+        2,
+        "is a directory, not a golden file; remove it, then run: <REGENERATE>",
+    ),
+    # --strict-goldens: a golden checked by any entry point counts as used (the CLI has one
+    # golden per command, which is always used: its pass)
+    "strict-goldens": Scenario("keep", ("--strict-goldens",), False, (), "PASSED", 0, ""),
+}
+
+
+def _model(pytester: pytest.Pytester, changed: bool) -> None:
+    model = layer_chain((4, 3), perturb_layer=0 if changed else None)
+    onnx.save(model, str(pytester.path / "model.onnx"))
+
+
+def _golden(pytester: pytest.Pytester, test: str) -> str:
+    return str(pytester.path / "goldens" / "test_once" / f"{test}.golden")
+
+
+def _prepare(pytester: pytest.Pytester, how: str) -> None:
+    if how == "none":
+        return
+    run(pytester, "--update-goldens").assert_outcomes(passed=2)
+    data = (pytester.path / _golden(pytester, FIXTURE)).read_bytes()
+    damaged = {"empty": b"", "truncate": data[:-8]}.get(how)
+    for test in (MARKER, FIXTURE):
+        path = pytester.path / _golden(pytester, test)
+        if damaged is not None:  # the same bytes for both tests: the same message
+            path.write_bytes(damaged)
+        elif how == "directory":  # what no update can replace
+            path.unlink()
+            path.mkdir()
+    (pytester.path / "reports.jsonl").unlink()
+
+
+def _reports(pytester: pytest.Pytester) -> dict[str, dict[str, str]]:
+    """Each test's verdict as pytest reports it (ERROR: failed in setup) and its message."""
+    found: dict[str, dict[str, str]] = {}
+    for line in (pytester.path / "reports.jsonl").read_text().splitlines():
+        report = json.loads(line)
+        verdict = "ERROR" if report["when"] == "setup" else report["outcome"].upper()
+        found[report["test"]] = {"verdict": verdict, "message": report["message"]}
+    return found
+
+
+def _written(stdout: str, shown: str) -> str:
+    """'updated: <GOLDEN>' from the goldens summary's line naming the golden."""
+    for verb in ("created", "updated", "unchanged"):
+        if f"  {verb}: {shown}" in stdout.splitlines():
+            return f"{verb}: <GOLDEN>"
+    return ""
+
+
+def _normal(text: str, golden: str, shown: str, hint: str) -> str:
+    """The message with the parts naming its entry point replaced: the golden's path, the
+    command that regenerates it; and the failure's artifacts (pytest writes them) cut."""
+    text = text.split("\n\nartifacts: ")[0]
+    return text.replace(hint, "<REGENERATE>").replace(golden, "<GOLDEN>").replace(shown, "<GOLDEN>")
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = trtcompare(list(args))
+    text = out.getvalue() + err.getvalue().removeprefix("trtcompare: ")
+    return code, text.removesuffix("\n")  # print's
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_one_golden_check_three_entry_points(pytester, name, xdist):
+    scenario = SCENARIOS[name]
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_once=TESTS)
+    _model(pytester, changed=False)
+    _prepare(pytester, scenario.prepare)
+    cli_golden = str(pytester.path / "cli" / "kept.golden")
+    if scenario.prepare == "directory":
+        (pytester.path / "cli" / "kept.golden").mkdir(parents=True)
+    elif scenario.prepare != "none":  # the fixture's golden as the run finds it
+        (pytester.path / "cli").mkdir()
+        shutil.copyfile(_golden(pytester, FIXTURE), cli_golden)
+    _model(pytester, changed=scenario.changed)
+
+    result = run(pytester, *scenario.options, *xdist)
+    passed = scenario.verdict == "PASSED"
+    result.assert_outcomes(passed=2 if passed else 0, failed=0 if passed else 2)
+    assert result.ret == (0 if passed else 1)
+    assert "INTERNALERROR" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+    reports = _reports(pytester)
+    messages = {}
+    for test in (MARKER, FIXTURE):
+        assert reports[test]["verdict"] == scenario.verdict, (test, reports[test])
+        shown = f"goldens/test_once/{test}.golden"
+        hint = f"pytest --update-goldens {shlex.quote(f'test_once.py::{test}')}"
+        text = reports[test]["message"] or _written(result.stdout.str(), shown)
+        messages[test] = _normal(text, _golden(pytester, test), shown, hint)
+
+    outputs = str(pytester.path / "outputs.golden")  # saved by the fixture's test
+    code, text = _cli("check", cli_golden, outputs, *scenario.cli)
+    assert code == scenario.code, text
+    hint = shlex.join(["trtcompare", "check", cli_golden, outputs, "--update"])
+    messages["trtcompare check"] = _normal(text, cli_golden, cli_golden, hint)
+    if passed and not scenario.cli:  # nothing to say in pytest; the CLI prints its report
+        assert messages["trtcompare check"].startswith("all 1 outputs within tolerance")
+        assert messages[MARKER] == messages[FIXTURE] == ""
+        result.stdout.fnmatch_lines(["checked 2, unused 0"])
+        return
+    assert scenario.kind in messages[FIXTURE], messages[FIXTURE]
+    assert messages[MARKER] == messages[FIXTURE] == messages["trtcompare check"], messages
+    assert "<GOLDEN>" in messages[FIXTURE]
+    if code == 2:
+        assert "<REGENERATE>" in messages[FIXTURE]
+    if scenario.cli and passed:  # written by the CLI as by the fixture: the same golden
+        _assert_same_golden(_golden(pytester, FIXTURE), cli_golden)
+
+
+def _assert_same_golden(fixture_golden: str, cli_golden: str) -> None:
+    ours, theirs = read_golden(fixture_golden), read_golden(cli_golden)
+    for group in ("outputs", "inputs"):
+        mine, other = getattr(ours, group), getattr(theirs, group)
+        assert mine.keys() == other.keys()
+        for key in mine:
+            np.testing.assert_array_equal(mine[key], other[key])
+    for key in ("tolerance", "precision", "runner", "plugin_version"):
+        assert ours.meta[key] == theirs.meta[key], key
+
+
+def test_the_cli_names_what_it_takes(tmp_path, capsys):
+    """Exit 2 with argparse's usage error for a bad option; a polygraphy-imported golden
+    (its runner a name, not a description) fails as a mismatch, never a traceback."""
+    with pytest.raises(SystemExit) as info:
+        trtcompare(["check", "a.golden", "b.npz", "--precision", "fp64"])
+    assert info.value.code == 2
+    assert "invalid choice: 'fp64'" in capsys.readouterr().err
+    golden, outputs = tmp_path / "g.golden", tmp_path / "out.golden"
+    write_golden(golden, {"y": np.zeros(3)}, {}, {"source": "polygraphy", "runner": "trt-runner"})
+    write_golden(outputs, {"y": np.ones(3)}, {}, {"runner": {"model_digest": "ab" * 32}})
+    code, text = _cli("check", str(golden), str(outputs))
+    assert code == 1 and "1 of 1 outputs out of tolerance: y" in text
+    assert not re.search("model changed", text)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_stored_inputs_that_no_longer_fit_fail_both_pytest_entry_points(pytester, xdist):
+    """The marker feeds the golden's stored inputs as golden.inputs() does: other shapes
+    under the same id fail with the fixture's message; --update-goldens stores new ones."""
+    pytester.makeconftest(CONFTEST)
+    _model(pytester, changed=False)
+    tests = TESTS.replace('shapes({"x": (2, 4)})', 'shapes({"x": (2, 4)}, ids=["one"])')
+    pytester.makepyfile(test_once=tests)
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=2)
+    pytester.makepyfile(test_once=tests.replace("(2, 4)", "(5, 4)"))
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    for test in ("test_marker[onnxrt-fp32-one]", FIXTURE):
+        hint = f"pytest --update-goldens {shlex.quote(f'test_once.py::{test}')}"
+        assert (
+            f"golden goldens/test_once/{test}.golden: its stored input 'x' has shape (2, 4), "
+            f"this test asks for (5, 4); refresh it with:\n  {hint}"
+        ) in out
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=2)
+    run(pytester, *xdist).assert_outcomes(passed=2)
+    stored = read_golden(
+        pytester.path / "goldens" / "test_once" / "test_marker[onnxrt-fp32-one].golden"
+    )
+    assert stored.inputs["x"].shape == (5, 4)
+
+
+def test_a_tolerance_with_metric_checks_is_recorded_alike(pytester):
+    """The golden's metadata holds the tolerance in one form (`entry_record`): a list when
+    metric checks join it (the marker's `dataclasses.asdict` raised on that)."""
+    pytester.makeconftest(CONFTEST)
+    _model(pytester, changed=False)
+    pytester.makepyfile(test_once=TESTS)
+    run(pytester, "--update-goldens", "--trt-check", "cosine=0.999").assert_outcomes(passed=2)
+    for test in (MARKER, FIXTURE):
+        tolerance = read_golden(_golden(pytester, test)).meta["tolerance"]
+        assert [entry["check"] for entry in tolerance] == ["elemwise", "cosine"], test
