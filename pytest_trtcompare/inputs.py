@@ -21,6 +21,7 @@ import numpy as np
 
 from .engine.arrays import dtype_from_name
 from .errors import InputDataError
+from .goldens.onnx_test_data import load_onnx_test_data
 from .runners.base import TensorSpec, shape_fits
 
 Feed = dict[str, np.ndarray]
@@ -183,45 +184,6 @@ def _load_polygraphy(path: Path) -> list[Feed]:
         ):
             raise InputDataError(f"{path}: iteration {index} is not a mapping of name to array")
         feeds.append(dict(item))
-    return feeds
-
-
-def _read_tensor(path: Path) -> Any:
-    from onnx import TensorProto  # onnx only when test data is read (pytest start-up)
-
-    tensor = TensorProto()
-    try:
-        tensor.ParseFromString(path.read_bytes())
-    except Exception as exc:
-        raise InputDataError(f"{path}: not a serialized ONNX TensorProto ({exc})") from None
-    return tensor
-
-
-def load_onnx_test_data(
-    directory: Path, names: Sequence[str] | None = None, prefix: str = "input"
-) -> list[Feed]:
-    """ONNX test data: `input_N.pb` in a directory, or in each `test_data_set_*` below it.
-
-    Tensors are named by their TensorProto name, else by `names` (the model's inputs) in order.
-    """
-    from onnx import numpy_helper  # onnx only when test data is read (pytest start-up)
-
-    sets = sorted(p for p in directory.glob("test_data_set_*") if p.is_dir()) or [directory]
-    feeds = []
-    for data_set in sets:
-        files = sorted(data_set.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
-        if not files:
-            raise InputDataError(f"{data_set}: no {prefix}_N.pb files")
-        feed: Feed = {}
-        for position, file in enumerate(files):
-            tensor = _read_tensor(file)
-            name = tensor.name or (names[position] if names and position < len(names) else None)
-            if name is None:
-                raise InputDataError(
-                    f"{file}: the tensor has no name; pass the model's input names"
-                )
-            feed[name] = numpy_helper.to_array(tensor)
-        feeds.append(feed)
     return feeds
 
 

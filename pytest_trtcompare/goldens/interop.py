@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import atomic_write_bytes
 from ..errors import InputDataError
-from ..inputs import load_onnx_test_data
-from .atomic import atomic_write_bytes
+from .onnx_test_data import load_onnx_test_data
 from .polygraphy_json import TYPE_MARKER, iterate_json
 from .store import SUFFIX, Golden, GoldenError, read_golden
 

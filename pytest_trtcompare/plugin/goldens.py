@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ..goldens.atomic import remove_stale_temps
+from ..atomic import remove_stale_temps
 from ..goldens.store import (
     GoldenError,
     GoldenStats,

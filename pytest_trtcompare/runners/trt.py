@@ -136,7 +136,7 @@ class TensorRTRunner(Runner):
             return self._build(timing_cache, workspace)
         from filelock import FileLock
 
-        from ..goldens.atomic import atomic_write_bytes
+        from ..atomic import atomic_write_bytes
 
         cache_dir = Path(engine_cache)
         cache_dir.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write_bytes
 from ..errors import ModelLoadError, PrecisionUnsupported
-from ..goldens.atomic import atomic_write_bytes
 from .base import Layer
 from .onnx_model import LoadedModel
 from .precision import convert
