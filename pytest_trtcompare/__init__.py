@@ -5,15 +5,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .engine.compare import (
+from .engine import (
     ComparisonResult,
     ElementError,
     OutputComparison,
     OutputMismatchError,
+    Tolerance,
     assert_outputs_close,
     compare_outputs,
 )
-from .engine.tolerance import Tolerance
 from .errors import InvalidOutputError, ToleranceError, ToleranceWarning, TrtCompareError
 
 __version__ = "0.1.0"

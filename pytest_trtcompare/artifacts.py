@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from . import plots
-from .engine.arrays import as_output_mapping
-from .engine.compare import ComparisonResult
-from .goldens.store import safe_file_stem
+from .engine import ComparisonResult, as_output_mapping
+from .goldens import safe_file_stem
 
 
 @dataclass

@@ -20,18 +20,16 @@ from typing import Any
 import numpy as np
 
 from .cli_debug import add_parser as add_debug_precision
-from .engine.compare import compare_outputs
-from .engine.report import num
-from .engine.tolerance import PRECISIONS, RULES, STAT_CHECKS
+from .engine import PRECISIONS, RULES, STAT_CHECKS, compare_outputs, num
 from .errors import TrtCompareError
-from .goldens.interop import (
+from .goldens import (
+    iterate_json,
     load_reference,
     polygraphy_runs,
+    write_golden,
     write_polygraphy_inputs,
     write_polygraphy_outputs,
 )
-from .goldens.polygraphy_json import iterate_json
-from .goldens.store import write_golden
 from .session.golden_check import check_golden
 from .session.outcome import Kind
 from .session.settings import ToleranceSettings

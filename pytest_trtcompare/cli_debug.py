@@ -16,7 +16,7 @@ from typing import Any
 import onnx
 
 from .compare import Tolerance
-from .engine.tolerance import FIELD_NAMES, METRICS
+from .engine import FIELD_NAMES, METRICS
 from .errors import InputDataError, ToleranceError
 from .session.settings import is_metric_spec, parse_metric, parse_tolerance_fields
 

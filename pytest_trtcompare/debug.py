@@ -29,8 +29,7 @@ from . import runners
 from .compare import Tolerance, compare_outputs
 from .errors import TrtCompareError
 from .inputs import DEFAULT_SEED, synthetic_feed
-from .runners.onnx_model import LoadedModel, load_model
-from .runners.precision import convert_mixed, topological_sort
+from .runners import LoadedModel, convert_mixed, load_model, topological_sort
 
 Feed = Mapping[str, Any]
 _FLOAT = onnx.TensorProto.FLOAT

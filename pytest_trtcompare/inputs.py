@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .engine.arrays import dtype_from_name
+from .engine import dtype_from_name
 from .errors import InputDataError
-from .goldens.onnx_test_data import load_onnx_test_data
-from .runners.base import TensorSpec, shape_fits
+from .goldens import iterate_json, load_onnx_test_data
+from .runners import TensorSpec, shape_fits
 
 Feed = dict[str, np.ndarray]
 ValueRange = tuple[float, float]
@@ -175,8 +175,6 @@ def _load_npz(path: Path) -> list[Feed]:
 
 
 def _load_polygraphy(path: Path) -> list[Feed]:
-    from .goldens.polygraphy_json import iterate_json
-
     feeds = []
     for index, item in enumerate(iterate_json(path)):
         if not isinstance(item, Mapping) or not all(

@@ -1,4 +1,66 @@
 """The pure comparison engine: tolerances, chunked statistics, verdicts and report text.
 
-numpy only (no pytest, no framework). `pytest_trtcompare.compare` is its public face.
+numpy only (no pytest, no framework). These names are its surface: every module outside
+engine/ imports them from here (`from ..engine import compare_outputs`), never from a
+submodule (ARCHITECTURE.md, enforced by tests/test_layout.py). Users import the documented
+ones from `pytest_trtcompare` or `pytest_trtcompare.compare`.
 """
+
+from __future__ import annotations
+
+from .arrays import as_named_array, as_output_mapping, dtype_from_name
+from .compare import assert_outputs_close, compare_one, compare_outputs
+from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
+from .metrics import format_pair
+from .outputs import ElementError, OutputComparison
+from .report import num
+from .results import ComparisonResult, OutputMismatchError
+from .tolerance import (
+    FIELD_NAMES,
+    METRICS,
+    MINIMUM_METRICS,
+    PRECISIONS,
+    RULES,
+    STAT_CHECKS,
+    Entry,
+    Tolerance,
+    ToleranceSpec,
+    ToleranceTable,
+    entry_record,
+    is_field_mapping,
+    metric_bound,
+    with_metrics,
+)
+
+__all__ = [
+    "FIELD_NAMES",
+    "LAYER_DTYPES",
+    "LAYER_MODES",
+    "METRICS",
+    "MINIMUM_METRICS",
+    "PRECISIONS",
+    "RULES",
+    "STAT_CHECKS",
+    "ComparisonResult",
+    "ElementError",
+    "Entry",
+    "LayerView",
+    "OutputComparison",
+    "OutputMismatchError",
+    "Tolerance",
+    "ToleranceSpec",
+    "ToleranceTable",
+    "as_named_array",
+    "as_output_mapping",
+    "assert_outputs_close",
+    "compare_one",
+    "compare_outputs",
+    "dtype_from_name",
+    "entry_record",
+    "format_pair",
+    "is_field_mapping",
+    "listed",
+    "metric_bound",
+    "num",
+    "with_metrics",
+]

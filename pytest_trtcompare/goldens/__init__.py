@@ -1,15 +1,29 @@
-"""The golden store: the file format, atomic writes, and interop with Polygraphy JSON and ONNX
-test data. No pytest here; the `golden` fixture lives in `plugin/`."""
+"""The golden store: the file format and checksums, and interop with Polygraphy JSON and ONNX
+test data. No pytest here; the `golden` fixture lives in `plugin/`.
+
+These names are its surface: every module outside goldens/ imports them from here, never from
+a submodule (ARCHITECTURE.md, enforced by tests/test_layout.py).
+"""
 
 from __future__ import annotations
 
+from .interop import (
+    load_reference,
+    polygraphy_runs,
+    write_polygraphy_inputs,
+    write_polygraphy_outputs,
+)
+from .onnx_test_data import load_onnx_test_data
+from .polygraphy_json import iterate_json
 from .store import (
     SUFFIX,
     Golden,
     GoldenError,
     GoldenStats,
+    golden_file_problem,
     golden_path,
     iter_goldens,
+    model_change_note,
     read_golden,
     read_header,
     safe_file_stem,
@@ -21,10 +35,18 @@ __all__ = [
     "Golden",
     "GoldenError",
     "GoldenStats",
+    "golden_file_problem",
     "golden_path",
     "iter_goldens",
+    "iterate_json",
+    "load_onnx_test_data",
+    "load_reference",
+    "model_change_note",
+    "polygraphy_runs",
     "read_golden",
     "read_header",
     "safe_file_stem",
     "write_golden",
+    "write_polygraphy_inputs",
+    "write_polygraphy_outputs",
 ]

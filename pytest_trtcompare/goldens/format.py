@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from ..engine.arrays import dtype_from_name
+from ..engine import dtype_from_name
 from ..errors import TrtCompareError
 
 MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN-2\n"

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..atomic import atomic_write, remove_stale_temps, start_writeback
-from ..engine.arrays import as_output_mapping
+from ..engine import as_output_mapping
 from .format import ALIGN, encode_header, raw_bytes, read_tensors
 from .format import GoldenError as GoldenError
 from .format import read_header as read_format_header

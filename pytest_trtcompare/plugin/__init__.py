@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..engine.results import OutputMismatchError
+from ..engine import OutputMismatchError
 from ..errors import RunnerSkip, TrtCompareError
 from ..session.outcome import Kind
 from . import argv, markers, options
@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from ..runners.frameworks import header_line
+    from ..runners import header_line
 
     return [header_line()]
 

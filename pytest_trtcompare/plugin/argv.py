@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..engine.tolerance import METRICS, PRECISIONS, STAT_CHECKS
+from ..engine import METRICS, PRECISIONS, STAT_CHECKS
 from ..session.settings import parse_precisions
 
 UPDATE_GOLDENS = "--update-goldens"

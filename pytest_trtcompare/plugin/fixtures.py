@@ -10,11 +10,9 @@ from typing import Any
 
 import pytest
 
-from ..engine.compare import compare_outputs
-from ..engine.results import ComparisonResult
-from ..engine.tolerance import ToleranceSpec
+from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..errors import TrtCompareError
-from ..runners.base import Runner
+from ..runners import Runner
 from ..session.outcome import Kind, Outcome, compared
 from ..session.runs import RunnerCache
 from .golden_fixture import GoldenFixture

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..engine.results import ComparisonResult
-from ..engine.tolerance import ToleranceSpec
+from ..engine import ComparisonResult, ToleranceSpec
 from ..errors import TrtCompareError
-from ..goldens.store import Golden
+from ..goldens import Golden
 from ..inputs import specs_of, synthetic_feed
-from ..runners.base import TensorSpec
+from ..runners import TensorSpec
 from ..session.golden_check import check_golden, inputs_problem, read_stored, stored_inputs
 from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ..atomic import remove_stale_temps
-from ..goldens.store import (
+from ..goldens import (
     GoldenError,
     GoldenStats,
     golden_path,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ..engine.tolerance import Tolerance
+from ..engine import Tolerance
 from ..errors import ToleranceError, UnknownFrameworkError
 from ..runners import check_framework_name
 from ..session.settings import (

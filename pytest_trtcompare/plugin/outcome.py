@@ -14,8 +14,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..engine.report import num
-from ..engine.results import ComparisonResult, OutputMismatchError
+from ..engine import ComparisonResult, OutputMismatchError, num
 from ..errors import LayerDivergenceWarning
 from ..session.outcome import Kind, Outcome, runner_name
 from . import summary

@@ -11,11 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..engine.compare import ComparisonResult
-from ..engine.layers import listed
-from ..engine.metrics import format_pair
-from ..engine.report import num
-from ..engine.tolerance import METRICS, metric_bound
+from ..engine import METRICS, ComparisonResult, format_pair, listed, metric_bound, num
 
 PROPERTY = "trtcompare"
 LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test

@@ -3,6 +3,9 @@
 `create(name, model, precision="fp32", **options)` builds any of them. Third-party runners
 register a Runner subclass (or factory) under the entry-point group
 `pytest_trtcompare.runners`. `"callable:package.module:function"` names a callable runner.
+
+These names are its surface: every module outside runners/ imports them from here, never from
+a submodule (ARCHITECTURE.md, enforced by tests/test_layout.py).
 """
 
 from __future__ import annotations
@@ -10,7 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import FrameworkUnavailable
-from .base import Runner, TensorSpec, check_feed
+from .base import Layer, Runner, TensorSpec, check_feed, shape_fits
+from .frameworks import header_line
+from .isolated import IsolatedRunner, RunnerCrashed
+from .onnx_graph import graph_input_specs
+from .onnx_model import LoadedModel, file_digest, load_model
+from .onnx_scopes import Scope, module_exits, node_scopes
+from .precision import convert_mixed, topological_sort
 from .registry import (
     ENTRY_POINT_GROUP,
     check_framework_name,
@@ -18,18 +27,33 @@ from .registry import (
     create_local,
     known_runners,
     runner_factory,
+    runner_options,
 )
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "Layer",
+    "LoadedModel",
     "Runner",
+    "RunnerCrashed",
+    "Scope",
     "TensorSpec",
     "check_feed",
     "check_framework_name",
     "check_runner_options",
+    "convert_mixed",
     "create",
+    "file_digest",
+    "graph_input_specs",
+    "header_line",
     "known_runners",
+    "load_model",
+    "module_exits",
+    "node_scopes",
     "runner_factory",
+    "runner_options",
+    "shape_fits",
+    "topological_sort",
 ]
 
 
@@ -51,8 +75,6 @@ def create(
     if isolate is None:
         isolate = name == "trt"
     if isolate:
-        from .isolated import IsolatedRunner
-
         if name == "trt":  # say so before paying for a worker process
             from .trt import _NOT_INSTALLED, tensorrt_installed
 

@@ -11,8 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..engine.arrays import dtype_from_name
-from ..engine.tolerance import PRECISIONS
+from ..engine import PRECISIONS, dtype_from_name
 from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
 
 Dim = int | str | None

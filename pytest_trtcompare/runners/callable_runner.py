@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.arrays import as_named_array
-from ..engine.tolerance import PRECISIONS
+from ..engine import PRECISIONS, as_named_array
 from ..errors import FeedError, ModelLoadError
 from .base import Runner, TensorSpec, specs_from
 

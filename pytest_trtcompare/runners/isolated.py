@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.arrays import dtype_from_name
+from ..engine import dtype_from_name
 from ..errors import ModelLoadError, RunnerOptionError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
 from .isolated_torch import export_to_file, needs_export

@@ -19,14 +19,11 @@ from typing import Any
 import numpy as np
 
 from ..debug import explain_failure
-from ..engine.compare import ComparisonResult, compare_outputs
+from ..engine import ComparisonResult, compare_outputs
 from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
-from ..goldens.interop import load_reference
-from ..goldens.store import Golden
+from ..goldens import Golden, load_reference
 from ..inputs import Feed
-from ..runners.base import Runner
-from ..runners.isolated import RunnerCrashed
-from ..runners.onnx_model import load_model
+from ..runners import Runner, RunnerCrashed, load_model
 from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.tolerance import PRECISIONS
+from ..engine import PRECISIONS
 from ..errors import RunnerSkip
 from .spec import CompareSpec
 

@@ -27,13 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..engine.compare import compare_outputs
-from ..engine.results import ComparisonResult
-from ..engine.tolerance import Entry, entry_record
+from ..engine import ComparisonResult, Entry, compare_outputs, entry_record
 from ..errors import FeedError, TrtCompareError
-from ..goldens.store import Golden, GoldenError, golden_file_problem, model_change_note, read_golden
+from ..goldens import Golden, GoldenError, golden_file_problem, model_change_note, read_golden
 from ..inputs import Feed
-from ..runners.base import TensorSpec, check_feed
+from ..runners import TensorSpec, check_feed
 from .outcome import Kind, Outcome, compared
 
 Outputs = Mapping[str, Any]

@@ -11,13 +11,19 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.compare import ComparisonResult, compare_outputs
-from ..engine.layers import LAYER_DTYPES, LAYER_MODES, LayerView
-from ..engine.outputs import OutputComparison
-from ..engine.tolerance import ToleranceSpec, ToleranceTable
+from ..engine import (
+    LAYER_DTYPES,
+    LAYER_MODES,
+    ComparisonResult,
+    LayerView,
+    OutputComparison,
+    ToleranceSpec,
+    ToleranceTable,
+    compare_outputs,
+)
 from ..errors import ToleranceWarning
 from ..inputs import Feed
-from ..runners.base import Layer, Runner
+from ..runners import Layer, Runner
 
 #: Intermediate tensors fetched per run in a per-layer comparison (bounds memory).
 LAYER_GROUP = 64

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.layers import LAYER_DTYPES, LAYER_MODES
-from ..engine.tolerance import PRECISIONS, ToleranceTable
+from ..engine import LAYER_DTYPES, LAYER_MODES, PRECISIONS, ToleranceTable
 from ..errors import MarkerError, ToleranceError, UnknownFrameworkError
 from ..runners import check_framework_name
 

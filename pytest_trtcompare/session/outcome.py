@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.results import ComparisonResult
+from ..engine import ComparisonResult
 
 
 class Kind(enum.Enum):

@@ -17,11 +17,9 @@ from typing import Any
 import numpy as np
 
 from .. import runners
-from ..engine.compare import ComparisonResult, compare_outputs
-from ..engine.tolerance import ToleranceSpec
+from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
-from ..runners.base import Runner
-from ..runners.onnx_model import file_digest
+from ..runners import Runner, file_digest
 from .layers import LAYER_GROUP, compare_layers
 
 __all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.tolerance import (
+from ..engine import (
     FIELD_NAMES,
     METRICS,
     MINIMUM_METRICS,

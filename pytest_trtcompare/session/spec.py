@@ -199,7 +199,7 @@ LAYER_PAIRS = (
 
 def _check_layer_pairs(frameworks: tuple[str, ...], reference: str | None, check: Checker) -> None:
     """outputs="all" needs each target's layers to be matched with the reference's."""
-    from ..runners.registry import runner_options
+    from ..runners import runner_options
 
     def onnx_runner(name: str) -> bool:
         options = runner_options(name) if not name.startswith("callable") else ()

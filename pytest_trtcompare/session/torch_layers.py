@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..runners.base import Layer
-from ..runners.onnx_scopes import Scope, module_exits, node_scopes
+from ..runners import Layer, Scope, module_exits, node_scopes
 from .twins import Twin, input_map
 
 

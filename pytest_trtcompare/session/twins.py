@@ -20,8 +20,7 @@ import numpy as np
 import onnx
 
 from ..errors import FeedError
-from ..runners.base import TensorSpec
-from ..runners.onnx_graph import graph_input_specs
+from ..runners import TensorSpec, graph_input_specs
 
 
 def input_map(reference: Sequence[TensorSpec], twin: Any) -> dict[str, tuple[str, str]]:
