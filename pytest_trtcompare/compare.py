@@ -1,4 +1,5 @@
-"""Public comparison API (the documented import path); the engine lives in `engine/`."""
+"""The comparison API at its documented import path (`from pytest_trtcompare.compare import
+Tolerance`): names of `engine/__init__.py`; nothing in the package imports this module."""
 
 from __future__ import annotations
 

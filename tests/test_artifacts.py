@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_trtcompare import compare_outputs, plots
-from pytest_trtcompare.artifacts import write
+from pytest_trtcompare import compare_outputs
 from pytest_trtcompare.cli import main
+from pytest_trtcompare.session import plots
+from pytest_trtcompare.session.artifacts import write
 
 from .pytester_helpers import XDIST, run
 

@@ -1,4 +1,5 @@
-"""Precision debugging: the search for the nodes that must stay in fp32 (debug.py)."""
+"""Precision debugging: the search for the nodes that must stay in fp32
+(session/precision_debug.py, through its documented path pytest_trtcompare.debug)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import onnx
 import pytest
 
 from pytest_trtcompare.cli import main
-from pytest_trtcompare.cli_debug import parse_check
+from pytest_trtcompare.cli.debug_precision import parse_check
 from pytest_trtcompare.compare import Tolerance
 
 from .planted_models import planted

@@ -83,7 +83,7 @@ def failure_artifacts(
     """Write a failing comparison's arrays and pictures; the text to add to its report."""
     if arrays is None:
         return ""
-    from .. import artifacts
+    from ..session import artifacts
 
     folder = artifacts.folder_for(artifacts_root(item, settings), item.nodeid)
     try:

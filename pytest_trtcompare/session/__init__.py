@@ -1,5 +1,6 @@
 """What one comparison does, without pytest: specs -> inputs -> runners -> outputs -> compare
--> outcome, with session-wide runner caches and per-layer comparison."""
+-> outcome, with session-wide runner caches, per-layer comparison, precision debugging
+(precision_debug.py) and the files a failing comparison leaves (artifacts.py, plots.py)."""
 
 from __future__ import annotations
 

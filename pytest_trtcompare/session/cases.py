@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..debug import explain_failure
 from ..engine import ComparisonResult, compare_outputs
 from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
 from ..goldens import Golden, load_reference
@@ -28,6 +27,7 @@ from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
 from .outcome import Kind, Outcome, compared
+from .precision_debug import explain_failure
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
 from .spec import CompareSpec

@@ -2,8 +2,8 @@
 
 `check_golden` decides every golden situation for the three entry points: the `golden`
 fixture (plugin/golden_fixture.py), `compare_frameworks(golden=True)` (cases.py) and
-`trtcompare check` (cli.py). They differ only in their `GoldenAccess`: how a golden's path
-is shown, the command that regenerates it, what is added to its metadata and counted.
+`trtcompare check` (cli/__init__.py). They differ only in their `GoldenAccess`: how a golden's
+path is shown, the command that regenerates it, what is added to its metadata and counted.
 
 - damaged (or something else where the golden should be): the outcome GOLDEN_MISSING with the
   store's message and the regenerating command; nothing is compared. Under --update-goldens a

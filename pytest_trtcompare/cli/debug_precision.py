@@ -15,10 +15,9 @@ from typing import Any
 
 import onnx
 
-from .compare import Tolerance
-from .engine import FIELD_NAMES, METRICS
-from .errors import InputDataError, ToleranceError
-from .session.settings import is_metric_spec, parse_metric, parse_tolerance_fields
+from ..engine import FIELD_NAMES, METRICS, Tolerance
+from ..errors import InputDataError, ToleranceError
+from ..session.settings import is_metric_spec, parse_metric, parse_tolerance_fields
 
 
 def parse_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
@@ -65,13 +64,13 @@ def tolerances(args: argparse.Namespace) -> list[Tolerance]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import debug
+    from ..session import precision_debug
 
     shapes = parse_shapes(args.shapes)
     tolerance = tolerances(args)
     log = None if args.json else (lambda line: print(line, file=sys.stderr))
     started = time.perf_counter()
-    result = debug.find_fp32_nodes(
+    result = precision_debug.find_fp32_nodes(
         args.model, args.precision, args.runner, tolerance, shapes or None, log=log
     )
     seconds = time.perf_counter() - started

@@ -1,7 +1,7 @@
 """The `trtcompare` console script: inspect, diff and convert saved outputs from the shell,
 check saved outputs against a golden as the pytest entry points do (`check`,
 session/golden_check.py), and find the nodes a fp16/bf16 model must keep in fp32
-(`debug-precision`, cli_debug.py).
+(`debug-precision`, cli/debug_precision.py).
 
 Every command reads any saved outputs: .golden, Polygraphy JSON (file or per-iteration
 directory), ONNX test-data directories, .npz and .npy.
@@ -19,10 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .cli_debug import add_parser as add_debug_precision
-from .engine import PRECISIONS, RULES, STAT_CHECKS, compare_outputs, num
-from .errors import TrtCompareError
-from .goldens import (
+from ..engine import PRECISIONS, RULES, STAT_CHECKS, compare_outputs, num
+from ..errors import TrtCompareError
+from ..goldens import (
     iterate_json,
     load_reference,
     polygraphy_runs,
@@ -30,9 +29,10 @@ from .goldens import (
     write_polygraphy_inputs,
     write_polygraphy_outputs,
 )
-from .session.golden_check import check_golden
-from .session.outcome import Kind
-from .session.settings import ToleranceSettings
+from ..session.golden_check import check_golden
+from ..session.outcome import Kind
+from ..session.settings import ToleranceSettings
+from .debug_precision import add_parser as add_debug_precision
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -67,7 +67,7 @@ def _plots(result: Any, actual: Any, expected: Any, folder: str | None) -> None:
     """--plots DIR: a mismatch's arrays and pictures."""
     if not folder or result.passed:
         return
-    from . import artifacts
+    from ..session import artifacts
 
     made = artifacts.write(result, actual, expected, Path(folder))
     if made is not None:
@@ -261,7 +261,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TrtCompareError, OSError) as exc:
         print(f"trtcompare: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import ComparisonResult, as_output_mapping
+from ..goldens import safe_file_stem
 from . import plots
-from .engine import ComparisonResult, as_output_mapping
-from .goldens import safe_file_stem
 
 
 @dataclass
