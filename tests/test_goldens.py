@@ -136,7 +136,7 @@ def test_no_temp_files_left_and_old_golden_kept_on_failure(tmp_path, monkeypatch
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pytest_trtcompare.goldens.store._write_body", disk_full)
+    monkeypatch.setattr("pytest_trtcompare.goldens.store.start_writeback", disk_full)
     with pytest.raises(OSError, match="No space left"):
         write_golden(path, {"y": np.zeros(3)})
     assert path.read_bytes() == before

@@ -15,7 +15,7 @@ from onnx import helper
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import ModelLoadError
 from pytest_trtcompare.runners.onnx_versions import (
-    _ORT_TABLE,
+    ORT_TABLE,
     onnx_reference_versions,
     onnxruntime_versions,
 )
@@ -37,8 +37,8 @@ def _stamped(ir_version: int, opset: int) -> onnx.ModelProto:
 def test_the_runtime_versions_come_from_onnxruntime_and_match_the_table():
     assert ORT.max_ir >= 10 and ORT.opsets[""] >= 21
     release = ".".join(onnxruntime.__version__.split(".")[:2])
-    if release in _ORT_TABLE:
-        assert (ORT.max_ir, dict(ORT.opsets)) == _ORT_TABLE[release]
+    if release in ORT_TABLE:
+        assert (ORT.max_ir, dict(ORT.opsets)) == ORT_TABLE[release]
     ref = onnx_reference_versions()
     assert ref.max_ir == onnx.IR_VERSION and ref.opsets[""] == onnx.defs.onnx_opset_version()
 

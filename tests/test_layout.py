@@ -1,17 +1,36 @@
-"""The package's layers, read from its source with `ast` (ARCHITECTURE.md): no import cycle
-between modules, pytest only in the glue, frameworks only in runners/, small glue modules."""
+"""The package's layers, read from its source with `ast` (ARCHITECTURE.md): each module imports
+only its own layer and the layers below; engine/, goldens/ and runners/ only through their
+public names; no import cycle between modules; pytest only in the glue, frameworks only in
+runners/, small glue modules; tests use public names only."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_trtcompare"
+TESTS = Path(__file__).resolve().parent
 FRAMEWORKS = {"onnxruntime", "torch", "tensorrt", "cuda", "pycuda", "modelopt"}
-#: The pytest glue; cli.py is the console script (it reports, it never runs pytest).
+#: The pytest glue; cli/ is the console script (it reports, it never runs pytest).
 PYTEST_LAYER = ("plugin",)
+
+#: The layers, lowest first; a layer is a tuple of groups (a package's folder, a top-level
+#: module, "" for pytest_trtcompare/__init__.py). A module imports its own group and the
+#: groups of lower layers; the groups of one layer do not import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "atomic"),  # the base: error classes, atomic file writes; nothing of ours
+    ("engine",),  # compare: pure numpy
+    ("goldens", "runners"),  # the golden store; one module per framework
+    ("inputs",),  # specs -> arrays (runner specs, saved inputs read by goldens/)
+    ("session",),  # what one comparison does, without pytest
+    ("plugin", "cli"),  # the pytest glue; the console script
+    ("", "compare", "debug"),  # faces: documented import paths that only re-export
+)
+#: Imported from outside their folder only by their package's own names (its __init__.py).
+LIBRARIES = ("engine", "goldens", "runners")
 
 
 def _module_name(path: Path) -> str:
@@ -22,21 +41,31 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _imports(name: str) -> set[str]:
-    """Every module `name` imports: top level, inside functions and under TYPE_CHECKING."""
+def _source(name: str) -> tuple[str, ast.Module]:
+    """The module's package (what its relative imports start from) and its syntax tree."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return package, ast.parse(path.read_text())
+
+
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The module a `from X import ...` names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(name: str) -> set[str]:
+    """Every module `name` imports: top level, inside functions and under TYPE_CHECKING."""
+    package, tree = _source(name)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            module = _from_module(node, package)
             # `from . import x` imports the submodule x, not the package's own names
             submodules = {f"{module}.{a.name}" for a in node.names} & MODULES.keys()
             found |= submodules
@@ -103,3 +132,145 @@ def test_frameworks_only_in_runners(name):
 def test_glue_modules_are_small(name):
     lines = len(MODULES[name].read_text().splitlines())
     assert lines <= 300, f"{name}: {lines} lines"
+
+
+def _group(name: str) -> str:
+    return (name.split(".")[1:2] or [""])[0]
+
+
+RANK = {group: rank for rank, layer in enumerate(LAYERS) for group in layer}
+
+
+def test_every_module_has_a_layer():
+    assert {_group(name) for name in MODULES} <= RANK.keys()
+
+
+def _upward(name: str) -> list[str]:
+    group = _group(name)
+    return sorted(
+        other
+        for other in GRAPH[name]
+        if _group(other) != group and RANK[_group(other)] >= RANK[group]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_run_down_the_layers(name):
+    assert not _upward(name), f"{name} imports its own layer's or a higher layer's {_upward(name)}"
+
+
+def test_the_layer_rule_finds_a_planted_upward_import(monkeypatch):
+    planted = {**GRAPH, "pytest_trtcompare.goldens.interop": {"pytest_trtcompare.inputs"}}
+    monkeypatch.setattr(f"{__name__}.GRAPH", planted)
+    assert _upward("pytest_trtcompare.goldens.interop") == ["pytest_trtcompare.inputs"]
+    planted["pytest_trtcompare.runners.trt"] = {"pytest_trtcompare.goldens"}  # a sibling
+    assert _upward("pytest_trtcompare.runners.trt") == ["pytest_trtcompare.goldens"]
+
+
+def _through_submodules(name: str) -> list[str]:
+    group = _group(name)
+    return sorted(
+        other
+        for other in GRAPH[name]
+        if _group(other) in LIBRARIES
+        and _group(other) != group
+        and other != f"pytest_trtcompare.{_group(other)}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_libraries_are_imported_by_their_public_names(name):
+    """`from ..engine import compare_outputs`, never `from ..engine.compare import ...`."""
+    assert not _through_submodules(name), (
+        f"{name} imports {_through_submodules(name)}: import from the package instead "
+        "(add the name to its __init__.py)"
+    )
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_private_name_crosses_a_folder(name):
+    package, tree = _source(name)
+    crossing = [
+        f"{module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (module := _from_module(node, package)).startswith("pytest_trtcompare")
+        and _group(module) != _group(name)
+        for alias in node.names
+        if _private(alias.name) or any(map(_private, module.split(".")))
+    ]
+    assert not crossing, f"{name} imports private {crossing}"
+
+
+@pytest.mark.parametrize("package", sorted(n for n in MODULES if MODULES[n].name == "__init__.py"))
+def test_no_package_name_hides_a_submodule(package):
+    """`from pytest_trtcompare.engine import scan` stays the module, never a re-exported name."""
+    submodules = {n.rpartition(".")[2] for n in MODULES if n.rpartition(".")[0] == package}
+    bound = set()
+    for node in _source(package)[1].body:
+        if isinstance(node, ast.ImportFrom) and node.module:  # not `from . import x`
+            bound |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Assign):
+            bound |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    assert not bound & submodules, f"{package} binds {bound & submodules} over its submodules"
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Private names of pytest_trtcompare a test file uses: imported, read as an attribute of
+    something it imported from the package, or named in a string (monkeypatch targets)."""
+    tree = ast.parse(path.read_text())
+    ours: set[str] = set()
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_trtcompare"):
+            ours |= {alias.asname or alias.name for alias in node.names}
+            uses += [
+                f"{node.lineno}: from {node.module} import {alias.name}"
+                for alias in node.names
+                if _private(alias.name) or any(map(_private, node.module.split(".")))
+            ]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("pytest_trtcompare"):
+                    ours.add(alias.asname or alias.name.split(".")[0])
+                    if any(map(_private, alias.name.split("."))):
+                        uses.append(f"{node.lineno}: import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in ours:
+                uses.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for dotted in re.findall(r"pytest_trtcompare(?:\.\w+)+", node.value):
+                if any(map(_private, dotted.split("."))):
+                    uses.append(f"{node.lineno}: {dotted!r}")
+    return uses
+
+
+@pytest.mark.parametrize(
+    "path", sorted(TESTS.rglob("*.py")), ids=lambda p: str(p.relative_to(TESTS))
+)
+def test_tests_use_public_names_only(path):
+    """No `_name` of pytest_trtcompare in tests: what a test needs is a public name."""
+    assert not _private_uses(path), f"{path.name} uses private names: {_private_uses(path)}"
+
+
+def test_the_private_name_finder_finds_planted_uses(tmp_path):
+    planted = tmp_path / "test_planted.py"
+    private = "_hidden"  # so that this file's own strings name nothing private
+    planted.write_text(
+        "from pytest_trtcompare.runners import trt_io\n"
+        f"from pytest_trtcompare.engine.tolerance import {private}\n"
+        f"trt_io.{private}\n"
+        f"monkeypatch.setattr('pytest_trtcompare.goldens.store.{private}', None)\n"
+        f"from pytest_trtcompare.engine import accumulators as {private}\n"  # a private alias: fine
+    )
+    assert [use.split(":")[0] for use in _private_uses(planted)] == ["2", "3", "4"]

@@ -113,7 +113,7 @@ def test_modelopt_autocast_is_preferred_when_importable(monkeypatch):
         module = autocast if name.endswith("autocast") else types.ModuleType(name)
         module.__spec__ = importlib.machinery.ModuleSpec(name, None)
         monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr(precision, "_CACHE", {})
+    monkeypatch.setattr(precision, "CONVERTED", {})
     runner = runners.create("onnxrt", tricky_model(), "fp16")
     assert runner.describe()["precision_route"] == "fp16 by ModelOpt AutoCast (float32 I/O)"
     assert calls["level"] == "fp16" and calls["keep_io_types"] is True

@@ -210,11 +210,13 @@ def test_every_tensorrt_and_cuda_name_the_runner_uses_is_real(version, cuda_vers
 def test_names_the_runner_looks_up_by_string_are_real_or_guarded(version):
     surface = real(version)
     layer_types, data_types = surface["enums"]["LayerType"], surface["enums"]["DataType"]
-    for name in trt_build._SUBGRAPH_START + trt_build._SUBGRAPH_END + trt_build._NOT_MARKED:
+    for name in trt_build.SUBGRAPH_START + trt_build.SUBGRAPH_END + trt_build.NOT_MARKED:
         assert name in layer_types
-    assert set(trt_io._NUMPY) | set(trt_io._ML_DTYPES) <= set(data_types)
+    assert set(trt_io.TRT_TO_NUMPY) | set(trt_io.TRT_TO_ML_DTYPES) <= set(data_types)
     # refused by name, so they may be missing in older versions (10.0.1 has no FP4 / E8M0)
-    assert set(data_types) <= set(trt_io._NUMPY) | set(trt_io._ML_DTYPES) | set(trt_io._REFUSED)
+    assert set(data_types) <= set(trt_io.TRT_TO_NUMPY) | set(trt_io.TRT_TO_ML_DTYPES) | set(
+        trt_io.TRT_REFUSED
+    )
     assert "TF32" in surface["enums"]["BuilderFlag"]
     weak = {"FP16", "BF16"} & set(surface["enums"]["BuilderFlag"])
     assert weak == (set() if version.startswith("11.") else {"FP16", "BF16"})

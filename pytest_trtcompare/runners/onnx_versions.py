@@ -25,7 +25,7 @@ from .onnx_model import LoadedModel
 
 #: onnxruntime release (major.minor) -> (max IR version, max opset per domain); the fallback
 #: when its refusal of a probe model cannot be parsed.
-_ORT_TABLE: dict[str, tuple[int, dict[str, int]]] = {
+ORT_TABLE: dict[str, tuple[int, dict[str, int]]] = {
     "1.20": (10, {"": 21, "ai.onnx.ml": 4}),
     "1.21": (10, {"": 22, "ai.onnx.ml": 5}),
     "1.22": (11, {"": 22, "ai.onnx.ml": 5}),
@@ -131,7 +131,7 @@ def onnxruntime_versions(ort: Any) -> RuntimeVersions:
     """onnxruntime's max IR version and ai.onnx / ai.onnx.ml opsets, read from its refusal
     of probe models; the table of known releases where a refusal does not parse."""
     release = ".".join(ort.__version__.split(".")[:2])
-    table_ir, table_opsets = _ORT_TABLE.get(release, (0, {}))
+    table_ir, table_opsets = ORT_TABLE.get(release, (0, {}))
     found = _IR_PATTERN.search(_refusal(ort, _probe_model(_PROBE_VERSION, "", 1)))
     max_ir = int(found.group(1)) if found else table_ir
     opsets: dict[str, int] = {}

@@ -34,7 +34,8 @@ from onnx import TensorProto, numpy_helper
 from ..errors import FrameworkUnavailable, ModelLoadError
 from .onnx_model import LoadedModel
 
-_CACHE: dict[tuple[str, str], ConvertedModel] = {}
+#: Converted models by (model digest, precision): each is converted once per process.
+CONVERTED: dict[tuple[str, str], ConvertedModel] = {}
 
 #: metadata_props key of a mixed-precision model: its precision; KEPT_KEY lists its fp32 nodes.
 MIXED_KEY = "pytest_trtcompare.mixed_precision"
@@ -56,14 +57,14 @@ def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
         kept = len(json.loads(marked.get(KEPT_KEY, "[]")))
         return ConvertedModel(loaded.proto, f"{precision} model as given ({kept} nodes in fp32)")
     key = (loaded.digest, precision)
-    if key not in _CACHE:
+    if key not in CONVERTED:
         if precision == "fp16":
-            _CACHE[key] = _to_float16(loaded)
+            CONVERTED[key] = _to_float16(loaded)
         elif precision == "bf16":
-            _CACHE[key] = _to_bfloat16(loaded)
+            CONVERTED[key] = _to_bfloat16(loaded)
         else:
             raise ValueError(f"no ONNX conversion to {precision}")
-    return _CACHE[key]
+    return CONVERTED[key]
 
 
 def convert_mixed(loaded: LoadedModel, precision: str, keep_fp32: Sequence[str]) -> onnx.ModelProto:

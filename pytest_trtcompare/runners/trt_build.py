@@ -26,10 +26,10 @@ _log = logging.getLogger(__name__)
 # Polygraphy's layer-wise marking: tensors inside loops and conditionals cannot be network
 # outputs (this assumes the parser's topological layer order), nor do shape and constant
 # layers give anything worth comparing.
-_SUBGRAPH_START = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "CONDITION", "CONDITIONAL_INPUT")
-_SUBGRAPH_END = ("LOOP_OUTPUT", "CONDITIONAL_OUTPUT")
-_NOT_MARKED = ("SHAPE", "CONSTANT")
-_NOT_MARKED_DTYPES = ("BOOL", "INT4", "FP4", "E8M0")  # see trt_io: no numpy exchange for 4-bit
+SUBGRAPH_START = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "CONDITION", "CONDITIONAL_INPUT")
+SUBGRAPH_END = ("LOOP_OUTPUT", "CONDITIONAL_OUTPUT")
+NOT_MARKED = ("SHAPE", "CONSTANT")
+NOT_MARKED_DTYPES = ("BOOL", "INT4", "FP4", "E8M0")  # see trt_io: no numpy exchange for 4-bit
 
 
 @dataclass
@@ -138,8 +138,8 @@ def mark_layerwise(trt: Any, network: Any) -> list[Layer]:
     def layer_types(names: tuple[str, ...]) -> list[Any]:
         return [getattr(trt.LayerType, n) for n in names if hasattr(trt.LayerType, n)]
 
-    start, end = layer_types(_SUBGRAPH_START), layer_types(_SUBGRAPH_END)
-    excluded = layer_types(_NOT_MARKED)
+    start, end = layer_types(SUBGRAPH_START), layer_types(SUBGRAPH_END)
+    excluded = layer_types(NOT_MARKED)
     order, inside = [], False
     for i in range(network.num_layers):
         layer = network.get_layer(i)
@@ -151,7 +151,7 @@ def mark_layerwise(trt: Any, network: Any) -> list[Layer]:
             continue
         for j in range(layer.num_outputs):
             tensor = layer.get_output(j)
-            if tensor is None or tensor.is_shape_tensor or tensor.dtype.name in _NOT_MARKED_DTYPES:
+            if tensor is None or tensor.is_shape_tensor or tensor.dtype.name in NOT_MARKED_DTYPES:
                 continue
             dtype = _DTYPE_NAMES.get(tensor.dtype.name, tensor.dtype.name.lower())
             output = bool(tensor.is_network_output)

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import FeedError, FrameworkUnavailable, PrecisionUnsupported
 from .cuda import CudaApi
 
-_NUMPY = {
+TRT_TO_NUMPY = {
     "FLOAT": np.float32,
     "HALF": np.float16,
     "INT8": np.int8,
@@ -28,8 +28,8 @@ _NUMPY = {
     "BOOL": np.bool_,
     "UINT8": np.uint8,
 }
-_ML_DTYPES = {"BF16": "bfloat16", "FP8": "float8_e4m3fn"}  # TensorRT's FP8 is E4M3
-_REFUSED = {
+TRT_TO_ML_DTYPES = {"BF16": "bfloat16", "FP8": "float8_e4m3fn"}  # TensorRT's FP8 is E4M3
+TRT_REFUSED = {
     "INT4": "4-bit integers, packed two per byte",
     "FP4": "4-bit floats (E2M1), packed two per byte",
     "E8M0": "8-bit power-of-two scales",
@@ -39,18 +39,18 @@ _REFUSED = {
 def numpy_dtype(trt_dtype: Any, tensor: str) -> np.dtype:
     """The numpy dtype of a TensorRT I/O tensor; PrecisionUnsupported where none can hold it."""
     name = str(getattr(trt_dtype, "name", trt_dtype))
-    if name in _NUMPY:
-        return np.dtype(_NUMPY[name])
-    if name in _ML_DTYPES:
+    if name in TRT_TO_NUMPY:
+        return np.dtype(TRT_TO_NUMPY[name])
+    if name in TRT_TO_ML_DTYPES:
         try:
             import ml_dtypes
         except ImportError:
             raise FrameworkUnavailable(
                 f"TensorRT tensor {tensor!r} is DataType.{name}: pip install ml_dtypes"
             ) from None
-        dtype: np.dtype = np.dtype(getattr(ml_dtypes, _ML_DTYPES[name]))
+        dtype: np.dtype = np.dtype(getattr(ml_dtypes, TRT_TO_ML_DTYPES[name]))
         return dtype
-    what = _REFUSED.get(name, "no numpy equivalent")
+    what = TRT_REFUSED.get(name, "no numpy equivalent")
     raise PrecisionUnsupported(
         f"TensorRT tensor {tensor!r} is DataType.{name} ({what}), which pytest-trtcompare "
         f"cannot exchange as a numpy array: keep {name} inside the network (Q/DQ) and give "
