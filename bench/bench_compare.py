@@ -1,6 +1,11 @@
 """Comparison engine on the data users compare: ours vs numpy vs Polygraphy, side by side.
 
 Run: python bench/bench_compare.py [--sizes 16M,64M] [--json bench/results/compare.json]
+     [--baseline DIR]
+
+`--baseline DIR` also measures the engine of another checkout (a directory holding a
+`pytest_trtcompare` package, e.g. `git worktree add /tmp/before HEAD~3`) as "before",
+interleaved with ours, so a change is judged against its past in one run.
 
 Every (size, scenario, method) runs in its own fresh process on the same seeded data: the
 best of 3 calls, then one more call traced with tracemalloc (numpy's buffers are traced)
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -121,6 +127,15 @@ def sparse_nan_quantile(n: int) -> Case:
     return actual, expected, {**FP32, "nan_equal": True, "check": "quantile"}
 
 
+def target_nan(n: int) -> Case:
+    """A target with NaN at 0.1% of positions where the reference has numbers: every chunk
+    holds NaN errors (atol = rtol = 1e-5, no nan_equal)."""
+    expected, rng = _normal(n)
+    actual = expected.copy()
+    actual[rng.random(n) < 1e-3] = np.nan
+    return actual, expected, {"atol": 1e-5, "rtol": 1e-5}
+
+
 def int64_identical(n: int) -> Case:
     rng = np.random.default_rng(0)
     expected = rng.integers(-(10**12), 10**12, n, dtype=np.int64)
@@ -152,6 +167,7 @@ SCENARIOS: dict[str, Callable[[int], Case]] = {
     "identical, half NaN pairs plus one NaN error (fails)": half_nan_one_more,
     "identical, half NaN pairs, no nan_equal (fails)": half_nan_not_excused,
     "identical, 0.01% NaN pairs, nan_equal=True, p99 check": sparse_nan_quantile,
+    "target NaN at 0.1% where the reference has numbers (fails)": target_nan,
     "int64 identical": int64_identical,
     "bool identical": bool_identical,
     "small noise, cosine and snr checks too": noise_with_metrics,
@@ -247,9 +263,16 @@ def parse_size(text: str) -> int:
     return int(float(text.rstrip("KM")) * factor)
 
 
-def run_child(size: int, scenario: str, method: str) -> dict[str, Any]:
+def run_child(
+    size: int, scenario: str, method: str, baseline: Path | None = None
+) -> dict[str, Any]:
+    env = None
+    if method == "before":
+        assert baseline is not None
+        env = {**os.environ, "PYTHONPATH": str(baseline)}
+        method = "ours"
     command = [sys.executable, __file__, "--one", json.dumps([size, scenario, method])]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1][:80] if done.stderr else "crashed"}
     row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -268,18 +291,21 @@ def _cell(row: dict[str, Any], ours_row: dict[str, Any], failing: bool) -> str:
     return f"{row['best_s']:.3f} s{ratio}{verdict}"
 
 
-def markdown(rows: dict[tuple[int, str, str], dict[str, Any]], sizes: list[int]) -> str:
+def markdown(
+    rows: dict[tuple[int, str, str], dict[str, Any]], sizes: list[int], methods: list[str]
+) -> str:
+    header = " | ".join("ours before" if m == "before" else m for m in methods)
     lines = [
-        "| elements | scenario | ours | assert_allclose | Polygraphy | ours extra memory |",
-        "|---:|---|---:|---:|---:|---:|",
+        f"| elements | scenario | {header} | ours extra memory |",
+        "|---:|---|" + "---:|" * len(methods) + "---:|",
     ]
     for size in sizes:
         for scenario in SCENARIOS:
-            if all(rows[size, scenario, m].get("error") == "skipped" for m in METHODS):
+            if all(rows[size, scenario, m].get("error") == "skipped" for m in methods):
                 continue  # not asked for (--scenarios)
             failing = "(fails)" in scenario
             mine = rows[size, scenario, "ours"]
-            cells = [_cell(rows[size, scenario, m], mine, failing) for m in METHODS]
+            cells = [_cell(rows[size, scenario, m], mine, failing) for m in methods]
             memory = "n/a" if "error" in mine else f"{mine['peak'] / mine['input']:.3f}x input"
             lines.append(f"| {size:,} | {scenario} | {' | '.join(cells)} | {memory} |")
     return "\n".join(lines)
@@ -291,6 +317,7 @@ def main() -> None:
     parser.add_argument("--scenarios", default=None, help="comma-separated subset, by prefix")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--baseline", type=Path, default=None, help="measure DIR's engine too")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -300,17 +327,25 @@ def main() -> None:
     wanted = args.scenarios.split(",") if args.scenarios else None
     scenarios = [s for s in SCENARIOS if wanted is None or any(s.startswith(w) for w in wanted)]
     methods = args.methods.split(",")
+    columns = list(METHODS)
+    if args.baseline is not None:
+        columns.insert(1, "before")
+        methods.append("before")
     rows: dict[tuple[int, str, str], dict[str, Any]] = {}
     for size in sizes:
         for scenario in SCENARIOS:
-            for method in METHODS:
+            for method in columns:
                 skip = scenario not in scenarios or method not in methods
-                row = {"error": "skipped"} if skip else run_child(size, scenario, method)
+                row = (
+                    {"error": "skipped"}
+                    if skip
+                    else run_child(size, scenario, method, args.baseline)
+                )
                 rows[size, scenario, method] = row
                 if not skip:
                     print(f"{size:>11,} {scenario:<42} {method:<16} {row}", flush=True)
     print()
-    print(markdown(rows, sizes))
+    print(markdown(rows, sizes, columns))
     print(f"\nmachine: {platform.processor() or platform.machine()}, numpy {np.__version__}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,9 @@
 
 For each scenario of `bench_compare.py` named below, the best of `--repeats` calls of
 `bench_compare.ours`, and the time that call spent in each phase of the engine, by timing
-wrappers around the engine's private methods (so the names below follow the code; a
-renamed method raises here rather than reporting 0). Phases nest: `summarize` holds
-`mismatches`, a whole chunk's figures hold its decades; the others do not overlap. The
+wrappers around the makers of chunks and the `add` of each accumulator (so the names below
+follow the code; a renamed method raises here rather than reporting 0). Phases nest: an
+accumulator's time holds the float64 refinements it asks for (`float64 chunk`). The
 figures are for deciding what a faster kernel would have to replace, not a target in
 themselves: `bench_compare.py` is the benchmark.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from bench_compare import SCENARIOS, ours, parse_size
 
-from pytest_trtcompare.engine import _decades, _report32, _report_pass, _screen32, stats
+from pytest_trtcompare.engine import accumulators, chunks, decades, figures, quantiles, scan, screen
 
 DEFAULT_SCENARIOS = (
     "small noise",
@@ -32,18 +32,20 @@ DEFAULT_SCENARIOS = (
 )
 #: phase name -> (class or module, function)
 PHASES: dict[str, tuple[Any, str]] = {
-    "summarize (float32 screen)": (_screen32.Float32Screen, "summarize"),
-    "mismatches (in summarize)": (_screen32.Float32Screen, "_mismatches"),
-    "float64 cosine sums": (_screen32.Float32Screen, "float64_dots"),
-    "report begin (sample, windows)": (_report_pass.ReportBuilder, "begin"),
-    "windows (order statistics)": (_report32.Report32, "_windows"),
-    "decades (histogram)": (_decades.Decades, "add_float32"),
-    "worst elements": (_report32.Report32, "_worst"),
-    "would pass with": (_report32.Report32, "_required"),
-    "report finish": (_report_pass.ReportBuilder, "finish"),
-    "whole chunk in float64 (tied)": (_report32.Report32, "whole_chunk"),
-    "its exact summary (tied)": (stats, "_summarize_exact"),
-    "its figures (tied; holds decades)": (_report32.Report32, "add_whole"),
+    "bit-equal chunks": (chunks.Equality, "equal"),
+    "float32 chunk (screen)": (screen.Screen, "chunk"),
+    "float64 chunk (or refinement)": (chunks.Arithmetic, "compute"),
+    "verdict and counts": (accumulators.Verdict, "add"),
+    "maxima": (accumulators.Extremes, "add"),
+    "maxima's last look": (accumulators.Extremes, "finish"),
+    "means": (accumulators.Means, "add"),
+    "cosine sums": (accumulators.Cosine, "add"),
+    "report begin (sample, windows)": (scan.Report, "begin"),
+    "worst elements": (figures.Worst, "add"),
+    "histogram": (decades.Decades, "add"),
+    "median and quantile": (quantiles.Quantiles, "add"),
+    "would pass with": (figures.Required, "add"),
+    "report finish": (scan.Report, "finish"),
 }
 
 spent: collections.Counter[str] = collections.Counter()

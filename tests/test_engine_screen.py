@@ -11,9 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pytest_trtcompare.engine._errors_chunked as chunked
-import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import reference_verdict
 
@@ -63,8 +62,7 @@ def _fields(out):
 
 @pytest.fixture
 def tiny(monkeypatch):
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", 7)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(TUNING, "chunk_elements", 7)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -73,7 +71,7 @@ def test_screened_counts_and_figures_are_float64s(tiny, monkeypatch, case):
     actual, expected, tol = case
     fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     with monkeypatch.context() as patch:
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        patch.setattr(TUNING, "screen", False)
         plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     passed, mismatches, _ = reference_verdict(actual, expected, tol)
     assert (fast.passed, fast.mismatches) == (passed, mismatches)
@@ -98,7 +96,7 @@ def test_float32_sums_that_would_overflow_take_float64(monkeypatch, scale):
     actual = expected * np.float32(0.5)  # fails everywhere
     fast = compare_outputs({"o": actual}, {"o": expected}).outputs["o"]
     with monkeypatch.context() as patch:
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        patch.setattr(TUNING, "screen", False)
         plain = compare_outputs({"o": actual}, {"o": expected}).outputs["o"]
     assert fast.cosine_similarity == pytest.approx(plain.cosine_similarity, rel=1e-9)
     assert fast.mean_abs_error == pytest.approx(plain.mean_abs_error, rel=1e-5)

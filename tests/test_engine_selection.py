@@ -12,18 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import pytest_trtcompare.engine._equal as equal_module
-import pytest_trtcompare.engine._errors_chunked as chunked
-import pytest_trtcompare.engine._report_pass as report_module
-import pytest_trtcompare.engine._select as select_module
-import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
-from pytest_trtcompare.engine._decades import Decades
-from pytest_trtcompare.engine._errors_chunked import ChunkComputer
-from pytest_trtcompare.engine._figures import NAN_SHOWN
-from pytest_trtcompare.engine._report_pass import _Worst
-from pytest_trtcompare.engine._select import RankSelect, quantile_from, quantile_ranks
+from pytest_trtcompare.engine import screen
 from pytest_trtcompare.engine.arrays import dtype_kind
+from pytest_trtcompare.engine.chunks import Arithmetic, Equality, zero_unless
+from pytest_trtcompare.engine.decades import Decades
+from pytest_trtcompare.engine.figures import NAN_SHOWN, Worst
+from pytest_trtcompare.engine.quantiles import RankSelect, quantile_of, quantile_ranks
+from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import _quantile, reference_verdict
 from .strategies import ALL_DTYPES, arrays_of, output_pairs, shapes, tolerances
@@ -44,9 +40,8 @@ _errors = hnp.arrays(
 def tiny(monkeypatch):
     """Chunks of 7 elements and selection buckets collected only below 5 values, so every
     round of the selection (histograms of 16 more bits, ties) runs on small data."""
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", 7)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", 7)
-    monkeypatch.setattr(select_module, "_MIN_COLLECT", 5)
+    monkeypatch.setattr(TUNING, "chunk_elements", 7)
+    monkeypatch.setattr(TUNING, "min_collect", 5)
 
 
 def _select(values: np.ndarray, qs: list[float], limit: int) -> RankSelect:
@@ -72,17 +67,17 @@ def test_selection_is_exact(tiny, values, q):
     ordered = np.sort(values)
     for rank, value in select.values.items():
         assert value == ordered[rank]
-    assert quantile_from(select, values.shape[0], q) == _quantile(values.tolist(), q)
+    assert quantile_of(select.values, values.shape[0], q) == _quantile(values.tolist(), q)
 
 
 def test_selection_of_many_ties_and_wide_ranges(monkeypatch):
-    monkeypatch.setattr(select_module, "_MIN_COLLECT", 3)
+    monkeypatch.setattr(TUNING, "min_collect", 3)
     cases = [np.full(50, 0.1), np.zeros(40), np.r_[np.full(30, 1e-300), np.full(30, 7.0)]]
     cases.append(np.r_[np.nextafter(1.0, 2.0) * np.ones(20), np.ones(21), [math.inf] * 3])
     for values in cases:
         select = _select(values, [0.5, 0.99], limit=0)
-        assert quantile_from(select, values.shape[0], 0.5) == _quantile(values.tolist(), 0.5)
-        assert quantile_from(select, values.shape[0], 0.99) == _quantile(values.tolist(), 0.99)
+        assert quantile_of(select.values, values.shape[0], 0.5) == _quantile(values.tolist(), 0.5)
+        assert quantile_of(select.values, values.shape[0], 0.99) == _quantile(values.tolist(), 0.99)
 
 
 @_SETTINGS
@@ -92,7 +87,7 @@ def test_decades_are_floor_log10(values):
     values = np.concatenate([values, extra, np.nextafter(extra, 0), np.nextafter(extra, 2e300)])
     decades = Decades()
     for start in range(0, values.shape[0], 11):
-        decades.add(values[start : start + 11])
+        decades.add_values(values[start : start + 11])
     nonzero = values[values > 0]
     found, counts = np.unique(np.floor(np.log10(np.minimum(nonzero, 1e300))), return_counts=True)
     expected = [(None, int((values == 0).sum()))] if (values == 0).any() else []
@@ -114,15 +109,15 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
     actual, expected = pair
     a, e = actual.reshape(-1), expected.reshape(-1)
     a_kind, e_kind = dtype_kind(a.dtype), dtype_kind(e.dtype)
-    worst = _Worst(size)
-    computer = ChunkComputer(a_kind, e_kind, tol, capacity=chunk)
+    worst = Worst(size)
+    computer = Arithmetic(a_kind, e_kind, tol, chunk)
     starts = list(range(0, a.shape[0], chunk))
     first = first % len(starts) if starts else 0
     for start in starts[first:] + starts[:first]:
         worst.add(computer.compute(a[start : start + chunk], e[start : start + chunk], start))
     # reference: the first NaN errors (at most NAN_SHOWN), then every other element's
     # ratio, largest first, 0/0 never listed
-    whole = ChunkComputer(a_kind, e_kind, tol, capacity=max(1, a.shape[0]))
+    whole = Arithmetic(a_kind, e_kind, tol, max(1, a.shape[0]))
     ratios = np.full(a.shape[0], np.nan)
     nan: list[tuple[int, float]] = []
     if a.shape[0]:
@@ -133,23 +128,25 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
             nan = [(int(i), math.inf) for i in one.nan_error_positions[:NAN_SHOWN]]
     listed = [(r, i) for i, r in enumerate(ratios.tolist()) if r > 0]
     listed.sort(key=lambda item: (-item[0], item[1]))
-    assert list(worst.ranked()) == (nan + [(i, r) for r, i in listed])[:size]
+    assert list(worst.finish()) == (nan + [(i, r) for r, i in listed])[:size]
 
 
 @given(dtype=st.sampled_from(ALL_DTYPES), shape=shapes, data=st.data())
 def test_equal_chunks_means_bitwise_equal(dtype, shape, data):
     values = data.draw(arrays_of(dtype, shape)).reshape(-1)
     other = values.copy()
-    checker = equal_module.EqualChunks(values.dtype, other.dtype, max(1, values.shape[0]))
+    checker = Equality(
+        values.dtype, other.dtype, Tolerance(inf_equal=False), max(1, values.shape[0])
+    )
     if not checker.enabled:
         assert values.dtype.name.startswith("float8")
         return
     no_inf = values.dtype.kind in "biu" or not bool(np.isinf(values.astype(np.float64)).any())
-    assert checker.equal(values, other) is no_inf  # NaN pairs are NaN errors, counted
+    assert (checker.equal(values, other, 0) is not None) is no_inf  # NaN pairs: NaN errors
     if values.shape[0] and values.dtype.kind != "b":
         other[-1:] = values[:1] + np.ones(1, dtype=values.dtype)  # -0.0 vs 0.0 differ too
         if other.view(np.uint8).tobytes() != values.view(np.uint8).tobytes():
-            assert checker.equal(values, other) is False
+            assert checker.equal(values, other, 0) is None
 
 
 @given(
@@ -166,23 +163,22 @@ def test_equal_chunks_excuse_nan_and_inf_pairs_as_the_options_say(
     (their errors are 0); NaN pairs are errors of 0 with nan_equal, NaN errors without.
     The counts are the float64 path's."""
     values = data.draw(arrays_of(dtype, shape)).reshape(-1)
-    checker = equal_module.EqualChunks(
-        values.dtype, values.dtype, max(1, values.shape[0]), nan_equal, inf_equal
-    )
+    tol = Tolerance(nan_equal=nan_equal, inf_equal=inf_equal)
+    checker = Equality(values.dtype, values.dtype, tol, max(1, values.shape[0]))
     if not checker.enabled:
         return
     wide = values.astype(np.float64) if values.dtype.kind not in "biu" else np.zeros(0)
     nan, inf = int(np.isnan(wide).sum()), int(np.isinf(wide).sum())
     excused = not inf or inf_equal
-    assert checker.equal(values, values.copy()) is excused
-    if excused:
-        assert (checker.nan_pairs, checker.inf_pairs) == (nan, inf)
-        assert checker.nan_errors == (0 if nan_equal else nan)
-        computed = ChunkComputer(
-            *(dtype_kind(values.dtype),) * 2, Tolerance(nan_equal=nan_equal, inf_equal=inf_equal)
-        ).compute(values, values, 0)
-        assert computed.nan_errors == checker.nan_errors
-        assert computed.abs_err.shape[0] == values.shape[0] - checker.nan_errors
+    equal = checker.equal(values, values.copy(), 0)
+    assert (equal is not None) is excused
+    if equal is not None:
+        assert (equal.nan_actual, equal.inf_actual) == (nan, inf)
+        assert equal.nan_errors == (0 if nan_equal else nan)
+        kind = dtype_kind(values.dtype)
+        computed = Arithmetic(kind, kind, tol, max(1, values.shape[0])).compute(values, values, 0)
+        assert computed.nan_errors == equal.nan_errors
+        assert computed.abs_err.shape[0] == equal.compared
         assert not computed.abs_err.any()
 
 
@@ -197,7 +193,7 @@ def test_equal_chunks_excuse_nan_and_inf_pairs_as_the_options_say(
 def test_zero_unless_is_a_masked_zero(values, data):
     keep = data.draw(hnp.arrays(np.bool_, values.shape))
     wanted = np.where(keep, values, 0.0).astype(values.dtype)
-    got = chunked.zero_unless(values.copy(), keep)
+    got = zero_unless(values.copy(), keep)
     assert got.tobytes() == wanted.tobytes()  # +0.0 where dropped; NaN bits kept
 
 
@@ -217,10 +213,10 @@ def test_fast_paths_change_no_figure(tiny, monkeypatch, pair, tol, same, split):
             flat[split:] = flat[split:] * 1.5
     fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     with monkeypatch.context() as patch:
-        patch.setattr(equal_module.EqualChunks, "equal", lambda self, a, e: False)
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        patch.setattr(TUNING, "equality", False)
+        patch.setattr(TUNING, "screen", False)
         plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    if stats_module.screen_applies(actual.dtype, expected.dtype, tol):
+    if screen.applies(actual.dtype, expected.dtype, tol):
         for name in ("mean_abs_error", "mean_rel_error", "margin"):  # float32 sums: display
             assert getattr(fast, name) == pytest.approx(getattr(plain, name), rel=1e-4, abs=1e-30)
             object.__setattr__(fast, name, getattr(plain, name))
@@ -268,7 +264,3 @@ def test_order_statistics_of_extremes(tiny, actual, expected, check):
 def test_empty_output_has_zero_order_statistics():
     out = compare_outputs({"o": np.zeros((0, 3))}, {"o": np.zeros((0, 3))}, check="median")
     assert out.outputs["o"].median_abs_error == 0.0 and out.outputs["o"].passed
-
-
-def test_report_pass_reads_patched_chunk_size():
-    assert report_module._chunked is chunked

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine import metrics as metrics_module
+from pytest_trtcompare.engine.tuning import TUNING
 
 comparator = pytest.importorskip("polygraphy.comparator")
 
@@ -206,7 +207,7 @@ def test_rows_are_chunked_without_full_size_temporaries(monkeypatch):
     actual, expected = pair(3, 0.1, np.float32, (64, 33))
     checks = [Tolerance(check=c) for c in ("cosine", "l2", "snr", "psnr", "kl", "top1")]
     whole = metrics_module.compute_metrics(actual, expected, checks)
-    monkeypatch.setattr(metrics_module, "CHUNK_ELEMENTS", 100)
+    monkeypatch.setattr(TUNING, "chunk_elements", 100)
     chunked = metrics_module.compute_metrics(actual, expected, checks)
     for one, other in zip(whole, chunked, strict=True):
         assert one.value == pytest.approx(other.value, rel=1e-12)

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import pytest_trtcompare.engine._errors_chunked as chunked
-import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import reference_verdict
 from .strategies import output_pairs, tolerances
@@ -52,8 +51,7 @@ def test_statistics_match_reference(pair, tol):
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     """Chunks of 7 elements, so maxima, positions and NaN handling cross chunk borders."""
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", 7)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(TUNING, "chunk_elements", 7)
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -103,7 +101,7 @@ def test_float32_screen_agrees_with_float64(monkeypatch, seed, size, dtypes, sca
     tol = Tolerance(atol=1e-3, rtol=1e-3, rule=rule)
     screened = _compare(actual, expected, tol)
     with monkeypatch.context() as patch:
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        patch.setattr(TUNING, "screen", False)
         exact = _compare(actual, expected, tol)
     assert (screened.passed, screened.mismatches) == (exact.passed, exact.mismatches)
     assert (screened.max_abs_error, screened.greatest_abs.index) == (

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidOutputError
-from . import stats as _stats
-from ._errors_chunked import ChunkComputer
-from ._report_pass import FailureDetails, OrderStatistics, ReportBuilder
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
+from .chunks import Arithmetic
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
+from .quantiles import OrderStatistics
 from .results import ComparisonResult, OutputMismatchError
+from .scan import FailureDetails, Pair, Report, Statistics, scan
 from .tolerance import (
     Entry,
     Tolerance,
@@ -181,17 +181,15 @@ def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
     return float(value) if values.dtype.kind == "V" else value.item()  # ml_dtypes: as float
 
 
-def _element_at(
-    a: np.ndarray, e: np.ndarray, a_kind: Kind, e_kind: Kind, flat: int, tol: Tolerance
-) -> ElementError:
-    """One element's values and errors, recomputed exactly as the chunked pass does."""
-    computer = ChunkComputer(a_kind, e_kind, tol, capacity=1)
-    chunk = computer.compute(a.reshape(-1)[flat : flat + 1], e.reshape(-1)[flat : flat + 1], flat)
+def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
+    """One element's values and errors, by the arithmetic of every chunk."""
+    one = Arithmetic(*pair.kinds, pair.tol, 1)
+    chunk = one.compute(pair.a[flat : flat + 1], pair.e[flat : flat + 1], flat)
     compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
     return ElementError(
-        index=tuple(int(i) for i in np.unravel_index(flat, a.shape)) if a.ndim else (),
-        actual=_value_at(a, flat),
-        expected=_value_at(e, flat),
+        index=tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else (),
+        actual=_value_at(pair.a, flat),
+        expected=_value_at(pair.e, flat),
         abs_error=float(chunk.abs_err[0]) if compared else math.nan,
         rel_error=float(chunk.rel_err[0]) if compared else math.nan,
         ratio=float(chunk.ratio[0]) if compared else math.nan,
@@ -211,21 +209,19 @@ def _values_result(
     """`details_wanted`: the failure report's figures even when `tol` passes (a metric check
     failed); `gated=False`: `tol`'s verdict decides nothing (metric checks alone), so its
     mismatches call for no report."""
-    float32 = _stats.screen_applies(a.dtype, e.dtype, tol)
+    pair = Pair(a, e, (a_kind, e_kind), tol)
+    report = Report(pair, WORST_ELEMENTS)
     # The report is built in the scan's pass: from the first mismatch on (an elementwise
     # check fails exactly when there is one), or from the start for an order statistic or
     # when it is wanted anyway.
-    report = ReportBuilder(
-        a, e, (a_kind, e_kind), tol, WORST_ELEMENTS, float32, _stats.CHUNK_ELEMENTS
-    )
     if tol.check in ("median", "quantile") or details_wanted:
         report.begin(0)
     fused = report.active or (gated and tol.check == "elemwise")
-    s = _stats.scan(a, e, a_kind, e_kind, tol, report if fused else None)
+    s = scan(pair, report if fused else None)
     extra: dict[str, Any] = {}
     details: FailureDetails | None = None
     if tol.check in ("median", "quantile"):
-        details, order = report.finish(s.compared)
+        details, order = report.finish()
         extra.update(_order_stats(order))
     stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
     if tol.check == "elemwise":
@@ -238,13 +234,12 @@ def _values_result(
             if s.nan_errors
             else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
         )
+    shape = tuple(a.shape)
     if (gated and not passed) or details_wanted:
         if details is None:
-            details, order = report.finish(s.compared)
+            details, order = report.finish()
             extra.update(_order_stats(order))
-        extra["worst"] = tuple(
-            _element_at(a, e, a_kind, e_kind, flat, tol) for flat, _ in details.worst
-        )
+        extra["worst"] = tuple(_element_at(pair, shape, flat) for flat, _ in details.worst)
         extra["histogram"] = details.histogram
         if tol.check == "elemwise":
             extra["required_atol_at_rtol"] = details.required_atol
@@ -257,12 +252,8 @@ def _values_result(
         mismatches=s.mismatches,
         max_abs_error=s.max_abs,
         max_rel_error=s.max_rel,
-        greatest_abs=_element_at(a, e, a_kind, e_kind, s.max_abs_at, tol)
-        if s.max_abs_at >= 0
-        else None,
-        greatest_rel=_element_at(a, e, a_kind, e_kind, s.max_rel_at, tol)
-        if s.max_rel_at >= 0
-        else None,
+        greatest_abs=_element_at(pair, shape, s.max_abs_at) if s.max_abs_at >= 0 else None,
+        greatest_rel=_element_at(pair, shape, s.max_rel_at) if s.max_rel_at >= 0 else None,
         mean_abs_error=s.mean_abs,
         mean_rel_error=s.mean_rel,
         nan_errors=s.nan_errors,
@@ -289,9 +280,7 @@ def _order_stats(order: OrderStatistics) -> dict[str, float]:
     )
 
 
-def _checked_statistic(
-    check: str, s: _stats.ErrorStats, extra: Mapping[str, Any]
-) -> tuple[float, float]:
+def _checked_statistic(check: str, s: Statistics, extra: Mapping[str, Any]) -> tuple[float, float]:
     """The (abs, rel) statistic a check compares with (atol, rtol)."""
     if check in ("elemwise", "max"):
         return s.max_abs, s.max_rel

@@ -4,7 +4,7 @@
 `torch.ao.ns.fx.utils.compute_sqnr` does and as Polygraphy does from its first runner, so our
 verdicts equal Polygraphy's `CosineSimilarityCompareFunc`, `L2CompareFunc`, `SnrCompareFunc`
 and `PsnrCompareFunc` with the reference first (tests/test_metrics_parity.py). Sums are taken
-in float64 over chunks of `CHUNK_ELEMENTS` (whole rows for kl and top1): no full-size
+in float64 over chunks of `TUNING.chunk_elements` (whole rows for kl and top1): no full-size
 temporaries. A NaN metric fails.
 """
 
@@ -17,11 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidOutputError
-from ._errors_chunked import dot
+from .chunks import dot
 from .tolerance import MINIMUM_METRICS, Tolerance
-
-#: Elements per chunk (rows of the last axis for kl and top1: at least one row).
-CHUNK_ELEMENTS = 1 << 16
+from .tuning import TUNING
 
 _FLAT = frozenset({"cosine", "l2", "snr", "psnr"})
 _ROWS = frozenset({"kl", "top1"})
@@ -147,9 +145,10 @@ def _flat_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
     aa = ee = ae = dd = 0.0
     peak = -math.inf
     with np.errstate(invalid="ignore", over="ignore"):
-        for start in range(0, n, CHUNK_ELEMENTS):
-            a64 = a[start : start + CHUNK_ELEMENTS].astype(np.float64)
-            e64 = e[start : start + CHUNK_ELEMENTS].astype(np.float64)
+        size = max(1, TUNING.chunk_elements // 2)  # both sides in float64: half a chunk
+        for start in range(0, n, size):
+            a64 = a[start : start + size].astype(np.float64)
+            e64 = e[start : start + size].astype(np.float64)
             aa += dot(a64, a64)
             ee += dot(e64, e64)
             ae += dot(a64, e64)
@@ -203,7 +202,7 @@ def _row_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
     if rows == 0:
         return {"kl": 0.0, "top1": 1.0}
     a, e = actual.reshape(rows, width), expected.reshape(rows, width)
-    step = max(1, CHUNK_ELEMENTS // width)
+    step = max(1, TUNING.chunk_elements // 2 // width)
     kl, agree = 0.0, 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for start in range(0, rows, step):

@@ -8,8 +8,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ._decades import CAP_DECADE as _CAP_DECADE
 from .arrays import dtype_from_name
+from .decades import CAP_DECADE as _CAP_DECADE
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from .chunks import ErrorChunk
 
 _CAP = 1e300  # larger errors (and Inf) count in the decade of 1e300, as before
 CAP_DECADE = 300  # that decade: the report labels it [1e300, inf]
@@ -22,6 +25,7 @@ TOP_SHIFT = 48  # a bucket: the top 16 bits of the bit pattern
 _KEYS = 1 << 15  # the sign bit is 0
 _NORMAL = 16  # keys below hold zeros and subnormals (exponent 0)
 _INT64_MAX = np.iinfo(np.int64).max
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _decade(values: np.ndarray) -> np.ndarray:
@@ -83,8 +87,38 @@ class Decades:
         self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
 
-    def add(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
-        """Adds values; `counts` are their `top_counts` when the caller has them."""
+    def add(self, chunk: ErrorChunk) -> None:
+        """Adds a chunk's |a - e| (a float32 chunk's by `add_float32`)."""
+        d = chunk.abs_err
+        if chunk.equal:
+            self.zeros += chunk.compared
+        elif not isinstance(d, np.ndarray):
+            self._add_by_definition(d, chunk.xp)
+        elif chunk.exact and chunk.narrow and d.shape[0] and d[d.argmax()] < _FLOAT32_MAX:
+            self.add_float32(d, lambda at: d[at], d)  # a few decades: a comparison each
+        elif chunk.exact:
+            self.add_values(d)
+        elif chunk.abs_err.shape[0]:
+            whole = None if chunk.whole is None else chunk.whole.abs_err
+            self.add_float32(chunk.abs_err, lambda at: chunk.refine(at).abs_err, whole)
+
+    def finish(self) -> tuple[tuple[int | None, int], ...]:
+        return self.histogram()
+
+    def _add_by_definition(self, values: Any, xp: Any) -> None:
+        """floor(log10 x) itself, in any array namespace (what the bit tables give numpy)."""
+        zero = values == 0
+        self.zeros += int(xp.count_nonzero(zero))
+        nonzero = values[~zero]
+        if nonzero.shape[0]:
+            decades = xp.floor(xp.log10(xp.clip(nonzero, max=_CAP)))
+            found, counts = xp.unique_counts(decades)
+            for decade, count in zip(found, counts, strict=True):
+                key = int(decade)
+                self._direct[key] = self._direct.get(key, 0) + int(count)
+
+    def add_values(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Adds float64 values; `counts` are their `top_counts` when the caller has them."""
         if counts is None:
             counts = top_counts(values)
         self._top[: counts.shape[0]] += counts

@@ -1,10 +1,14 @@
-"""The one-pass failure report (windows on a sample, float32 candidates refined in float64)
-against the float64 radix-selection path and tests/reference.py: every figure identical."""
+"""The engine's accelerators change no figure: bit-equal chunks, the float32 screen and the
+one-pass failure report (windows on a sample, float32 candidates refined in float64), each
+against the plain float64 path with its radix selection (`TUNING` turns them off) and
+tests/reference.py, on hypothesis data and on the benchmark's data catalogue."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -12,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pytest_trtcompare.engine._equal as equal_module
-import pytest_trtcompare.engine._errors_chunked as chunked
-import pytest_trtcompare.engine._figures as figures_module
-import pytest_trtcompare.engine._report_pass as report_module
-import pytest_trtcompare.engine._select as select_module
-import pytest_trtcompare.engine._windows as windows_module
-import pytest_trtcompare.engine.stats as stats_module
 from pytest_trtcompare import Tolerance, compare_outputs
-from pytest_trtcompare.engine._decades import Decades
+from pytest_trtcompare.engine import quantiles as quantiles_module
+from pytest_trtcompare.engine import scan as scan_module
+from pytest_trtcompare.engine import screen
+from pytest_trtcompare.engine.chunks import Arithmetic, Equality, ErrorChunk
+from pytest_trtcompare.engine.decades import Decades
+from pytest_trtcompare.engine.figures import required_tolerances
+from pytest_trtcompare.engine.scan import Pair, Report, scan
+from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import _quantile, reference_verdict
 from .strategies import output_pairs, tolerances
@@ -32,9 +36,8 @@ _NARROW = [np.float16, np.float32, ml_dtypes.bfloat16, np.float64, np.int32]
 
 @pytest.fixture
 def tiny(monkeypatch):
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", 7)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", 7)
-    monkeypatch.setattr(select_module, "_MIN_COLLECT", 5)
+    monkeypatch.setattr(TUNING, "chunk_elements", 7)
+    monkeypatch.setattr(TUNING, "min_collect", 5)
 
 
 def _fields(out):
@@ -44,16 +47,16 @@ def _fields(out):
 
 def _check(monkeypatch, actual, expected, tol, sample, cap=1 << 16):
     with monkeypatch.context() as patch:
-        patch.setattr(report_module, "WINDOW_MIN", 0)
-        patch.setattr(windows_module, "SAMPLE", sample)
-        patch.setattr(windows_module, "CAP_MIN", cap)
+        patch.setattr(TUNING, "window_min", 0)
+        patch.setattr(TUNING, "sample", sample)
+        patch.setattr(TUNING, "window_cap", cap)
         fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     with monkeypatch.context() as patch:  # the float64 path with its radix selection
-        patch.setattr(report_module, "WINDOW_MIN", math.inf)
-        patch.setattr(equal_module.EqualChunks, "equal", lambda self, a, e: False)
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        patch.setattr(TUNING, "window_min", math.inf)
+        patch.setattr(TUNING, "equality", False)
+        patch.setattr(TUNING, "screen", False)
         plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    if fast.passed and stats_module.screen_applies(actual.dtype, expected.dtype, tol):
+    if fast.passed and screen.applies(actual.dtype, expected.dtype, tol):
         assert fast.margin == pytest.approx(plain.margin, rel=1e-5)  # float32 estimate
         object.__setattr__(fast, "margin", plain.margin)
     assert repr(_fields(fast)) == repr(_fields(plain))
@@ -138,7 +141,7 @@ def test_float32_decades_are_float64s(seed, scale, near):
     finite = np.isfinite(rounded)
     exact, rounded = exact[finite], rounded[finite]
     plain, fast = Decades(), Decades()
-    plain.add(exact)
+    plain.add_values(exact)
     fast.add_float32(rounded, lambda at: exact[at])
     assert fast.histogram() == plain.histogram()
 
@@ -149,10 +152,9 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
     """Chunks from the first mismatch on are read once (the scan hands its float32 errors
     over); only those before it are read again; every figure equals a pass of its own."""
     size = 1024
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
-    monkeypatch.setattr(report_module, "WINDOW_MIN", 0)
-    monkeypatch.setattr(windows_module, "SAMPLE", 256)
+    monkeypatch.setattr(TUNING, "chunk_elements", size)
+    monkeypatch.setattr(TUNING, "window_min", 0)
+    monkeypatch.setattr(TUNING, "sample", 256)
     rng = np.random.default_rng(first_failing_chunk)
     expected = rng.standard_normal(16 * size).astype(dtype)
     actual = (expected.astype(np.float64) + rng.standard_normal(16 * size) * 1e-5).astype(dtype)
@@ -161,24 +163,22 @@ def test_the_report_is_built_in_the_scans_pass(monkeypatch, first_failing_chunk,
     tol = Tolerance(atol=1e-3, rtol=1e-3)
 
     added = []
-    real_add = report_module.ReportBuilder.add
+    real_add = scan_module.Report.add
 
-    def add(self, start, a, e, equal, screened=None, whole=None, *rest, **kwargs):
-        # handed over: the scan's float32 errors, or its float64 chunk (tied errors)
-        added.append((start, screened is not None or whole is not None))
-        return real_add(self, start, a, e, equal, screened, whole, *rest, **kwargs)
+    def add(self, chunk):
+        added.append(chunk.start)
+        return real_add(self, chunk)
 
-    monkeypatch.setattr(report_module.ReportBuilder, "add", add)
+    monkeypatch.setattr(scan_module.Report, "add", add)
     out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    handed_over = [start for start, given in added if given]
-    read_again = [start for start, given in added if not given]
-    assert handed_over == [c * size for c in range(first_failing_chunk, 16)]
-    assert read_again == [c * size for c in range(first_failing_chunk)]
+    # the chunks from the first mismatch on, as the scan reads them; then those before
+    assert added == [c * size for c in range(first_failing_chunk, 16)] + [
+        c * size for c in range(first_failing_chunk)
+    ]
     assert out.mismatches == 3 and not out.passed
 
-    details, order = report_module.report_pass(
-        actual, expected, "float", "float", tol, out.count, len(out.worst), float32=True
-    )
+    pair = Pair(actual, expected, ("float", "float"), tol)
+    details, order = Report(pair, len(out.worst)).finish()
     assert [tuple(np.unravel_index(flat, actual.shape)) for flat, _ in details.worst] == [
         w.index for w in out.worst
     ]
@@ -213,8 +213,7 @@ def test_identical_outputs_with_nan_and_inf_as_the_plain_path(
     against the float64 path that computes every chunk; a tail that differs mixes them with
     chunks of errors, and the first chunks hold no NaN."""
     size = 1024
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(TUNING, "chunk_elements", size)
     rng = np.random.default_rng(3)
     n = 12 * size + 77
     expected = rng.standard_normal(n).astype(dtype)
@@ -230,7 +229,7 @@ def test_identical_outputs_with_nan_and_inf_as_the_plain_path(
     _check(monkeypatch, actual, expected, tol, sample=512)
     report = str(compare_outputs({"o": actual}, {"o": expected}, tol))
     with monkeypatch.context() as patch:
-        patch.setattr(equal_module.EqualChunks, "equal", lambda self, a, e: False)
+        patch.setattr(TUNING, "equality", False)
         assert str(compare_outputs({"o": actual}, {"o": expected}, tol)) == report
 
 
@@ -239,8 +238,7 @@ def test_chunks_the_scan_found_equal_are_not_compared_again(monkeypatch):
     radix selection of a small output); those the scan found bit-for-bit equal it takes as
     equal (NaN errors counted) without comparing bits again."""
     size = 1024
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
+    monkeypatch.setattr(TUNING, "chunk_elements", size)
     rng = np.random.default_rng(5)
     expected = rng.standard_normal(16 * size).astype(np.float32)
     expected[rng.random(expected.shape[0]) < 0.1] = np.nan
@@ -249,14 +247,14 @@ def test_chunks_the_scan_found_equal_are_not_compared_again(monkeypatch):
     actual[5 * size + 3] += np.float32(1.0)
     tol = Tolerance(atol=1e-3, rtol=1e-3)
     compared = []
-    real_equal = equal_module.EqualChunks.equal
+    real_equal = Equality.equal
 
-    def equal(self, a, e):
-        compared.append((a.ctypes.data - actual.ctypes.data) // actual.itemsize)
-        return real_equal(self, a, e)
+    def equal(self, a, e, start):
+        compared.append(start)
+        return real_equal(self, a, e, start)
 
     with monkeypatch.context() as patch:
-        patch.setattr(equal_module.EqualChunks, "equal", equal)
+        patch.setattr(Equality, "equal", equal)
         out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     equal_chunks = [start for start in compared if start != 5 * size]
     assert sorted(equal_chunks) == [c * size for c in range(16) if c != 5]  # once each
@@ -267,48 +265,47 @@ def test_chunks_the_scan_found_equal_are_not_compared_again(monkeypatch):
     _assert_as_the_plain_float64_path(monkeypatch, out, actual, expected, tol)
 
 
-def test_chunks_the_scan_computed_in_float64_are_not_computed_again(monkeypatch):
-    """NaN errors in every chunk (no nan_equal): the scan's float64 chunk serves the
-    report, so each chunk is computed once, and the figures equal a pass of its own."""
+def test_chunks_with_nan_errors_are_made_once(monkeypatch):
+    """NaN errors in every chunk (no nan_equal): the screen leaves them out, and the chunk
+    the scan made serves the report, so each chunk is made once; every figure equals a
+    pass of its own and the plain float64 path's."""
     size = 1024
-    monkeypatch.setattr(chunked, "CHUNK_ELEMENTS", size)
-    monkeypatch.setattr(stats_module, "CHUNK_ELEMENTS", size)
-    monkeypatch.setattr(report_module, "WINDOW_MIN", 0)
-    monkeypatch.setattr(windows_module, "SAMPLE", 256)
+    monkeypatch.setattr(TUNING, "chunk_elements", size)
+    monkeypatch.setattr(TUNING, "window_min", 0)
+    monkeypatch.setattr(TUNING, "sample", 256)
     rng = np.random.default_rng(7)
     expected = rng.standard_normal(16 * size).astype(np.float32)
     expected[rng.random(expected.shape[0]) < 0.3] = np.nan
     actual = expected + np.float32(1e-2) * (rng.random(expected.shape[0]) < 0.01)
     tol = Tolerance(atol=1e-3, rtol=1e-3)
 
-    computed = []
-    real_compute = chunked.ChunkComputer.compute
+    made = []
+    real_chunk = scan_module.Pair.chunk
 
-    def compute(self, a, e, start, *args, **kwargs):
-        if a.shape[0] == size:  # chunks, not the sample or the candidates
-            computed.append(start)
-        return real_compute(self, a, e, start, *args, **kwargs)
+    def chunk(self, start, *args, **kwargs):
+        made.append(start)
+        return real_chunk(self, start, *args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(chunked.ChunkComputer, "compute", compute)
+        patch.setattr(scan_module.Pair, "chunk", chunk)
         out = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    assert sorted(computed) == list(range(0, 16 * size, size))
+    assert made == list(range(0, 16 * size, size))
     assert out.nan_errors == int(np.isnan(expected).sum()) and not out.passed
-    details, order = report_module.report_pass(
-        actual, expected, "float", "float", tol, out.count - out.nan_errors, len(out.worst)
-    )
+    pair = Pair(actual, expected, ("float", "float"), tol)
+    details, order = Report(pair, len(out.worst)).finish()
     assert [tuple(np.unravel_index(flat, actual.shape)) for flat, _ in details.worst] == [
         w.index for w in out.worst
     ]
     assert details.histogram == out.histogram
     assert (order.median_abs, order.quantile_rel) == (out.median_abs_error, out.quantile_rel_error)
+    _assert_as_the_plain_float64_path(monkeypatch, out, actual, expected, tol)
 
 
 def _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol):
     """A failing output's figures equal those of the float64 path without windows."""
     with monkeypatch.context() as patch:
-        patch.setattr(report_module, "WINDOW_MIN", math.inf)
-        patch.setattr(stats_module, "screen_applies", lambda *args: False)
+        patch.setattr(TUNING, "window_min", math.inf)
+        patch.setattr(TUNING, "screen", False)
         plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     assert repr(_fields(fast)) == repr(_fields(plain))
     assert not fast.passed
@@ -340,7 +337,7 @@ def test_tied_errors_need_no_exact_selection(monkeypatch, case):
         raise AssertionError("the exact radix selection ran")
 
     with monkeypatch.context() as patch:
-        patch.setattr(report_module, "_select_exact", no_selection)
+        patch.setattr(quantiles_module, "RankSelect", no_selection)
         fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol)
 
@@ -360,7 +357,7 @@ def test_whole_float64_chunks_serve_the_scan_too(monkeypatch, case, rule):
     maxima and cosine sums, and the chunks after it take one exact float64 pass for the scan
     and the report: the scan's verdict, counts and maxima are those of a scan without a
     report, and every report figure the plain float64 path's."""
-    n = 6 * chunked.CHUNK_ELEMENTS + 321
+    n = 6 * TUNING.chunk_elements + 321
     rng = np.random.default_rng(3)
     expected = rng.standard_normal(n).astype(np.float32)
     actual = expected + np.float32(1)
@@ -374,22 +371,19 @@ def test_whole_float64_chunks_serve_the_scan_too(monkeypatch, case, rule):
     elif case == "tied, rising":
         actual = expected + np.repeat(np.arange(1, 8, dtype=np.float32), n // 7 + 1)[:n]
     tol = Tolerance(atol=1e-3, rtol=1e-3, rule=rule, nan_equal=nan_equal)
-    builder = report_module.ReportBuilder(
-        actual, expected, ("float", "float"), tol, worst_count=10, float32=True
-    )
     whole_chunks = []
-    real_add = report_module.ReportBuilder.add
+    real_add = scan_module.Report.add
 
-    def add(self, start, *args, **kwargs):
-        real_add(self, start, *args, **kwargs)
-        whole_chunks.append(self.whole is not None)
+    def add(self, chunk):
+        real_add(self, chunk)
+        whole_chunks.append(not chunk.equal and (chunk.exact or chunk.whole is not None))
 
     with monkeypatch.context() as patch:
-        patch.setattr(report_module.ReportBuilder, "add", add)
-        with_report = stats_module.scan(actual, expected, "float", "float", tol, report=builder)
+        patch.setattr(scan_module.Report, "add", add)
+        pair = Pair(actual, expected, ("float", "float"), tol)
+        with_report = scan(pair, Report(pair, 10))
     assert sum(whole_chunks) >= 3  # the case takes the whole-chunk path
-    assert set(builder.exact_maxima()) <= set(range(0, n, chunked.CHUNK_ELEMENTS))
-    alone = stats_module.scan(actual, expected, "float", "float", tol)
+    alone = scan(Pair(actual, expected, ("float", "float"), tol))
     # Whole chunks take the exact float64 path: its means and margin are float64 sums and
     # maxima, a few float32 ulps from the screen's (display only); the rest is identical.
     approximate = {"mean_abs": 1e-6, "mean_rel": 1e-6, "margin": 1e-6, "cosine_similarity": 1e-9}
@@ -426,8 +420,8 @@ def test_would_pass_with_takes_the_maxima_over_its_masks(pair, tol):
     """`required_tolerances` reads the largest value when it lies inside its mask; against
     the maxima written out with boolean indexing, on data with NaN, Inf and zeros."""
     actual, expected = (x.reshape(-1) for x in pair)
-    chunk = chunked.ChunkComputer("float", "float", tol).compute(actual, expected, 0)
-    got = figures_module.required_tolerances(chunk, tol)
+    chunk = Arithmetic("float", "float", tol, max(1, actual.shape[0])).compute(actual, expected, 0)
+    got = required_tolerances(chunk, tol)
     want = _required_by_definition(chunk, tol)
     assert repr(got) == repr(want)
 
@@ -437,7 +431,7 @@ def test_zero_errors_and_nan_pairs_tie_without_a_whole_chunk(monkeypatch, nan_sh
     """Mostly exact outputs with NaN pairs (nan_equal) and a mismatch in the first chunk, so
     the report reads every chunk: the worst elements are the few nonzero errors and then
     the first exact zeros, never a NaN pair, and no chunk is computed whole in float64."""
-    n = 5 * chunked.CHUNK_ELEMENTS  # no short last chunk, where a few candidates are dense
+    n = 5 * TUNING.chunk_elements  # no short last chunk, where a few candidates are dense
     rng = np.random.default_rng(11)
     expected = rng.standard_normal(n).astype(np.float32)
     expected[rng.random(n) < nan_share] = np.nan
@@ -448,15 +442,61 @@ def test_zero_errors_and_nan_pairs_tie_without_a_whole_chunk(monkeypatch, nan_sh
     actual[off] += np.float32(0.5)  # one in the first chunk: the report starts there
     tol = Tolerance(atol=1e-3, rtol=1e-3, nan_equal=True)
 
-    real_dense_chunk = report_module.Report32._dense_chunk
+    real_whole_chunk = ErrorChunk.whole_chunk
 
-    def no_whole_chunk(self, *args):
-        assert real_dense_chunk(self, *args) is None, "a chunk was computed whole"
+    def no_whole_chunk(self):
+        assert self.exact or self.whole is not None, "a float32 chunk was computed whole"
+        return real_whole_chunk(self)
 
     with monkeypatch.context() as patch:
-        patch.setattr(report_module.Report32, "_dense_chunk", no_whole_chunk)
+        patch.setattr(ErrorChunk, "whole_chunk", no_whole_chunk)
         fast = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
     flat = [np.ravel_multi_index(w.index, actual.shape) for w in fast.worst]
     assert sorted(flat[:7]) == sorted(off.tolist())
     assert not np.isnan(expected[flat]).any()
     _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol)
+
+
+def _benchmark_catalogue():
+    """bench/bench_compare.py's scenarios: the data the engine is measured on."""
+    path = Path(__file__).parents[1] / "bench" / "bench_compare.py"
+    spec = importlib.util.spec_from_file_location("bench_compare", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SCENARIOS
+
+
+_CATALOGUE = _benchmark_catalogue()
+
+
+@pytest.mark.parametrize("scenario", list(_CATALOGUE))
+def test_the_benchmark_catalogue_gets_the_plain_paths_figures(monkeypatch, scenario):
+    """Every benchmark scenario, small and in many chunks, with every accelerator (bit
+    equality, the float32 screen, windows on a sample) against the plain float64 path with
+    its radix selection: the same verdict and figures, the report included."""
+    monkeypatch.setattr(TUNING, "chunk_elements", 1024)
+    monkeypatch.setattr(TUNING, "min_collect", 64)
+    actual, expected, fields = _CATALOGUE[scenario](20_000)
+    checks = [Tolerance(check=check) for check in fields.get("metrics", ())]
+    base = Tolerance(**{k: v for k, v in fields.items() if k != "metrics"})
+    tolerance = [base, *checks] if checks else base
+    with monkeypatch.context() as patch:
+        patch.setattr(TUNING, "window_min", 0)
+        patch.setattr(TUNING, "sample", 2048)
+        fast = compare_outputs({"o": actual}, {"o": expected}, tolerance)
+    with monkeypatch.context() as patch:
+        for name, value in (("window_min", math.inf), ("screen", False), ("equality", False)):
+            patch.setattr(TUNING, name, value)
+        plain = compare_outputs({"o": actual}, {"o": expected}, tolerance)
+    quick, slow = fast.outputs["o"], plain.outputs["o"]
+    assert quick.passed is ("(fails)" not in scenario)
+    if screen.applies(actual.dtype, expected.dtype, base):  # float32 sums: display figures
+        for name in ("mean_abs_error", "mean_rel_error", "margin", "cosine_similarity"):
+            assert getattr(quick, name) == pytest.approx(getattr(slow, name), rel=1e-5)
+            object.__setattr__(quick, name, getattr(slow, name))
+    assert repr(dataclasses.asdict(quick)) == repr(dataclasses.asdict(slow))
+    passed, mismatches, _ = reference_verdict(actual, expected, base)
+    if base.check == "elemwise":
+        verdict = quick.base_passed if checks else quick.passed
+        assert (verdict, quick.mismatches) == (passed, mismatches)

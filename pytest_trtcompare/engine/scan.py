@@ -1,0 +1,226 @@
+"""One output's comparison: one loop over its chunks, feeding the accumulators.
+
+`Pair` makes each chunk (`chunks`: equal, float32-screened or float64); `scan` feeds the
+verdict's statistics (`accumulators`) and, from the first failing chunk on (or from the
+start, when a check statistic or the caller wants it), the failure report's (`Report`),
+so a failing output's report costs no second reading of the chunks after its first
+mismatch; `Report.finish` adds the chunks before it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from .accumulators import Accumulator, Cosine, Extremes, Means, Verdict
+from .arrays import Kind
+from .chunks import Arithmetic, Equality, ErrorChunk
+from .decades import Decades
+from .figures import Required, Worst
+from .quantiles import OrderStatistics, Quantiles, sample_positions
+from .screen import Screen, applies
+from .tolerance import Tolerance
+from .tuning import TUNING
+
+__all__ = ["FailureDetails", "OrderStatistics", "Pair", "Report", "Statistics", "scan"]
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+class Pair:
+    """The flattened pair and how its chunks are made."""
+
+    def __init__(
+        self, actual: np.ndarray, expected: np.ndarray, kinds: tuple[Kind, Kind], tol: Tolerance
+    ) -> None:
+        self.a, self.e = actual.reshape(-1), expected.reshape(-1)
+        self.n = int(self.a.shape[0])
+        self.kinds, self.tol = kinds, tol
+        self.size = max(1, min(self.n, TUNING.chunk_elements))
+        self.arithmetic = Arithmetic(*kinds, tol, self.size)
+        self.screen = (
+            Screen(tol, self.arithmetic, self.size)
+            if applies(self.a.dtype, self.e.dtype, tol)
+            else None
+        )
+        self._equality = Equality(self.a.dtype, self.e.dtype, tol, self.size)
+        self._equal: dict[int, ErrorChunk] = {}  # equal chunks by start: not compared again
+
+    def starts(self, stop: int | None = None) -> range:
+        return range(0, self.n if stop is None else stop, self.size)
+
+    def chunk(self, start: int, exact: bool = False, ratio: bool = True) -> ErrorChunk:
+        """The chunk at `start`: equal, else float32 where the screen takes it (not
+        `exact`), else float64."""
+        known = self._equal.get(start)
+        if known is not None:
+            return known
+        a, e = self.a[start : start + self.size], self.e[start : start + self.size]
+        made = self._equality.equal(a, e, start)
+        if made is not None:
+            self._equal[start] = made
+            return made
+        if self.screen is not None and not exact and ratio:
+            made = self.screen.chunk(a, e, start)
+            if made is not None:
+                return made
+        made = self.arithmetic.compute(a, e, start, ratio)
+        made.narrow = self.screen is not None
+        return made
+
+    def remake(self, start: int) -> ErrorChunk:
+        """A float32 chunk made again (for the maxima's last look)."""
+        assert self.screen is not None
+        a, e = self.a[start : start + self.size], self.e[start : start + self.size]
+        made = self.screen.chunk(a, e, start)
+        assert made is not None  # the same chunk passed the screen before
+        return made
+
+    def float64_chunks(self) -> Iterator[ErrorChunk]:
+        for start in self.starts():
+            yield self.chunk(start, exact=True, ratio=False)
+
+    def sample(self) -> Iterator[ErrorChunk]:
+        """float64 errors of `TUNING.sample` positions spread over the pair (in its own buffers)."""
+        positions = sample_positions(self.n, TUNING.sample)
+        arithmetic = Arithmetic(*self.kinds, self.tol, self.size)
+        for start in range(0, positions.shape[0], self.size):
+            at = positions[start : start + self.size]
+            yield arithmetic.compute(self.a[at], self.e[at], 0, ratio=False)
+
+
+@dataclass(frozen=True)
+class FailureDetails:
+    """The report's extra figures: where the worst elements are and how errors spread."""
+
+    worst: tuple[tuple[int, float], ...]  # (flat index, ratio), worst first
+    histogram: tuple[tuple[int | None, int], ...]  # (floor(log10 |err|) or None for 0, count)
+    required_atol: float  # smallest atol that passes with rtol unchanged
+    required_rtol: float  # smallest rtol that passes with atol unchanged
+
+
+class Report:
+    """The failure report's accumulators: worst elements, histogram, order statistics and,
+    for an elementwise check, the sharper tolerances. Nothing is made before `begin`."""
+
+    def __init__(self, pair: Pair, worst_count: int) -> None:
+        self.pair = pair
+        self.worst_count = worst_count
+        self.began_at: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.began_at is not None
+
+    def begin(self, start: int) -> None:
+        """Accumulate from flat index `start` (a chunk boundary) on."""
+        pair, tol = self.pair, self.pair.tol
+        self.worst = Worst(self.worst_count)
+        self.decades = Decades()
+        sample = pair.sample() if pair.n and pair.n >= TUNING.window_min else None
+        self.quantiles = Quantiles(tol.quantile, pair.n, sample, pair.float64_chunks)
+        self.required = Required(tol) if tol.check == "elemwise" else None
+        # the worst elements first: where float32 errors tie, they compute the chunk whole,
+        # and the others then read it
+        self.figures: list[Accumulator] = [self.worst, self.decades, self.quantiles]
+        if self.required is not None:
+            self.figures.append(self.required)
+        self.began_at = start
+
+    def add(self, chunk: ErrorChunk) -> None:
+        for figure in self.figures:
+            figure.add(chunk)
+
+    def finish(self) -> tuple[FailureDetails, OrderStatistics]:
+        """Add the chunks before `begin`'s, and read the figures."""
+        if self.began_at is None:
+            self.begin(self.pair.n)
+        assert self.began_at is not None
+        for start in self.pair.starts(self.began_at):
+            self.add(self.pair.chunk(start))
+        need = self.required.finish() if self.required is not None else (0.0, 0.0)
+        details = FailureDetails(self.worst.finish(), self.decades.finish(), *need)
+        return details, self.quantiles.finish()
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What one pass learns about an output pair."""
+
+    count: int
+    compared: int  # elements whose error is a number (not NaN)
+    mismatches: int  # elements out of tolerance by the elementwise rule, NaN errors included
+    nan_errors: int
+    max_abs: float
+    max_abs_at: int  # flat index, -1 when nothing was compared
+    max_rel: float
+    max_rel_at: int
+    mean_abs: float
+    mean_rel: float
+    margin: float  # largest |a-e| / allowed over the elements
+    nan_actual: int
+    nan_expected: int
+    inf_actual: int
+    inf_expected: int
+    nan_positions_differ: bool
+    cosine_similarity: float
+
+
+def _plain(chunk: ErrorChunk) -> bool:
+    """A float64 chunk the screen would have taken whole: no NaN, Inf or huge errors."""
+    special = chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected
+    return not special and (not chunk.abs_err.shape[0] or chunk.abs_err.max() < _FLOAT32_MAX)
+
+
+def scan(pair: Pair, report: Report | None = None) -> Statistics:
+    """One pass over the pair; `report` is fed from its first failing chunk on (or from
+    where the caller began it)."""
+    verdict = Verdict(pair.tol)
+    extremes = Extremes(pair.remake)
+    means, cosine = Means(), Cosine()
+    statistics: tuple[Accumulator, ...] = (extremes, means, cosine)  # after the report's
+    expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
+    for start in pair.starts():
+        chunk = pair.chunk(start, exact=expect_whole)
+        if expect_whole and not (chunk.equal or _plain(chunk)):
+            expect_whole = False  # NaN, Inf or huge errors: the screen decides again
+            chunk = pair.chunk(start)
+        verdict.add(chunk)
+        if report is not None:
+            if not report.active and verdict.failing:
+                report.begin(start)
+            if report.active:
+                report.add(chunk)
+                if chunk.equal:
+                    pass
+                elif not chunk.exact:  # (windows: the order statistics take float32 too)
+                    expect_whole = chunk.whole is not None and bool(report.quantiles.windows)
+                elif expect_whole:
+                    expect_whole = report.quantiles.dense
+        for statistic in statistics:
+            statistic.add(chunk)
+    counts = verdict.finish()
+    top_abs, top_rel = extremes.finish()
+    mean_abs, mean_rel = means.finish()
+    return Statistics(
+        count=pair.n,
+        compared=counts.compared,
+        mismatches=counts.mismatches + counts.nan_errors,
+        nan_errors=counts.nan_errors,
+        max_abs=top_abs.value,
+        max_abs_at=top_abs.at,
+        max_rel=top_rel.value,
+        max_rel_at=top_rel.at,
+        mean_abs=mean_abs,
+        mean_rel=mean_rel,
+        margin=math.inf if counts.nan_errors else counts.margin,
+        nan_actual=counts.nan_actual,
+        nan_expected=counts.nan_expected,
+        inf_actual=counts.inf_actual,
+        inf_expected=counts.inf_expected,
+        nan_positions_differ=counts.nan_positions_differ,
+        cosine_similarity=cosine.finish(),
+    )

@@ -1,0 +1,25 @@
+"""The engine's accelerators and sizes, in one place: what tests turn off or shrink.
+
+Every figure is the same with any of these: the float32 screen, the bit-equality check and
+the order statistics' windows only make a comparison faster, and chunk sizes only bound its
+memory. Tests set them (`monkeypatch.setattr(TUNING, "screen", False)`) to compare each
+accelerated path with the plain float64 one, and to run many chunks on small data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Tuning:
+    chunk_elements: int = 1 << 17  # elements per chunk: memory is a few chunks of float64
+    screen: bool = True  # narrow floats computed in float32 first (`screen`)
+    equality: bool = True  # bit-for-bit equal chunks skip the arithmetic (`chunks.Equality`)
+    window_min: float = 1 << 18  # outputs this large take the windows (`quantiles`)
+    sample: int = 1 << 17  # elements sampled to place the windows
+    window_cap: int = 1 << 16  # a window keeps at most max(this, count / 16) values
+    min_collect: int = 1 << 20  # the exact selection collects a bucket this small
+
+
+TUNING = Tuning()
