@@ -233,8 +233,10 @@ class ErrorChunk:
         return self.whole
 
     def take(self, at: np.ndarray) -> ErrorChunk:
-        """The elements at local positions `at` of an exact chunk (no NaN errors among)."""
+        """The elements at positions `at` of an exact chunk's arrays (its cosine sums are
+        the whole chunk's business: none)."""
         flat = at + self.start if self.positions is None else self.positions[at]
+        none = self.abs_err[:0]
         return ErrorChunk(
             self.start,
             at.shape[0],
@@ -242,8 +244,9 @@ class ErrorChunk:
             self.rel_err[at],
             self.ratio[at] if self.ratio.shape[0] else self.ratio,
             self.expected_abs[at],
-            self.cosine,
+            (none, none, none),
             positions=flat,
+            xp=self.xp,
         )
 
     def band(self, value: float, slack: float = 3 * SLACK) -> Any:
