@@ -46,9 +46,19 @@ def _figures(chunks: list[ErrorChunk], tol: Tolerance) -> dict[str, object]:
     verdict, extremes, means, cosine = Verdict(tol), Extremes(lambda start: None), Means(), Cosine()
     worst, decades, required = Worst(10), Decades(), Required(tol)
     quantiles = Quantiles(tol.quantile, 0, None, lambda: iter(chunks))  # numpy's: selection
-    for chunk in chunks:
-        for accumulator in (verdict, extremes, means, cosine, worst, decades, quantiles, required):
-            accumulator.add(chunk)
+    with np.errstate(all="ignore"):  # as scan feeds them
+        for chunk in chunks:
+            for accumulator in (
+                verdict,
+                extremes,
+                means,
+                cosine,
+                worst,
+                decades,
+                quantiles,
+                required,
+            ):
+                accumulator.add(chunk)
     return {
         "counts": verdict.finish(),
         "extremes": extremes.finish(),

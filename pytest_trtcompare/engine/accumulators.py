@@ -29,7 +29,9 @@ _TINY = float(np.finfo(np.float64).tiny)
 
 
 class Accumulator(Protocol):
-    """A statistic: fed every chunk of the pair once, in any order, then read."""
+    """A statistic: fed every chunk of the pair once, in any order, then read (under
+    np.errstate(all="ignore"): sums of float32 squares may overflow, and then it takes
+    float64's)."""
 
     def add(self, chunk: ErrorChunk) -> None: ...
 
@@ -195,7 +197,6 @@ class Means:
         self.sum_abs = self.sum_rel = 0.0
         self.compared = 0
 
-    @np.errstate(all="ignore")
     def add(self, chunk: ErrorChunk) -> None:
         self.compared += chunk.compared
         if chunk.equal or not chunk.abs_err.shape[0]:
@@ -223,7 +224,6 @@ class Cosine:
         self._equal: list[ErrorChunk] = []
         self._all_equal = True
 
-    @np.errstate(all="ignore")
     def add(self, chunk: ErrorChunk) -> None:
         if chunk.equal:
             self._equal.append(chunk)

@@ -134,13 +134,24 @@ class Report:
         for figure in self.figures:
             figure.add(chunk)
 
+    def whole_next(self, chunk: ErrorChunk, expected: bool) -> bool:
+        """Whether the next chunk is cheaper made in float64 at once: this float32 chunk's
+        errors tied, so a figure computed it whole (with windows: the order statistics
+        take float32 too), or this whole one filled a window."""
+        if chunk.equal:
+            return expected
+        if not chunk.exact:
+            return chunk.whole is not None and bool(self.quantiles.windows)
+        return expected and self.quantiles.dense
+
     def finish(self) -> tuple[FailureDetails, OrderStatistics]:
         """Add the chunks before `begin`'s, and read the figures."""
         if self.began_at is None:
             self.begin(self.pair.n)
         assert self.began_at is not None
-        for start in self.pair.starts(self.began_at):
-            self.add(self.pair.chunk(start))
+        with np.errstate(all="ignore"):
+            for start in self.pair.starts(self.began_at):
+                self.add(self.pair.chunk(start))
         need = self.required.finish() if self.required is not None else (0.0, 0.0)
         details = FailureDetails(self.worst.finish(), self.decades.finish(), *need)
         return details, self.quantiles.finish()
@@ -183,25 +194,21 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
     means, cosine = Means(), Cosine()
     statistics: tuple[Accumulator, ...] = (extremes, means, cosine)  # after the report's
     expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
-    for start in pair.starts():
-        chunk = pair.chunk(start, exact=expect_whole)
-        if expect_whole and not (chunk.equal or _plain(chunk)):
-            expect_whole = False  # NaN, Inf or huge errors: the screen decides again
-            chunk = pair.chunk(start)
-        verdict.add(chunk)
-        if report is not None:
-            if not report.active and verdict.failing:
-                report.begin(start)
-            if report.active:
-                report.add(chunk)
-                if chunk.equal:
-                    pass
-                elif not chunk.exact:  # (windows: the order statistics take float32 too)
-                    expect_whole = chunk.whole is not None and bool(report.quantiles.windows)
-                elif expect_whole:
-                    expect_whole = report.quantiles.dense
-        for statistic in statistics:
-            statistic.add(chunk)
+    with np.errstate(all="ignore"):  # float32 sums that overflow take float64's
+        for start in pair.starts():
+            chunk = pair.chunk(start, exact=expect_whole)
+            if expect_whole and not (chunk.equal or _plain(chunk)):
+                expect_whole = False  # NaN, Inf or huge errors: the screen decides again
+                chunk = pair.chunk(start)
+            verdict.add(chunk)
+            if report is not None:
+                if not report.active and verdict.failing:
+                    report.begin(start)
+                if report.active:
+                    report.add(chunk)
+                    expect_whole = report.whole_next(chunk, expect_whole)
+            for statistic in statistics:
+                statistic.add(chunk)
     counts = verdict.finish()
     top_abs, top_rel = extremes.finish()
     mean_abs, mean_rel = means.finish()
