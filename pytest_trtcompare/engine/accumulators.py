@@ -155,8 +155,7 @@ class Extremes:
             self._screened.append((chunk.start, chunk.flat_index(0), top_abs, top_rel))
             return
         exact = chunk.whole_chunk()
-        xp = exact.xp
-        i, j = int(xp.argmax(exact.abs_err)), int(xp.argmax(exact.rel_err))
+        i, j = exact.argmax(0), exact.argmax(1)
         self.abs.offer(float(exact.abs_err[i]), exact.flat_index(i))
         self.rel.offer(float(exact.rel_err[j]), exact.flat_index(j))
 

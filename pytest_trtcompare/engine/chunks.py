@@ -184,6 +184,14 @@ class ErrorChunk:
     exact_at: Callable[[np.ndarray | None], ErrorChunk] | None = None
     whole: ErrorChunk | None = field(default=None, repr=False)  # float64, once computed
     xp: Any = field(default=NUMPY, repr=False)  # the arrays' namespace
+    #: index of the first largest abs_err and rel_err, once known (-1: not yet)
+    tops: list[int] = field(default_factory=lambda: [-1, -1], repr=False)
+
+    def argmax(self, which: int) -> int:
+        """Index of the first largest abs_err (0) or rel_err (1); the chunk is not empty."""
+        if self.tops[which] < 0:
+            self.tops[which] = int(self.xp.argmax(self.rel_err if which else self.abs_err))
+        return self.tops[which]
 
     @property
     def compared(self) -> int:
@@ -283,14 +291,21 @@ class Arithmetic:
         counts: dict[str, Any] = {}
         positions = None
         cos_a, cos_e, cos_d = av, ev, d
-        if self.pair == "float" and n and not np.isfinite(d[d.argmax()]):
-            av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
-            cos_d = cos_a - cos_e
-            eabs, r, ratios = eabs[: d.shape[0]], r[: d.shape[0]], ratios[: d.shape[0]]
+        tops = [-1, -1]  # the first largest abs and rel error, once known
+        if self.pair == "float" and n:
+            tops[0] = int(d.argmax())
+            if not np.isfinite(d[tops[0]]):
+                av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
+                cos_d = cos_a - cos_e
+                eabs, r, ratios = eabs[: d.shape[0]], r[: d.shape[0]], ratios[: d.shape[0]]
+                tops[0] = -1
         np.abs(ev, out=eabs)
         np.divide(d, eabs, out=r)
         eabs_eps = eabs
-        if r.shape[0] and not np.isfinite(r[r.argmax()]):
+        if r.shape[0]:
+            tops[1] = int(r.argmax())
+        if r.shape[0] and not np.isfinite(r[tops[1]]):
+            tops[1] = -1
             # expected == 0 (or Inf, NaN) somewhere: Polygraphy's epsilon; Inf/Inf is Inf and
             # 0/NaN (NaN pairs excused by nan_equal) is 0.
             eabs_eps = np.where(eabs == 0, EPS, eabs)
@@ -305,9 +320,11 @@ class Arithmetic:
         else:
             ratios = ratios[:0]
         cosine = (cos_a, cos_e, cos_d)
-        return ErrorChunk(
+        made = ErrorChunk(
             start, n, d, r, ratios, eabs, cosine, positions=positions, margin=margin, **counts
         )
+        made.tops = tops
+        return made
 
     def _special_values(
         self, av: np.ndarray, ev: np.ndarray, d: np.ndarray, start: int, counts: dict[str, Any]

@@ -94,7 +94,7 @@ class Decades:
             self.zeros += chunk.compared
         elif not isinstance(d, np.ndarray):
             self._add_by_definition(d, chunk.xp)
-        elif chunk.exact and chunk.narrow and d.shape[0] and d[d.argmax()] < _FLOAT32_MAX:
+        elif chunk.exact and chunk.narrow and d.shape[0] and d[chunk.argmax(0)] < _FLOAT32_MAX:
             self.add_float32(d, lambda at: d[at], d)  # a few decades: a comparison each
         elif chunk.exact:
             self.add_values(d)

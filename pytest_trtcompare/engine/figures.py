@@ -162,26 +162,29 @@ def required_tolerances(chunk: ErrorChunk, tol: Tolerance) -> tuple[float, float
     if not d.shape[0]:
         return 0.0, 0.0
     if tol.rule == "polygraphy":
-        atol_need = _masked_max(d, lambda at: r[at] > tol.rtol, xp)
-        rtol_need = _masked_max(r, lambda at: d[at] > tol.atol, xp)
+        atol_need = _masked_max(d, lambda at: r[at] > tol.rtol, xp, chunk.argmax(0))
+        rtol_need = _masked_max(r, lambda at: d[at] > tol.atol, xp, chunk.argmax(1))
         return atol_need, rtol_need
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # NaN: a NaN pair excused by nan_equal (needs nothing), or Inf - Inf (below)
         over = d - tol.rtol * chunk.expected_abs
         atol_need = float(xp.max(xp.where(xp.isnan(over), -math.inf, over)))
         need = (d - tol.atol) / chunk.expected_abs
-    if math.isinf(float(xp.max(d))):  # an infinite error fails whatever the atol
+    if math.isinf(float(d[chunk.argmax(0)])):  # an infinite error fails whatever the atol
         atol_need = math.inf
     # over atol, (d - atol) / |e| is NaN only for Inf / Inf: an rtol cannot cover it
     rtol_need = _masked_max(need, lambda at: d[at] > tol.atol, xp)
     return max(atol_need, 0.0), math.inf if math.isnan(rtol_need) else rtol_need
 
 
-def _masked_max(values: Any, inside: Callable[[Any], Any], xp: Any) -> float:
+def _masked_max(
+    values: Any, inside: Callable[[Any], Any], xp: Any, top: int | None = None
+) -> float:
     """max(where(inside(...), values, 0)): the largest value itself when it is positive
     and its element is inside (in a failing chunk, nearly always), without the mask; a NaN
-    among the values (argmax finds the first) takes the full look, which propagates it."""
-    top = int(xp.argmax(values))
+    among the values (argmax finds the first) takes the full look, which propagates it;
+    `top`: the index of the largest value, when known."""
+    top = int(xp.argmax(values)) if top is None else top
     top_value = float(values[top])
     if top_value > 0 and bool(inside(top)):
         return top_value

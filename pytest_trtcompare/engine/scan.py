@@ -183,7 +183,9 @@ class Statistics:
 def _plain(chunk: ErrorChunk) -> bool:
     """A float64 chunk the screen would have taken whole: no NaN, Inf or huge errors."""
     special = chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected
-    return not special and (not chunk.abs_err.shape[0] or chunk.abs_err.max() < _FLOAT32_MAX)
+    return not special and (
+        not chunk.abs_err.shape[0] or chunk.abs_err[chunk.argmax(0)] < _FLOAT32_MAX
+    )
 
 
 def scan(pair: Pair, report: Report | None = None) -> Statistics:
