@@ -235,13 +235,13 @@ METHODS: dict[str, Callable[[np.ndarray, np.ndarray, dict[str, Any]], bool]] = {
 }
 
 
-def measure_one(size: int, scenario: str, method: str) -> dict[str, Any]:
-    """Runs in the child process: best of REPEATS untraced calls, then one traced call."""
+def measure_one(size: int, scenario: str, method: str, repeats: int = REPEATS) -> dict[str, Any]:
+    """Runs in the child process: best of `repeats` untraced calls, then one traced call."""
     actual, expected, tol = SCENARIOS[scenario](size)
     func = METHODS[method]
     times, passed = [], None
     try:
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             gc.collect()
             start = time.perf_counter()
             passed = func(actual, expected, tol)
@@ -264,14 +264,14 @@ def parse_size(text: str) -> int:
 
 
 def run_child(
-    size: int, scenario: str, method: str, baseline: Path | None = None
+    size: int, scenario: str, method: str, baseline: Path | None = None, repeats: int = REPEATS
 ) -> dict[str, Any]:
     env = None
     if method == "before":
         assert baseline is not None
         env = {**os.environ, "PYTHONPATH": str(baseline)}
         method = "ours"
-    command = [sys.executable, __file__, "--one", json.dumps([size, scenario, method])]
+    command = [sys.executable, __file__, "--one", json.dumps([size, scenario, method, repeats])]
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1][:80] if done.stderr else "crashed"}
@@ -318,6 +318,7 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--baseline", type=Path, default=None, help="measure DIR's engine too")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="best of this many calls")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -339,7 +340,7 @@ def main() -> None:
                 row = (
                     {"error": "skipped"}
                     if skip
-                    else run_child(size, scenario, method, args.baseline)
+                    else run_child(size, scenario, method, args.baseline, args.repeats)
                 )
                 rows[size, scenario, method] = row
                 if not skip:

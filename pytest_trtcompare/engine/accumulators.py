@@ -65,12 +65,17 @@ class Verdict:
     def add(self, chunk: ErrorChunk) -> None:
         c = self.counts
         c.compared += chunk.compared
-        c.nan_errors += chunk.nan_errors
-        c.nan_actual += chunk.nan_actual
-        c.nan_expected += chunk.nan_expected
-        c.inf_actual += chunk.inf_actual
-        c.inf_expected += chunk.inf_expected
-        c.nan_positions_differ |= chunk.nan_positions_differ
+        special = chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected
+        if special:  # (NaN errors come with NaN values)
+            c.nan_errors += chunk.nan_errors
+            c.nan_actual += chunk.nan_actual
+            c.nan_expected += chunk.nan_expected
+            c.inf_actual += chunk.inf_actual
+            c.inf_expected += chunk.inf_expected
+            c.nan_positions_differ |= chunk.nan_positions_differ
+        if chunk.equal:  # every error 0
+            self.failing = bool(chunk.nan_errors)
+            return
         mismatches = 0
         margin = chunk.margin
         c.margin = max(c.margin, margin)

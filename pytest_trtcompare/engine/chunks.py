@@ -39,6 +39,7 @@ TINY = 2.0**-140
 DENSE = 8
 _UINT64_MAX = np.uint64(np.iinfo(np.uint64).max)
 _NONE = np.zeros(0, dtype=np.int64)
+_EMPTY = np.zeros(0)
 #: The array namespace of numpy arrays: the accumulators are written against a chunk's `xp`
 #: (array-api-compat's numpy, or another library's), with numpy fast paths where it pays.
 NUMPY: Any = array_api_compat.array_namespace(_NONE)
@@ -185,10 +186,12 @@ class ErrorChunk:
     whole: ErrorChunk | None = field(default=None, repr=False)  # float64, once computed
     xp: Any = field(default=NUMPY, repr=False)  # the arrays' namespace
     #: index of the first largest abs_err and rel_err, once known (-1: not yet)
-    tops: list[int] = field(default_factory=lambda: [-1, -1], repr=False)
+    tops: list[int] | None = field(default=None, repr=False)
 
     def argmax(self, which: int) -> int:
         """Index of the first largest abs_err (0) or rel_err (1); the chunk is not empty."""
+        if self.tops is None:
+            self.tops = [-1, -1]
         if self.tops[which] < 0:
             self.tops[which] = int(self.xp.argmax(self.rel_err if which else self.abs_err))
         return self.tops[which]
@@ -442,10 +445,19 @@ def zeros(
 ) -> ErrorChunk:
     """A bit-for-bit equal chunk of `n` elements (`values`, one side), with `nan` NaN and
     `inf` Inf pairs of which `nan_errors` NaN pairs are errors."""
-    empty = np.zeros(0)
-    chunk = ErrorChunk(start, n, empty, empty, empty, empty, (empty, empty, empty), equal=True)
-    chunk.nan_actual = chunk.nan_expected = nan
-    chunk.inf_actual = chunk.inf_expected = inf
-    chunk.nan_errors = nan_errors
-    chunk.values = values
-    return chunk
+    return ErrorChunk(
+        start,
+        n,
+        _EMPTY,
+        _EMPTY,
+        _EMPTY,
+        _EMPTY,
+        (_EMPTY, _EMPTY, _EMPTY),
+        equal=True,
+        nan_errors=nan_errors,
+        nan_actual=nan,
+        nan_expected=nan,
+        inf_actual=inf,
+        inf_expected=inf,
+        values=values,
+    )
