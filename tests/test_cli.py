@@ -41,6 +41,23 @@ def test_show_lists_outputs(saved, capsys):
     assert "output logits: float32 (100,)  min 0  max 1" in out and "output ids: int64 (5,)" in out
 
 
+@pytest.mark.parametrize("name", ["outputs.csv", "outputs.pt", "outputs.txt", "model.onnx"])
+def test_files_of_other_formats_are_named_with_the_formats_read(tmp_path, capsys, name):
+    (tmp_path / name).write_bytes(b"PK\x03\x04 not ours")
+    assert main(["show", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{tmp_path / name}: not a format of saved outputs that trtcompare reads (.golden, " in err
+    )
+    assert "Polygraphy JSON .json, .npz, .npy, or a folder of ONNX test data)" in err
+
+
+def test_a_missing_golden_as_outputs_is_called_a_file(tmp_path, capsys):
+    assert main(["show", str(tmp_path / "nope.golden")]) == 2
+    err = capsys.readouterr().err
+    assert f"trtcompare: {tmp_path / 'nope.golden'} does not exist" in err
+
+
 def test_bad_files_name_the_file(tmp_path, capsys):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     assert main(["show", str(tmp_path / "junk.npz")]) == 2

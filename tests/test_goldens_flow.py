@@ -162,3 +162,64 @@ def test_update_regenerates_an_unreadable_golden(pytester):
     run(pytester).assert_outcomes(passed=3, failed=1)  # names the file and the command
     run(pytester, "--update-goldens").assert_outcomes(passed=4)  # and the command works
     assert broken.read_bytes() == good
+
+
+TWICE = """
+import numpy as np
+
+def test_twice_unnamed(golden):
+    golden.check({"y": np.zeros(3)})
+    golden.check({"y": np.ones(3)})
+
+def test_twice_named(golden):
+    golden.check({"y": np.zeros(3)}, name="step")
+    golden.check({"y": np.ones(3)}, name="step")
+
+def test_loop_with_names(golden):
+    for step in range(2):
+        golden.check({"y": np.full(3, step)}, name=f"step{step}")
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_second_check_under_one_name_fails_and_writes_nothing_over_the_first(pytester, xdist):
+    """Two checks under one name would write one golden twice (the second over the first)
+    and fail every later run: the second call is an error naming what to pass."""
+    pytester.makepyfile(test_twice=TWICE)
+    result = run(pytester, "--update-goldens", "-rf", *xdist)
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            "FAILED test_twice.py::test_twice_unnamed - Failed: golden.check() was already "
+            "called in this test: each check of a test has its own golden, so give each one "
+            "a name= (golden.check(outputs, name='step2'))",
+            "FAILED test_twice.py::test_twice_named - Failed: golden.check(name='step') was "
+            "already called in this test*",
+        ]
+    )
+    rerun = run(pytester, *xdist)  # the first checks' goldens are intact
+    rerun.assert_outcomes(failed=2, passed=1)
+    assert "exceed" not in rerun.stdout.str()
+
+
+MISMATCH = """
+import numpy as np
+
+def test_drifted(golden):
+    golden.check({"y": np.arange(4.0) + float(__import__("os").environ.get("DRIFT", "0"))})
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_golden_mismatch_says_how_to_accept_the_new_outputs(pytester, monkeypatch, xdist):
+    pytester.makepyfile(test_drift=MISMATCH)
+    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    monkeypatch.setenv("DRIFT", "0.5")
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E       if the new outputs are right, update the golden with:",
+            "E         pytest --update-goldens test_drift.py::test_drifted",
+        ]
+    )

@@ -108,15 +108,23 @@ def write_polygraphy_inputs(path: Path, feeds: Sequence[Mapping[str, np.ndarray]
     atomic_write_bytes(Path(path), json.dumps(document, indent=4).encode())
 
 
+#: What `load_reference` reads, for messages.
+READABLE = ".golden, Polygraphy JSON .json, .npz, .npy, or a folder of ONNX test data"
+
+
 def load_reference(
     path: Path, names: Sequence[str] | None = None, runner: str | None = None
 ) -> Golden:
     """Any saved outputs as a Golden: .golden, Polygraphy JSON, ONNX test data, .npz, .npy."""
     path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise GoldenError(f"{path} does not exist")
     if path.suffix == SUFFIX:
         return read_golden(path)
-    if not path.exists():
-        raise GoldenError(f"{path} does not exist")
+    if not path.is_dir() and path.suffix not in (".json", ".npz", ".npy"):
+        raise GoldenError(
+            f"{path}: not a format of saved outputs that trtcompare reads ({READABLE})"
+        )
     if path.suffix == ".json" or (path.is_dir() and any(path.glob("*.json"))):
         return Golden(read_polygraphy_outputs(path, runner), {}, {"source": "polygraphy"}, path)
     if path.is_dir():

@@ -27,6 +27,7 @@ class GoldenFixture:
         self._settings = settings
         self._inputs: dict[str | None, dict[str, Any]] = {}
         self._meta: dict[str | None, dict[str, Any]] = {}
+        self._checked: set[str | None] = set()
 
     def path(self, name: str | None = None) -> Path:
         """Where this test's golden (or its golden `name`) lives."""
@@ -94,6 +95,13 @@ class GoldenFixture:
         """Compare with the stored golden (or write it under --update-goldens); the result,
         or None when a golden was written."""
         __tracebackhide__ = True
+        if name in self._checked:  # a second check would overwrite the first's golden
+            which = "golden.check()" if name is None else f"golden.check(name={name!r})"
+            fail(
+                f"{which} was already called in this test: each check of a test has its own "
+                "golden, so give each one a name= (golden.check(outputs, name='step2'))"
+            )
+        self._checked.add(name)
         outcome = self._outcome(outputs, tolerance, name, precision, fields)
         settle(self._goldens.item, self._settings, outcome)
         return None if outcome.kind is Kind.GOLDEN_WRITTEN else outcome.worst

@@ -203,6 +203,10 @@ def check_golden(
         header=model_change_note(stored.meta, runner) if not result.passed else "",
     )
     if written is None:
+        if outcome.kind is Kind.MISMATCH:  # what to do when the change is intended
+            hint = store.regenerate_hint()
+            note = f"if the new outputs are right, update the golden with:\n  {hint}"
+            outcome = dataclasses.replace(outcome, note=note)
         return outcome
     # written: the test passes, with the comparison against what was read back
     message = f"{written}: {store.show(path)}"
