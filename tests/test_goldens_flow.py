@@ -146,7 +146,8 @@ def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*test_two_goldens.first.golden: truncated golden (*",
+            # shown from the rootdir, as a missing or mismatched golden is
+            "goldens/test_golden_flow/test_two_goldens.first.golden: truncated golden (*",
             "*regenerate it with: pytest --update-goldens test_golden_flow.py::test_two_goldens*",
         ]
     )

@@ -91,9 +91,10 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
     except GoldenError as exc:
         if store.update_all and replaceable:
             return None  # damaged, or a dangling link: --update-goldens replaces it
+        why = str(exc).replace(str(path), store.show(path), 1)  # as the other messages show it
         if not replaceable:
-            raise GoldenError(f"{exc}; remove it, then run: {store.regenerate_hint()}") from None
-        raise GoldenError(f"{exc}\n(regenerate it with: {store.regenerate_hint()})") from None
+            raise GoldenError(f"{why}; remove it, then run: {store.regenerate_hint()}") from None
+        raise GoldenError(f"{why}\n(regenerate it with: {store.regenerate_hint()})") from None
 
 
 def inputs_problem(
