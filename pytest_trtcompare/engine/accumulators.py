@@ -181,17 +181,17 @@ class Extremes:
                 continue
             chunk = self._remake(start)
             if top_abs == best_abs:
-                self._best(chunk, np.flatnonzero(chunk.abs_err == np.float32(best_abs)), "abs")
+                self._best(chunk, np.flatnonzero(chunk.abs_err == np.float32(best_abs)), 0)
             if top_rel >= rel_floor:
-                self._best(chunk, np.flatnonzero(chunk.rel_err >= rel_floor), "rel")
+                self._best(chunk, np.flatnonzero(chunk.rel_err >= rel_floor), 1)
         return self.abs, self.rel
 
-    def _best(self, chunk: ErrorChunk, candidates: np.ndarray, which: str) -> None:
+    def _best(self, chunk: ErrorChunk, candidates: np.ndarray, which: int) -> None:
+        """Offers the float64 maximum of abs (0) or rel (1) errors among the candidates."""
         refined = chunk.refine(candidates)
-        values = refined.abs_err if which == "abs" else refined.rel_err
-        best = int(values.argmax())
-        extreme = self.abs if which == "abs" else self.rel
-        extreme.offer(float(values[best]), refined.flat_index(best))
+        best = refined.argmax(which)
+        values = refined.rel_err if which else refined.abs_err
+        (self.rel if which else self.abs).offer(float(values[best]), refined.flat_index(best))
 
 
 class Means:

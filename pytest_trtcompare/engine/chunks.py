@@ -260,10 +260,10 @@ class ErrorChunk:
             xp=self.xp,
         )
 
-    def band(self, value: float, slack: float = 3 * SLACK) -> Any:
+    def band(self, value: float) -> Any:
         """The threshold t such that every element whose exact value may be >= `value` has
         its (float32) value >= t: `value` itself for float64 chunks."""
-        return value if self.exact else float32_down(value * (1 - slack) - TINY)
+        return value if self.exact else float32_down(value * (1 - 3 * SLACK) - TINY)
 
 
 class Arithmetic:
@@ -323,11 +323,19 @@ class Arithmetic:
         else:
             ratios = ratios[:0]
         cosine = (cos_a, cos_e, cos_d)
-        made = ErrorChunk(
-            start, n, d, r, ratios, eabs, cosine, positions=positions, margin=margin, **counts
+        return ErrorChunk(
+            start,
+            n,
+            d,
+            r,
+            ratios,
+            eabs,
+            cosine,
+            positions=positions,
+            margin=margin,
+            tops=tops,
+            **counts,
         )
-        made.tops = tops
-        return made
 
     def _special_values(
         self, av: np.ndarray, ev: np.ndarray, d: np.ndarray, start: int, counts: dict[str, Any]

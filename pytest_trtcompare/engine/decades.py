@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .chunks import ErrorChunk
+from .chunks import NUMPY, ErrorChunk
 
 _CAP = 1e300  # larger errors (and Inf) count in the decade of 1e300, as before
 CAP_DECADE = 300  # that decade: the report labels it [1e300, inf]
@@ -28,10 +28,11 @@ _INT64_MAX = np.iinfo(np.int64).max
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def _decade(values: np.ndarray) -> np.ndarray:
+def _decade(values: Any, xp: Any = NUMPY) -> Any:
+    """floor(log10 x), larger values (and Inf) in the decade of the cap: the definition the
+    bit tables reproduce for numpy, and what other namespaces compute directly."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        decades: np.ndarray = np.floor(np.log10(np.minimum(values, _CAP))).astype(np.int64)
-    return decades
+        return xp.astype(xp.floor(xp.log10(xp.clip(values, max=_CAP))), xp.int64)
 
 
 @functools.cache
@@ -111,8 +112,7 @@ class Decades:
         self.zeros += int(xp.count_nonzero(zero))
         nonzero = values[~zero]
         if nonzero.shape[0]:
-            decades = xp.floor(xp.log10(xp.clip(nonzero, max=_CAP)))
-            found, counts = xp.unique_counts(decades)
+            found, counts = xp.unique_counts(_decade(nonzero, xp))
             for decade, count in zip(found, counts, strict=True):
                 key = int(decade)
                 self._direct[key] = self._direct.get(key, 0) + int(count)
