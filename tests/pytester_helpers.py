@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 #: Parametrize a scenario to run in-process and under `-n 2` (a subprocess).
@@ -13,3 +15,19 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     if "-n" in args:
         return pytester.runpytest_subprocess(*args)
     return pytester.runpytest(*args)
+
+
+def library_says(action: Callable[[], object]) -> str:
+    """'RuntimeError: shape ...': what a library itself raises for `action`, its type and the
+    first line of its text, so a test that expects our message to carry it does not depend on
+    the library's wording, which changes between versions."""
+    try:
+        action()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+    raise AssertionError(f"{action} raised nothing")
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a literal in fnmatch_lines patterns."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)

@@ -16,6 +16,8 @@ from pytest_trtcompare.inputs import synthetic_feed
 from pytest_trtcompare.runners.base import TensorSpec
 from pytest_trtcompare.session.runs import make_feeds
 
+from .pytester_helpers import library_says
+
 torch = pytest.importorskip("torch")
 
 
@@ -133,7 +135,8 @@ def test_a_float32_guess_that_the_model_refuses_says_how_to_give_dtypes():
         runner.infer(feed)
     text = str(info.value)
     assert text.startswith("torch-fp32 failed running the model on ids: float32[2, 3]: ")
-    assert "RuntimeError: Expected tensor for argument #1 'indices'" in text
+    float_ids = torch.zeros(2, 3)
+    assert library_says(lambda: Untyped()(float_ids)) in text  # torch's own words, whatever
     assert "give them: input_specs={'ids': ('int64', (2, 3))}" in text
     given = runners.create("torch", Untyped(), input_specs={"ids": ("int64", (None, None))})
     assert given.infer({"ids": np.zeros((2, 3), np.int64)})["output"].shape == (2, 3, 2)
@@ -148,9 +151,8 @@ def test_a_framework_error_is_one_message_with_the_model_line_and_the_cause_kept
     with pytest.raises(InferenceError) as info:
         runner.infer({"x": ones(2, 3)})
     text = str(info.value)
-    assert text.startswith(
-        "torch-fp32 failed running the model on x: float32[2, 3]: RuntimeError: shape '[7, 7]'"
-    )
+    said = library_says(lambda: Broken()(torch.ones(2, 3)))
+    assert text.startswith(f"torch-fp32 failed running the model on x: float32[2, 3]: {said}")
     assert "(at test_torch_runner.py:" in text and "in forward)" in text
     assert isinstance(info.value.__cause__, RuntimeError)
     assert "x.reshape(7, 7)" in info.value.details  # the library's traceback, for --tb=long

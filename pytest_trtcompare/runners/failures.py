@@ -62,20 +62,25 @@ def library_line(error: BaseException, limit: int = 400) -> str:
     if text.startswith("[ONNXRuntimeError]"):
         text = tidy_onnxruntime_text(text)
     first = text.splitlines()[0] if text else ""
-    if len(first) > limit:
-        first = first[: limit - 3] + "..."
+    if len(first) > limit:  # its end says most (shapes, versions): cut in the middle
+        first = f"{first[: limit // 3]} ... {first[-(limit - limit // 3 - 5) :]}"
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
+#: A C++ source location and the function signature after it, as onnxruntime puts them before
+#: what it has to say: `/onnxruntime_src/.../reshape_helper.h:91 onnxruntime::ReshapeHelper::
+#: ReshapeHelper(const onnxruntime::TensorShape&, ...) ` (a return type may precede the name),
+#: at the start of the message or after its "Status Message: " (a failure at run time).
+_CPP_LOCATION = re.compile(
+    r"(?<![^\s])[^\s:]+\.(?:cc|cpp|cxx|h|hpp|cu):\d+ "
+    r"(?:(?:[\w:<>*&]+ )?[^\s()]*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)(?: const)? )?"
+)
+
+
 def tidy_onnxruntime_text(text: str) -> str:
-    """onnxruntime's message without the C++ source location and signature before it, and
-    cut (if at all) in the middle, so the versions it names at its end survive."""
-    text = text.strip()
-    located = re.match(r"(\[ONNXRuntimeError\] : \d+ : \w+ : )\S+:\d+ ", text)
-    if located:
-        rest = text[located.end() :]
-        signature = re.match(r"[^()]*(\((?:[^()]|\([^()]*\))*\))?\s*", rest)
-        text = located.group(1) + (rest[signature.end() :] if signature else rest)
+    """onnxruntime's message without the C++ source locations and signatures in it, and cut
+    (if at all) in the middle, so the versions and shapes it names at its end survive."""
+    text = _CPP_LOCATION.sub("", text.strip())
     return text if len(text) <= 600 else f"{text[:200]} ... {text[-380:]}"
 
 
