@@ -1,7 +1,7 @@
 """Markers -> validated specs -> parametrization, and the xdist groups of compare items.
 
 Items: one per target x precision x shape set, ids like `test_resnet[trt-fp16-bs8]`. When a
-test expands to nothing (no target supports the selected precisions, --frameworks selects
+test expands to nothing (no target supports the selected precisions, --trt-frameworks selects
 none of its targets), it becomes one item skipped with that reason: pytest never sees an
 empty parameter set, and every other test runs.
 """
