@@ -150,7 +150,7 @@ def test_2_crashes_and_missing_goldens_fail_and_a_write_passes(pytester, xdist):
 
 # 3. a framework typo is a collection error; an uninstalled framework skips ------------------
 @pytest.mark.parametrize("xdist", XDIST)
-@pytest.mark.parametrize("typo", ["onnxruntime", "onxref", "pytorch"])
+@pytest.mark.parametrize("typo", ["onnxruntim", "onxref", "pytoch"])
 def test_3_framework_typo_is_a_collection_error(pytester, xdist, typo):
     pytester.makeconftest(STATIC)
     pytester.makepyfile(
@@ -268,8 +268,8 @@ MARKER_MISTAKES = {
         "(model=...) got 123 (int); it takes a model",
     ),
     "options_key_typo": (
-        f"compare_frameworks({COMPARE}, options={{'onnxruntime': {{'providers': []}}}})",
-        "(options=...) names 'onnxruntime', which is not one of frameworks=['onnxref', 'onnxrt']",
+        f"compare_frameworks({COMPARE}, options={{'onnxruntim': {{'providers': []}}}})",
+        "(options=...) names 'onnxruntim', which is not one of frameworks=['onnxref', 'onnxrt']",
     ),
     "models_key_typo": (
         f"compare_frameworks({COMPARE}, models={{'pytorch': 'model.onnx'}})",
@@ -449,8 +449,8 @@ def test_7_repeated_precision_options_merge(pytester, xdist):
         ),
         (
             "",
-            ["--trt-frameworks=onnxruntime"],
-            "*--trt-frameworks: unknown framework 'onnxruntime'; known*",
+            ["--trt-frameworks=onnxruntim"],
+            "*--trt-frameworks: unknown framework 'onnxruntim'; known*",
         ),
     ],
 )

@@ -144,12 +144,12 @@ def test_saved_outputs_without_inputs_or_missing_say_so(pytester, xdist):
 
 def test_a_reference_that_is_neither_a_framework_nor_saved_outputs(pytester):
     pytester.makeconftest(STATIC)
-    pytester.makepyfile(test_ref=MODEL_TESTS.format(reference="onnxruntime"))
+    pytester.makepyfile(test_ref=MODEL_TESTS.format(reference="onnxruntim"))
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*(reference=...) got 'onnxruntime' (str); it takes one of frameworks=[[]'onnxrt', "
+            "*(reference=...) got 'onnxruntim' (str); it takes one of frameworks=[[]'onnxrt', "
             "'onnxref'[]], or saved outputs*"
         ]
     )

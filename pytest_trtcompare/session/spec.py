@@ -106,9 +106,15 @@ def _check_framework_keys(
             ) from None
 
 
-def _by_runner(table: Mapping[str, Any]) -> dict[str, Any]:
-    """models= and options= keyed by 'tensorrt' are keyed by 'trt'."""
-    return {canonical_framework(key): value for key, value in table.items()}
+def _by_runner(table: Mapping[str, Any], frameworks: tuple[str, ...]) -> dict[str, Any]:
+    """models= and options= keyed by 'tensorrt' are keyed by 'trt' when trt is listed (any
+    other key stays as written, for the message that it is not listed)."""
+    listed = {f.split(":")[0] for f in frameworks}
+
+    def runner(key: str) -> str:
+        return canonical_framework(key) if canonical_framework(key) in listed else key
+
+    return {runner(key): value for key, value in table.items()}
 
 
 def compare_spec(
@@ -148,7 +154,8 @@ def compare_spec(
         reference_path, reference = model_path(reference, base), None
     model = kwargs.get("model")
     models = _by_runner(
-        mapping_of(kwargs.get("models"), "models", check, "a dict of framework to model")
+        mapping_of(kwargs.get("models"), "models", check, "a dict of framework to model"),
+        frameworks,
     )
     for name, value in [("model", model), *((f"models[{k!r}]", v) for k, v in models.items())]:
         if value is not None and not is_model(value):
@@ -169,7 +176,8 @@ def compare_spec(
     options = _by_runner(
         mapping_of(
             kwargs.get("options"), "options", check, "a dict of framework to its options dict"
-        )
+        ),
+        frameworks,
     )
     if not all(isinstance(v, Mapping) for v in options.values()):
         raise check.fail("options", options, "a dict of framework to its options dict")
