@@ -87,7 +87,7 @@ def run(sizes: list[int], folder: Path) -> list[dict[str, Any]]:
             "polygraphy save_json/load_json": (*_polygraphy(array, theirs_path), theirs_path),
         }
         for name, (save, load, path) in peers.items():
-            # each save writes a new file, as the first --update-goldens and Polygraphy do
+            # each save writes a new file, as the first --trt-update-goldens and Polygraphy do
             save_s = _best(save, before=functools.partial(path.unlink, missing_ok=True))
             load_s = _best(load)
             peak = _peak(load)

@@ -6,7 +6,7 @@ uses the same numbers), `golden.check(outputs, precision=...)`, and a second gol
 same test under `name=`, and the fixtures' types for annotations (`GoldenFixture`,
 `RunnersFixture`: the `runners` fixture caches runners for the session). The goldens are
 committed in `goldens/test_goldens/`; refresh them after an intended change with
-`pytest conftest_examples --update-goldens`.
+`pytest conftest_examples --trt-update-goldens`.
 """
 
 from __future__ import annotations

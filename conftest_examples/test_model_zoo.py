@@ -5,7 +5,7 @@ Shows: `compare_frameworks(..., golden=True)`: every listed framework is a targe
 reference is the golden saved for that item, inputs included, so a new onnxruntime or a new
 machine is compared with exactly the numbers that were saved. The goldens are committed in
 `goldens/test_model_zoo/` for fp32 and fp16; after an intended change refresh them with
-`pytest conftest_examples/test_model_zoo.py --trt-precision fp32,fp16 --update-goldens`.
+`pytest conftest_examples/test_model_zoo.py --trt-precision fp32,fp16 --trt-update-goldens`.
 """
 
 from __future__ import annotations

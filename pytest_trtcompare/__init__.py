@@ -18,12 +18,14 @@ from .errors import InvalidOutputError, ToleranceError, ToleranceWarning, TrtCom
 
 __version__ = "0.1.0"
 
-#: The fixtures' types, for annotations (`def test_x(golden: GoldenFixture)`); imported on
-#: first use so that the comparison engine alone never imports pytest.
+#: The fixtures' types, for annotations (`def test_x(golden: GoldenFixture)`), and the
+#: warning of a deprecated option name (for warning filters); imported on first use so that
+#: the comparison engine alone never imports pytest.
 _FIXTURE_TYPES = {
     "CompareFixture": "fixtures",
     "RunnersFixture": "fixtures",
     "GoldenFixture": "golden_fixture",
+    "OptionDeprecationWarning": "names",
 }
 
 
@@ -37,6 +39,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from .plugin.fixtures import CompareFixture, RunnersFixture
     from .plugin.golden_fixture import GoldenFixture
+    from .plugin.names import OptionDeprecationWarning
 
 __all__ = [
     "CompareFixture",
@@ -44,6 +47,7 @@ __all__ = [
     "ElementError",
     "GoldenFixture",
     "InvalidOutputError",
+    "OptionDeprecationWarning",
     "OutputComparison",
     "OutputMismatchError",
     "RunnersFixture",

@@ -106,7 +106,7 @@ def test_drift(compare, case):
 def test_failing_items_name_their_own_artifact_folder(pytester, xdist):
     pytest.importorskip("matplotlib")
     pytester.makepyfile(test_drift=FAILING)
-    result = run(pytester, "--trtcompare-artifacts", "arts", *xdist)
+    result = run(pytester, "--trt-artifacts-dir", "arts", *xdist)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         ["*artifacts: *arts/test_drift.py__test_drift*a*", "*fmap.heatmap.png*"]
@@ -145,7 +145,7 @@ def test_per_layer_plot_marks_the_first_divergence(pytester):
             pass
         """
     )
-    result = pytester.runpytest("--trtcompare-artifacts", "arts")
+    result = pytester.runpytest("--trt-artifacts-dir", "arts")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*first divergence (topological order): bias2 (Add) -> add2*", "*layers.png*"]

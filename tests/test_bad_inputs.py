@@ -61,7 +61,7 @@ def test_a_normal_test():
 
 def test_bad_inputs_inside_one_session(pytester):
     pytester.makepyfile(test_catalogue=CATALOGUE)
-    pytester.runpytest("--update-goldens", "-k", "escape").assert_outcomes(passed=1)
+    pytester.runpytest("--trt-update-goldens", "-k", "escape").assert_outcomes(passed=1)
     result = pytester.runpytest("-rs")
     out = result.stdout.str()
     assert "INTERNALERROR" not in out
@@ -91,7 +91,7 @@ def test_a_golden_holding_a_pickled_object_array_is_refused(pytester):
             golden.check({"y": np.ones(2)})
         """
     )
-    pytester.runpytest("--update-goldens").assert_outcomes(passed=1)
+    pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=1)
     (path,) = list(pytester.path.rglob("*.golden"))
     # as a tool that rewrote the header (valid checksum) would leave it
     rewrite(path, lambda document: document["tensors"][0].update(dtype="|O8"))
@@ -133,7 +133,7 @@ def test_summary_and_report_handle_non_finite_errors(pytester):
             compare({"y": np.array([np.inf, 1.0])}, {"y": np.array([1.0, 1.0])})
         """
     )
-    result = pytester.runpytest("--trtcompare-report", "r.json")
+    result = pytester.runpytest("--trt-report", "r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*inf*FAIL*test_nan :: y*abs inf*"])
     assert "INTERNALERROR" not in result.stdout.str()

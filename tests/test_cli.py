@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import platform
 import subprocess
 import sys
 
@@ -74,3 +76,51 @@ def test_console_script_is_installed():
         [sys.executable, "-m", "pytest_trtcompare.cli", "--help"], capture_output=True, text=True
     )
     assert result.returncode == 0 and "diff" in result.stdout and "show" in result.stdout
+
+
+def test_version_names_the_plugin_and_the_libraries(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert (
+        first == f"trtcompare (pytest-trtcompare) {importlib.metadata.version('pytest-trtcompare')}"
+    )
+    assert second.startswith(f"python {platform.python_version()}, numpy {np.__version__}, onnx ")
+    assert ", tensorrt " in second and second.endswith(f"pytest {pytest.__version__}")
+
+
+@pytest.mark.parametrize("command", ["diff a b", "show a", "check g o", "debug-precision m.onnx"])
+def test_an_unknown_option_shows_the_commands_usage(capsys, command):
+    words = command.split()
+    with pytest.raises(SystemExit) as exited:
+        main([*words, "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: trtcompare {words[0]} ")
+    assert err.endswith(f"trtcompare {words[0]}: error: unrecognized arguments: --bogus\n")
+
+
+def test_diff_takes_the_tolerance_a_golden_stored(saved, capsys):
+    actual, expected = str(saved / "actual.npz"), str(saved / "expected.npz")
+    golden = str(saved / "expected.golden")
+    argv = ["check", golden, expected, "--atol", "0.6", "--update"]
+    assert main(argv) == 0  # writes the golden with atol=0.6 in its metadata
+    capsys.readouterr()
+    assert main(["diff", actual, golden]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"tolerance: stored in {golden}\nall 2 outputs within tolerance")
+    assert main(["diff", golden, actual]) == 0  # the first argument's, when the second has none
+    assert capsys.readouterr().out.startswith(f"tolerance: stored in {golden}\n")
+    assert main(["diff", actual, golden, "--atol", "0.1"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"tolerance: stored in {golden}, --atol given override it\n")
+    assert "elemwise tolerance atol=0.1 rtol=1e-05" in out
+
+
+def test_diff_without_a_stored_tolerance_says_which_it_used(saved, capsys):
+    actual, expected = str(saved / "actual.npz"), str(saved / "expected.npz")
+    assert main(["diff", actual, expected]) == 1
+    assert capsys.readouterr().out.startswith("tolerance: the default\n")
+    assert main(["diff", actual, expected, "--atol", "0.6", "--rtol", "0"]) == 0
+    assert capsys.readouterr().out.startswith("tolerance: --atol, --rtol given\n")

@@ -60,7 +60,7 @@ def test_new_user_project_four_items_summary_and_report(pytester, xdist):
         "fp32,fp16",
         "--strict-markers",
         "-v",
-        "--trtcompare-report",
+        "--trt-report",
         "report.json",
         *xdist,
     )
@@ -143,7 +143,7 @@ def test_precisions_marker_frameworks_option_and_unsupported(pytester):
     result.stdout.fnmatch_lines(
         ["*tensorrt is not installed: pip install pytest-trtcompare[[]tensorrt[]]*"]
     )
-    only = pytester.runpytest("--trt-precision", "fp16", "--frameworks", "trt", "-v")
+    only = pytester.runpytest("--trt-precision", "fp16", "--trt-frameworks", "trt", "-v")
     only.assert_outcomes(skipped=1)
 
 
@@ -212,10 +212,10 @@ def test_golden_mode(pytester, xdist):
         """
     )
     run(pytester, *xdist).assert_outcomes(failed=2)
-    created = run(pytester, "--update-goldens", *xdist)
+    created = run(pytester, "--trt-update-goldens", *xdist)
     created.assert_outcomes(passed=2)
     created.stdout.fnmatch_lines(["*created 2*"])
-    again = run(pytester, "--trtcompare-report", "r.json", *xdist)
+    again = run(pytester, "--trt-report", "r.json", *xdist)
     again.assert_outcomes(passed=2)
     report = json.loads((pytester.path / "r.json").read_text())
     assert {entry["reference"] for entry in report["outputs"]} == {
@@ -246,7 +246,7 @@ def test_plain_tests_get_precisions_shapes_and_runners(pytester):
     assert _outcome(result, "test_runner_factory[fp32-bs1]") == "PASSED"
     tree = ET.parse(pytester.path / "junit.xml")
     names = {p.get("name") for p in tree.iter("property")}
-    assert {"trtcompare.y.margin", "trtcompare.y.max_abs_error", "trtcompare"} <= names
+    assert {"trtcompare.y.margin", "trtcompare.y.max_abs", "trtcompare.y.record"} <= names
 
 
 def test_callable_only_comparison(pytester):
@@ -353,10 +353,10 @@ def test_goldens_of_unselected_precisions_are_never_unused(pytester, xdist):
             pass
         """
     )
-    run(pytester, "--update-goldens", "--trt-precision", "fp32,fp16", *xdist).assert_outcomes(
+    run(pytester, "--trt-update-goldens", "--trt-precision", "fp32,fp16", *xdist).assert_outcomes(
         passed=2
     )
-    pruned = run(pytester, "--prune-goldens", "--trt-precision", "fp32", *xdist)
+    pruned = run(pytester, "--trt-prune-goldens", "--trt-precision", "fp32", *xdist)
     pruned.stdout.fnmatch_lines(["checked 1, unused 0 (pruned 0)"])
     assert len(list((pytester.path / "goldens" / "test_model").glob("*.golden"))) == 2
 
@@ -382,7 +382,7 @@ def test_worker_output_survives_torch_descriptions(pytester):
         """,
     )
     pytester.syspathinsert()
-    result = pytester.runpytest_subprocess("-n", "2", "--trtcompare-report", "r.json")
+    result = pytester.runpytest_subprocess("-n", "2", "--trt-report", "r.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["runners built (gw*): *torch-fp32 x1*"])
     assert "torch-fp32" in (pytester.path / "r.json").read_text()
@@ -402,14 +402,14 @@ def test_golden_mode_metadata_and_a_full_disk(pytester):
             pass
         """
     )
-    run(pytester, "--update-goldens").assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=1)
     (path,) = list(pytester.path.rglob("*.golden"))
     meta = read_header(path)["meta"]
     assert meta["plugin_version"] and meta["tolerance"]["atol"] == 1e-5
     assert meta["test"] == "test_model.py::test_model[onnxrt-fp32-bs20000]"
     before = path.read_bytes()
     path.write_bytes(before[:-64])  # truncated: the error says to regenerate it, so that works
-    run(pytester, "--update-goldens").assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=1)
     assert path.read_bytes() == before
     pytester.makeconftest(
         CONFTEST
@@ -427,7 +427,7 @@ def pytest_sessionstart(session):
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))  # a full disk
 """
     )
-    result = pytester.runpytest_subprocess("--update-goldens")  # the rlimit must not reach us
+    result = pytester.runpytest_subprocess("--trt-update-goldens")  # the rlimit must not reach us
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cannot write golden*File too large (the old golden is kept)*"])
     assert path.read_bytes() == before and "INTERNALERROR" not in result.stdout.str()

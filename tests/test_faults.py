@@ -1,4 +1,4 @@
-"""Fault injection against the real code: SIGKILL during --update-goldens, concurrent
+"""Fault injection against the real code: SIGKILL during --trt-update-goldens, concurrent
 workers, a full disk. (Crashing runners: tests/test_isolation.py.)"""
 
 from __future__ import annotations
@@ -40,19 +40,19 @@ def _stray_temps(folder):
 
 def test_sigkill_during_update_leaves_old_or_new_golden(pytester):
     pytester.makepyfile(test_big=BIG_GOLDEN_TEST)
-    assert _pytest(pytester.path, "--update-goldens").wait(120) == 0
+    assert _pytest(pytester.path, "--trt-update-goldens").wait(120) == 0
     (golden,) = list((pytester.path / "goldens").rglob("*.golden"))
     previous = 1.0
     for attempt, delay in enumerate(np.linspace(0.3, 2.5, 12)):
         new = float(2 + attempt)
-        process = _pytest(pytester.path, "--update-goldens", env={"GOLDEN_VALUE": str(new)})
+        process = _pytest(pytester.path, "--trt-update-goldens", env={"GOLDEN_VALUE": str(new)})
         time.sleep(float(delay))  # kill at a different point of the run each time
         process.send_signal(signal.SIGKILL)
         process.wait(60)
         stored = float(read_golden(golden).outputs["y"][0])  # it loads: intact, never half
         assert stored in (previous, new)
         if stored != new:  # killed before the rename: now update it for real
-            done = _pytest(pytester.path, "--update-goldens", env={"GOLDEN_VALUE": str(new)})
+            done = _pytest(pytester.path, "--trt-update-goldens", env={"GOLDEN_VALUE": str(new)})
             assert done.wait(120) == 0
         previous = new
     # a later run sweeps temp files that killed writers left behind
@@ -71,7 +71,7 @@ def test_two_workers_updating_one_module_corrupt_nothing(pytester):
             golden.check({"y": np.full(1 << 16, i, np.float32)})
         """
     )
-    result = pytester.runpytest_subprocess("-n", "2", "--update-goldens")
+    result = pytester.runpytest_subprocess("-n", "2", "--trt-update-goldens")
     result.assert_outcomes(passed=24)
     goldens = sorted((pytester.path / "goldens" / "test_many").glob("*.golden"))
     assert len(goldens) == 24
@@ -83,7 +83,7 @@ def test_two_workers_updating_one_module_corrupt_nothing(pytester):
 
 def test_a_full_disk_fails_the_test_clearly_and_keeps_the_old_golden(pytester):
     pytester.makepyfile(test_big=BIG_GOLDEN_TEST)
-    assert _pytest(pytester.path, "--update-goldens").wait(120) == 0
+    assert _pytest(pytester.path, "--trt-update-goldens").wait(120) == 0
     (golden,) = list((pytester.path / "goldens").rglob("*.golden"))
     before = golden.read_bytes()
     pytester.makeconftest(
@@ -95,7 +95,7 @@ def test_a_full_disk_fails_the_test_clearly_and_keeps_the_old_golden(pytester):
             resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # "disk" of 1 MiB
         """
     )
-    process = _pytest(pytester.path, "--update-goldens", env={"GOLDEN_VALUE": "5"})
+    process = _pytest(pytester.path, "--trt-update-goldens", env={"GOLDEN_VALUE": "5"})
     output = process.communicate(timeout=120)[0].decode()
     assert process.returncode == 1
     assert "cannot write golden" in output and "File too large" in output

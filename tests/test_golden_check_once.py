@@ -69,7 +69,7 @@ MARKER, FIXTURE = "test_marker[onnxrt-fp32-bs2]", "test_fixture"
 
 @dataclass(frozen=True)
 class Scenario:
-    prepare: str  # "none", or "record" (--update-goldens) then "empty" / "truncate" / "keep"
+    prepare: str  # "none", or "record" (--trt-update-goldens) then "empty" / "truncate" / "keep"
     options: tuple[str, ...]  # of the pytest run
     changed: bool  # the run's model differs from the recorded one
     cli: tuple[str, ...]  # `trtcompare check` options for the same situation
@@ -85,14 +85,14 @@ SCENARIOS = {
     "mismatch": Scenario("keep", (), True, (), "FAILED", 1, "model changed since the golden"),
     "pass": Scenario("keep", (), False, (), "PASSED", 0, ""),
     "update": Scenario(
-        "keep", ("--update-goldens",), True, ("--update",), "PASSED", 0, "updated: "
+        "keep", ("--trt-update-goldens",), True, ("--update",), "PASSED", 0, "updated: "
     ),
     "update-damaged": Scenario(
-        "truncate", ("--update-goldens",), False, ("--update",), "PASSED", 0, "updated: "
+        "truncate", ("--trt-update-goldens",), False, ("--update",), "PASSED", 0, "updated: "
     ),
     "update-missing": Scenario(
         "none",
-        ("--update-goldens-missing",),
+        ("--trt-update-goldens-missing",),
         False,
         ("--update-missing",),
         "PASSED",
@@ -101,7 +101,7 @@ SCENARIOS = {
     ),
     "update-missing-existing": Scenario(
         "keep",
-        ("--update-goldens-missing",),
+        ("--trt-update-goldens-missing",),
         True,
         ("--update-missing",),
         "FAILED",
@@ -110,16 +110,16 @@ SCENARIOS = {
     ),
     "update-directory": Scenario(
         "directory",
-        ("--update-goldens",),
+        ("--trt-update-goldens",),
         False,
         ("--update",),
         "FAILED",
         2,
         "is a directory, not a golden file; remove it, then run: <REGENERATE>",
     ),
-    # --strict-goldens: a golden checked by any entry point counts as used (the CLI has one
+    # --trt-strict-goldens: a golden checked by any entry point counts as used (the CLI has one
     # golden per command, which is always used: its pass)
-    "strict-goldens": Scenario("keep", ("--strict-goldens",), False, (), "PASSED", 0, ""),
+    "strict-goldens": Scenario("keep", ("--trt-strict-goldens",), False, (), "PASSED", 0, ""),
 }
 
 
@@ -135,7 +135,7 @@ def _golden(pytester: pytest.Pytester, test: str) -> str:
 def _prepare(pytester: pytest.Pytester, how: str) -> None:
     if how == "none":
         return
-    run(pytester, "--update-goldens").assert_outcomes(passed=2)
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=2)
     data = (pytester.path / _golden(pytester, FIXTURE)).read_bytes()
     damaged = {"empty": b"", "truncate": data[:-8]}.get(how)
     for test in (MARKER, FIXTURE):
@@ -207,7 +207,7 @@ def test_one_golden_check_three_entry_points(pytester, name, xdist):
     for test in (MARKER, FIXTURE):
         assert reports[test]["verdict"] == scenario.verdict, (test, reports[test])
         shown = f"goldens/test_once/{test}.golden"
-        hint = f"pytest --update-goldens {shlex.quote(f'test_once.py::{test}')}"
+        hint = f"pytest --trt-update-goldens {shlex.quote(f'test_once.py::{test}')}"
         text = reports[test]["message"] or _written(result.stdout.str(), shown)
         messages[test] = _normal(text, _golden(pytester, test), shown, hint)
 
@@ -259,23 +259,23 @@ def test_the_cli_names_what_it_takes(tmp_path, capsys):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_stored_inputs_that_no_longer_fit_fail_both_pytest_entry_points(pytester, xdist):
     """The marker feeds the golden's stored inputs as golden.inputs() does: other shapes
-    under the same id fail with the fixture's message; --update-goldens stores new ones."""
+    under the same id fail with the fixture's message; --trt-update-goldens stores new ones."""
     pytester.makeconftest(CONFTEST)
     _model(pytester, changed=False)
     tests = TESTS.replace('shapes({"x": (2, 4)})', 'shapes({"x": (2, 4)}, ids=["one"])')
     pytester.makepyfile(test_once=tests)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=2)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
     pytester.makepyfile(test_once=tests.replace("(2, 4)", "(5, 4)"))
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     for test in ("test_marker[onnxrt-fp32-one]", FIXTURE):
-        hint = f"pytest --update-goldens {shlex.quote(f'test_once.py::{test}')}"
+        hint = f"pytest --trt-update-goldens {shlex.quote(f'test_once.py::{test}')}"
         assert (
             f"golden goldens/test_once/{test}.golden: its stored input 'x' has shape (2, 4), "
             f"this test asks for (5, 4); refresh it with:\n  {hint}"
         ) in out
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=2)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
     run(pytester, *xdist).assert_outcomes(passed=2)
     stored = read_golden(
         pytester.path / "goldens" / "test_once" / "test_marker[onnxrt-fp32-one].golden"
@@ -289,7 +289,7 @@ def test_a_tolerance_with_metric_checks_is_recorded_alike(pytester):
     pytester.makeconftest(CONFTEST)
     _model(pytester, changed=False)
     pytester.makepyfile(test_once=TESTS)
-    run(pytester, "--update-goldens", "--trt-check", "cosine=0.999").assert_outcomes(passed=2)
+    run(pytester, "--trt-update-goldens", "--trt-check", "cosine=0.999").assert_outcomes(passed=2)
     for test in (MARKER, FIXTURE):
         tolerance = read_golden(_golden(pytester, test)).meta["tolerance"]
         assert [entry["check"] for entry in tolerance] == ["elemwise", "cosine"], test

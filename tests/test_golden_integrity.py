@@ -1,5 +1,5 @@
 """Goldens that cannot lie (issue 11): every damaged byte is detected and named, through the
-store, the CLI and pytest, and --update-goldens regenerates what was damaged."""
+store, the CLI and pytest, and --trt-update-goldens regenerates what was damaged."""
 
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ def _damage(path, how, rng):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, xdist):
     pytester.makepyfile(test_many="import numpy as np\n\n" + MANY_TESTS + INPUT_TEST)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=MANY + 1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=MANY + 1)
     rng = random.Random(11)
     folder = pytester.path / "goldens" / "test_many"
     goldens = sorted(folder.glob("*.golden"))
@@ -207,10 +207,10 @@ def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, 
     assert len(lines) == MANY + 1
     assert all("corrupt golden" in line or "truncated golden" in line for line in lines), lines
     result.stdout.fnmatch_lines(
-        ["(regenerate it with: pytest --update-goldens test_many.py::test_g0)"]
+        ["(regenerate it with: pytest --trt-update-goldens test_many.py::test_g0)"]
     )
     assert "Traceback" not in result.stdout.str()
-    result = run(pytester, "--update-goldens", *xdist)
+    result = run(pytester, "--trt-update-goldens", *xdist)
     result.assert_outcomes(passed=MANY + 1)
     result.stdout.fnmatch_lines([f"*created 0, updated {MANY + 1}, unchanged 0*"])
     run(pytester, *xdist).assert_outcomes(passed=MANY + 1)
@@ -219,18 +219,18 @@ def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_old_format_goldens_pass_and_update_upgrades_them(pytester, xdist):
     pytester.makepyfile(test_old="import numpy as np\n\n" + MANY_TESTS.split("\n\n")[0])
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     path = pytester.path / "goldens" / "test_old" / "test_g0.golden"
     as_format_1(path)
     run(pytester, *xdist).assert_outcomes(passed=1)
-    run(pytester, "--update-goldens", *xdist).stdout.fnmatch_lines(["*updated 1*"])
+    run(pytester, "--trt-update-goldens", *xdist).stdout.fnmatch_lines(["*updated 1*"])
     assert path.read_bytes().startswith(MAGIC)
 
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_stored_inputs_of_other_shapes_fail_and_say_how_to_refresh(pytester, xdist):
     pytester.makepyfile(test_in=INPUT_TEST)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     pytester.makepyfile(test_in=INPUT_TEST.replace('shapes={"x": (2, 4)}', 'shapes={"x": (5, 4)}'))
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=1)
@@ -238,10 +238,10 @@ def test_stored_inputs_of_other_shapes_fail_and_say_how_to_refresh(pytester, xdi
         [
             "*golden goldens/test_in/test_with_inputs.golden: its stored input 'x' has shape "
             "(2, 4), this test asks for (5, 4); refresh it with:",
-            "  pytest --update-goldens test_in.py::test_with_inputs",
+            "  pytest --trt-update-goldens test_in.py::test_with_inputs",
         ]
     )
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     run(pytester, *xdist).assert_outcomes(passed=1)
 
 
@@ -277,7 +277,7 @@ def test_fixture(golden, runners):
 def test_a_changed_model_is_named_when_its_golden_fails(pytester, xdist, monkeypatch):
     pytester.makeconftest(MODEL_CONFTEST)
     pytester.makepyfile(test_model=MODEL_TESTS)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=2)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
     monkeypatch.setenv("MODEL_SCALE", "1.5")
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=2)
@@ -300,18 +300,18 @@ def _golden_test(pytester):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_a_symlinked_golden_is_read_through_and_replaced_on_update(pytester, xdist):
     path = _golden_test(pytester)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     store = pytester.mkdir("dvc-cache") / "abc123"
     store.write_bytes(path.read_bytes())
     path.unlink()
     path.symlink_to(store)
     run(pytester, *xdist).assert_outcomes(passed=1)
-    run(pytester, "--update-goldens", *xdist).stdout.fnmatch_lines(["*unchanged 1*"])
+    run(pytester, "--trt-update-goldens", *xdist).stdout.fnmatch_lines(["*unchanged 1*"])
     pytester.makepyfile(
         test_link="import numpy as np\n\ndef test_it(golden):\n"
         "    golden.check({'y': np.zeros(3, np.float32)})\n"
     )
-    run(pytester, "--update-goldens", *xdist).stdout.fnmatch_lines(["*updated 1*"])
+    run(pytester, "--trt-update-goldens", *xdist).stdout.fnmatch_lines(["*updated 1*"])
     assert not path.is_symlink() and path.is_file()
     np.testing.assert_array_equal(read_golden(store).outputs["y"], np.ones(3))  # target kept
 
@@ -327,7 +327,7 @@ def test_update_replaces_a_dangling_link_with_the_golden(pytester, xdist, what):
     result.stdout.fnmatch_lines(
         [f"*test_it.golden: is {what}, not a golden file", "(regenerate it with:*"]
     )
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     assert not path.is_symlink() and read_golden(path).outputs["y"].tolist() == [1.0, 1.0, 1.0]
     run(pytester, *xdist).assert_outcomes(passed=1)
 
@@ -348,9 +348,9 @@ def test_something_else_where_a_golden_should_be_is_named(pytester, xdist, what)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist, timeout=120)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*test_it.golden: is {what}, not a golden file*"])
-    if what in ("a directory", "a FIFO"):  # --update-goldens cannot replace those: say so
+    if what in ("a directory", "a FIFO"):  # --trt-update-goldens cannot replace those: say so
         result.stdout.fnmatch_lines(
-            ["*not a golden file; remove it, then run: pytest --update-goldens*"]
+            ["*not a golden file; remove it, then run: pytest --trt-update-goldens*"]
         )
 
 
@@ -360,7 +360,7 @@ def test_update_goldens_missing_writes_only_absent_ones(pytester, xdist):
         test_two="import numpy as np\n\ndef test_old(golden):\n"
         "    golden.check({'y': np.ones(3)})\n"
     )
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     old = pytester.path / "goldens" / "test_two" / "test_old.golden"
     before = old.read_bytes()
     pytester.makepyfile(
@@ -368,7 +368,7 @@ def test_update_goldens_missing_writes_only_absent_ones(pytester, xdist):
         "    golden.check({'y': np.zeros(3)})\n\n"
         "def test_new(golden):\n    golden.check({'y': np.ones(2)})\n"
     )
-    result = run(pytester, "--update-goldens-missing", *xdist)
+    result = run(pytester, "--trt-update-goldens-missing", *xdist)
     result.assert_outcomes(passed=1, failed=1)  # the stale golden still fails
     result.stdout.fnmatch_lines(["*created 1, checked 1*"])
     assert old.read_bytes() == before
@@ -376,13 +376,15 @@ def test_update_goldens_missing_writes_only_absent_ones(pytester, xdist):
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-@pytest.mark.parametrize("how", [["--strict-goldens"], ["-o", "trtcompare_strict_goldens=true"]])
+@pytest.mark.parametrize(
+    "how", [["--trt-strict-goldens"], ["-o", "trtcompare_strict_goldens=true"]]
+)
 def test_strict_goldens_fail_the_session_on_unused_goldens(pytester, xdist, how):
     pytester.makepyfile(
         test_s="import numpy as np\n\ndef test_a(golden):\n    golden.check({'y': np.ones(3)})\n\n"
         "def test_b(golden):\n    golden.check({'y': np.ones(3)})\n"
     )
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=2)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
     pytester.makepyfile(
         test_s="import numpy as np\n\ndef test_a(golden):\n    golden.check({'y': np.ones(3)})\n"
     )
@@ -393,5 +395,5 @@ def test_strict_goldens_fail_the_session_on_unused_goldens(pytester, xdist, how)
     result.stdout.fnmatch_lines(
         ["*unused: goldens/test_s/test_b.golden", "*unused goldens fail the session*"]
     )
-    result = run(pytester, *how, "--prune-goldens", *xdist)
+    result = run(pytester, *how, "--trt-prune-goldens", *xdist)
     assert result.ret == 0

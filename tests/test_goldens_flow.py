@@ -50,12 +50,12 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
         [
             "*golden goldens/test_golden_flow/test_model*.golden does not exist "
             "(nothing was written)*",
-            "*pytest --update-goldens 'test_golden_flow.py::test_model[[]bs=1[]]'*",
+            "*pytest --trt-update-goldens 'test_golden_flow.py::test_model[[]bs=1[]]'*",
         ]
     )
     assert _goldens(pytester) == []  # a missing golden writes nothing
 
-    created = run(pytester, "--update-goldens", *xdist)
+    created = run(pytester, "--trt-update-goldens", *xdist)
     created.assert_outcomes(passed=4)
     created.stdout.fnmatch_lines(["*goldens*", "created 5, updated 0, unchanged 0, unused 0"])
     names = _goldens(pytester)
@@ -66,7 +66,7 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     assert not [n for n in before if n.endswith(".tmp") or n.startswith(".")]
 
     run(pytester, *xdist).assert_outcomes(passed=4)
-    again = run(pytester, "--update-goldens", *xdist)
+    again = run(pytester, "--trt-update-goldens", *xdist)
     again.stdout.fnmatch_lines(["created 0, updated 0, unchanged 5, unused 0"])
     assert _snapshot(pytester) == before  # byte-identical on regeneration
 
@@ -81,14 +81,14 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
         ]
     )
     assert _snapshot(pytester) == before  # a failing comparison never touches the golden
-    refreshed = run(pytester, "--update-goldens", *xdist)
+    refreshed = run(pytester, "--trt-update-goldens", *xdist)
     refreshed.stdout.fnmatch_lines(["created 0, updated 3, unchanged 2, unused 0"])
 
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=4)
     folder = pytester.path / "goldens" / "test_golden_flow"
     (folder / "test_removed_long_ago.golden").write_bytes(
         (folder / "test_two_goldens.first.golden").read_bytes()
@@ -100,10 +100,10 @@ def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist
         [
             "*unused 1*",
             "*unused: goldens/test_golden_flow/test_removed_long_ago.golden*",
-            "*--prune-goldens*",
+            "*--trt-prune-goldens*",
         ]
     )
-    pruned = run(pytester, "--prune-goldens", *xdist)
+    pruned = run(pytester, "--trt-prune-goldens", *xdist)
     pruned.stdout.fnmatch_lines(["*unused 1 (pruned 1)*"])
     assert not (folder / "test_removed_long_ago.golden").exists()
     assert len(_goldens(pytester)) == 5
@@ -121,7 +121,7 @@ def test_stored_inputs_are_reused(pytester, xdist):
             golden.check({"y": feed["x"] * 2})
         """
     )
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     test = pytester.path / "test_golden_flow.py"
     test.write_text(test.read_text().replace("seed=7", "seed=8"))  # stored inputs win
     run(pytester, *xdist).assert_outcomes(passed=1)
@@ -129,17 +129,19 @@ def test_stored_inputs_are_reused(pytester, xdist):
 
 def test_goldens_dir_option_and_ini(pytester):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    pytester.runpytest("--update-goldens", "--goldens-dir", "store").assert_outcomes(passed=4)
+    pytester.runpytest("--trt-update-goldens", "--trt-goldens-dir", "store").assert_outcomes(
+        passed=4
+    )
     assert len(list((pytester.path / "store" / "test_golden_flow").glob("*.golden"))) == 5
     pytester.makeini("[pytest]\ntrtcompare_goldens_dir = ini_store\n")
-    pytester.runpytest("--update-goldens").assert_outcomes(passed=4)
+    pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=4)
     assert len(list((pytester.path / "ini_store" / "test_golden_flow").glob("*.golden"))) == 5
 
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=4)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=4)
     broken = pytester.path / "goldens" / "test_golden_flow" / "test_two_goldens.first.golden"
     broken.write_bytes(broken.read_bytes()[:-8])
     result = run(pytester, *xdist)
@@ -148,7 +150,8 @@ def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
         [
             # shown from the rootdir, as a missing or mismatched golden is
             "goldens/test_golden_flow/test_two_goldens.first.golden: truncated golden (*",
-            "*regenerate it with: pytest --update-goldens test_golden_flow.py::test_two_goldens*",
+            "*regenerate it with: pytest --trt-update-goldens "
+            "test_golden_flow.py::test_two_goldens*",
         ]
     )
     assert "INTERNALERROR" not in result.stdout.str()
@@ -156,12 +159,12 @@ def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
 
 def test_update_regenerates_an_unreadable_golden(pytester):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
-    run(pytester, "--update-goldens").assert_outcomes(passed=4)
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=4)
     broken = pytester.path / "goldens" / "test_golden_flow" / "test_model[bs-1].golden"
     good = broken.read_bytes()
     broken.write_bytes(good[: len(good) // 2])
     run(pytester).assert_outcomes(passed=3, failed=1)  # names the file and the command
-    run(pytester, "--update-goldens").assert_outcomes(passed=4)  # and the command works
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=4)  # and the command works
     assert broken.read_bytes() == good
 
 
@@ -187,7 +190,7 @@ def test_a_second_check_under_one_name_fails_and_writes_nothing_over_the_first(p
     """Two checks under one name would write one golden twice (the second over the first)
     and fail every later run: the second call is an error naming what to pass."""
     pytester.makepyfile(test_twice=TWICE)
-    result = run(pytester, "--update-goldens", "-rf", *xdist)
+    result = run(pytester, "--trt-update-goldens", "-rf", *xdist)
     result.assert_outcomes(failed=2, passed=1)
     result.stdout.fnmatch_lines_random(
         [
@@ -214,13 +217,13 @@ def test_drifted(golden):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_a_golden_mismatch_says_how_to_accept_the_new_outputs(pytester, monkeypatch, xdist):
     pytester.makepyfile(test_drift=MISMATCH)
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     monkeypatch.setenv("DRIFT", "0.5")
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "E       if the new outputs are right, update the golden with:",
-            "E         pytest --update-goldens test_drift.py::test_drifted",
+            "E         pytest --trt-update-goldens test_drift.py::test_drifted",
         ]
     )

@@ -104,7 +104,7 @@ def test_the_json_report_shows_the_lowered_ir(pytester):
             pass
         """
     )
-    result = pytester.runpytest("--trtcompare-report=report.json")
+    result = pytester.runpytest("--trt-report=report.json")
     result.assert_outcomes(passed=1)
     report = json.loads((pytester.path / "report.json").read_text())
     notes = json.dumps(report)

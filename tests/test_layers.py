@@ -93,7 +93,7 @@ def test_failure_names_the_node_and_lists_only_what_matters(pytester, suite, xdi
         pytester,
         "--trt-precision=fp16",
         "--junitxml=junit.xml",
-        "--trtcompare-report=r.json",
+        "--trt-report=r.json",
         *xdist,
     )
     result.assert_outcomes(failed=1)
@@ -112,7 +112,8 @@ def test_failure_names_the_node_and_lists_only_what_matters(pytester, suite, xdi
     assert "INTERNALERROR" not in text and "Traceback" not in text
     properties = ET.parse(pytester.path / "junit.xml").getroot().iter("property")
     names = [p.get("name") for p in properties]
-    assert names.count("trtcompare") == 3 and names.count("trtcompare.layers") == 1
+    records = [name for name in names if name.endswith(".record")]
+    assert len(records) == len(set(records)) == 3 and names.count("trtcompare.layers") == 1
     document = json.loads((pytester.path / "r.json").read_text())
     (summary,) = document["layers"]
     assert summary["first_divergence_node"] == "/block/scale/Mul (Mul)"
@@ -124,7 +125,7 @@ def test_failure_names_the_node_and_lists_only_what_matters(pytester, suite, xdi
 @pytest.mark.parametrize("xdist", XDIST)
 def test_report_mode_passes_on_the_outputs_and_warns_with_the_divergence(pytester, suite, xdist):
     suite(', layers="report"')
-    result = run(pytester, "--trt-precision=fp16", "--trtcompare-report=r.json", *xdist)
+    result = run(pytester, "--trt-precision=fp16", "--trt-report=r.json", *xdist)
     result.assert_outcomes(passed=1)
     assert result.ret == 0
     result.stdout.fnmatch_lines(
@@ -373,7 +374,7 @@ def test_a_per_layer_golden_reports_as_a_per_layer_comparison(pytester, xdist, m
         """
     )
     pytester.syspathinsert()
-    run(pytester, "--update-goldens", *xdist).assert_outcomes(passed=1)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     run(pytester, *xdist).assert_outcomes(passed=1)
     monkeypatch.setenv("CHANGED", "1")  # c = 3001: the Add moves by 1, tanh hides it
     result = run(pytester, *xdist)

@@ -60,7 +60,7 @@ def test_ini_metric_checks_gate_the_precision(pytester, xdist):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_command_line_check_summary_json_and_junit(pytester, xdist):
     pytester.makepyfile(NOISY)
-    args = ["--trt-check", "cosine=0.9999", "--trtcompare-report=r.json", "--junitxml=j.xml"]
+    args = ["--trt-check", "cosine=0.9999", "--trt-report=r.json", "--junitxml=j.xml"]
     result = run(pytester, "--trt-atol=1", "--trt-rtol=1", *args, *xdist)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*FAILED cosine 0.998* < 0.9999 (margin *)"])

@@ -147,7 +147,7 @@ def test_help_lists_the_options(pytester):
         [
             "*accuracy comparison (pytest-trtcompare)*",
             "*--trt-precision*",
-            "*--update-goldens*",
+            "*--trt-update-goldens*",
             "*trtcompare_tolerances*",
         ]
     )

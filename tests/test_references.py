@@ -63,7 +63,7 @@ def test_a_torch_twin_takes_the_export_names_by_position(pytester, xdist, export
         """,
     )
     pytester.syspathinsert()
-    result = run(pytester, "--trtcompare-report=report.json", *xdist)
+    result = run(pytester, "--trt-report=report.json", *xdist)
     result.assert_outcomes(passed=1)
     report = json.loads((pytester.path / "report.json").read_text())
     names = report["runners"]["torch-fp32"]["twin_names"]
@@ -144,12 +144,12 @@ def test_saved_outputs_without_inputs_or_missing_say_so(pytester, xdist):
 
 def test_a_reference_that_is_neither_a_framework_nor_saved_outputs(pytester):
     pytester.makeconftest(STATIC)
-    pytester.makepyfile(test_ref=MODEL_TESTS.format(reference="onnxruntime"))
+    pytester.makepyfile(test_ref=MODEL_TESTS.format(reference="onnxruntim"))
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*(reference=...) got 'onnxruntime' (str); it takes one of frameworks=[[]'onnxrt', "
+            "*(reference=...) got 'onnxruntim' (str); it takes one of frameworks=[[]'onnxrt', "
             "'onnxref'[]], or saved outputs*"
         ]
     )
@@ -199,7 +199,7 @@ def test_input_shapes_seed_and_val_range_from_the_command_line(pytester, xdist):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_over=OVERRIDES)
     args = ["-v", "--trt-input-shapes=x:[3,8]", "--trt-seed=5", "--trt-val-range=[5,6]"]
-    result = run(pytester, *args, "--update-goldens", *xdist)
+    result = run(pytester, *args, "--trt-update-goldens", *xdist)
     result.assert_outcomes(passed=2)
     assert _passed(result, "test_marked[onnxref-fp32-cli]")
 

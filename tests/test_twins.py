@@ -136,7 +136,7 @@ def test_a_twin_in_a_marked_test_reports_how_it_was_bound(pytester, xdist, gate)
         """,
     )
     pytester.syspathinsert()
-    result = run(pytester, "-rf", "--trtcompare-report=r.json", *xdist)
+    result = run(pytester, "-rf", "--trt-report=r.json", *xdist)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [

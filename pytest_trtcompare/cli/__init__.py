@@ -10,7 +10,9 @@ directory), ONNX test-data directories, .npz and .npy.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import platform
 import shlex
 import sys
 from collections.abc import Sequence
@@ -52,6 +54,11 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _given_options(args: argparse.Namespace) -> list[str]:
+    names = ("atol", "rtol", "check_error_stat", "rule")
+    return [name for name in names if getattr(args, name) is not None]
+
+
 def _tolerance_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The tolerance options given (--atol, --rtol, --check-error-stat, --rule)."""
     given = (
@@ -75,12 +82,29 @@ def _plots(result: Any, actual: Any, expected: Any, folder: str | None) -> None:
         print(made.describe())
 
 
+def _stored_tolerance(sides: Sequence[tuple[str, Any]]) -> tuple[Any, str | None]:
+    """The tolerance a golden stored when it was written (B's first, the reference), and
+    which file it came from; (None, None) when neither side stores one."""
+    for path, saved in sides:
+        stored = saved.meta.get("tolerance")
+        if isinstance(stored, (dict, list)) and stored:
+            return stored, path
+    return None, None
+
+
 def _diff(args: argparse.Namespace) -> int:
-    actual = load_reference(Path(args.a), runner=args.runner).outputs
-    expected = load_reference(Path(args.b), runner=args.runner).outputs
-    result = compare_outputs(actual, expected, **_tolerance_fields(args))
+    a = load_reference(Path(args.a), runner=args.runner)
+    b = load_reference(Path(args.b), runner=args.runner)
+    stored, source = _stored_tolerance([(args.b, b), (args.a, a)])
+    fields = _tolerance_fields(args)
+    given = ", ".join(f"--{name.replace('_', '-')}" for name in _given_options(args))
+    result = compare_outputs(a.outputs, b.outputs, stored, **fields)
+    if source is not None:
+        print(f"tolerance: stored in {source}" + (f", {given} given override it" if given else ""))
+    else:
+        print(f"tolerance: {given} given" if given else "tolerance: the default")
     print(result.report(verbosity=args.verbose))
-    _plots(result, actual, expected, args.plots)
+    _plots(result, a.outputs, b.outputs, args.plots)
     return 0 if result.passed else 1
 
 
@@ -178,6 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect, compare and convert saved model outputs (.golden, Polygraphy "
         "JSON, ONNX test data, .npz, .npy).",
     )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        help="print the version of pytest-trtcompare and of the libraries it uses, and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="list the outputs (and inputs) of saved outputs")
     show.add_argument("file")
@@ -186,7 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(run=_show)
 
     diff = commands.add_parser(
-        "diff", help="compare outputs A (actual) with B (expected); exit 1 on mismatch"
+        "diff",
+        help="compare outputs A (actual) with B (expected); exit 1 on mismatch. The tolerance "
+        "is the one a golden B (else A) stored when written, else the default; --atol, "
+        "--rtol, --check-error-stat, --rule override it",
     )
     diff.add_argument("a", help="actual outputs")
     diff.add_argument("b", help="expected outputs, the reference")
@@ -210,12 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     _comparison_options(check)
     update = check.add_mutually_exclusive_group()
     update.add_argument(
-        "--update", action="store_true", help="write or refresh the golden (--update-goldens)"
+        "--update", action="store_true", help="write or refresh the golden (--trt-update-goldens)"
     )
     update.add_argument(
         "--update-missing",
         action="store_true",
-        help="write the golden only if it does not exist (--update-goldens-missing)",
+        help="write the golden only if it does not exist (--trt-update-goldens-missing)",
     )
     check.set_defaults(run=_check)
 
@@ -239,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.set_defaults(run=_export_polygraphy)
 
     add_debug_precision(commands)
+    for command in commands.choices.values():  # its own usage on an unknown option
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -254,8 +288,48 @@ def _comparison_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Version(argparse.Action):
+    """--version: the versions are looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(versions())
+        parser.exit()
+
+
+#: what --version names: the library, then the distributions that may provide it
+_LIBRARIES = (
+    ("numpy",),
+    ("onnx",),
+    ("onnxruntime", "onnxruntime-gpu"),
+    ("torch",),
+    ("tensorrt", "tensorrt-cu12", "tensorrt-cu13"),
+    ("pytest",),
+)
+
+
+def versions() -> str:
+    """'trtcompare (pytest-trtcompare) 0.1.0' and the versions of python and the libraries."""
+    found = [f"python {platform.python_version()}"]
+    for name, *others in _LIBRARIES:
+        for distribution in (name, *others):
+            try:
+                found.append(f"{name} {importlib.metadata.version(distribution)}")
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        else:
+            found.append(f"{name} not installed")
+    version = importlib.metadata.version("pytest-trtcompare")
+    return f"trtcompare (pytest-trtcompare) {version}\n{', '.join(found)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # argparse reports these with the top-level usage: show the command's
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.run(args))
     except (TrtCompareError, OSError) as exc:

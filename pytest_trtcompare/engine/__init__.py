@@ -9,7 +9,13 @@ ones from `pytest_trtcompare` or `pytest_trtcompare.compare`.
 from __future__ import annotations
 
 from .arrays import as_named_array, as_output_mapping, dtype_from_name
-from .compare import assert_outputs_close, compare_one, compare_outputs
+from .compare import (
+    SHAPE_CHECKS,
+    assert_outputs_close,
+    check_shape_check,
+    compare_one,
+    compare_outputs,
+)
 from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
@@ -40,6 +46,7 @@ __all__ = [
     "MINIMUM_METRICS",
     "PRECISIONS",
     "RULES",
+    "SHAPE_CHECKS",
     "STAT_CHECKS",
     "ComparisonResult",
     "ElementError",
@@ -53,6 +60,7 @@ __all__ = [
     "as_named_array",
     "as_output_mapping",
     "assert_outputs_close",
+    "check_shape_check",
     "compare_one",
     "compare_outputs",
     "dtype_from_name",

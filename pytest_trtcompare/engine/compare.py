@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidOutputError
+from ..errors import InvalidOutputError, ToleranceError
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .chunks import Arithmetic
 from .indices import compare_indices, top_k_indices
@@ -33,6 +33,7 @@ from .tolerance import (
 )
 
 __all__ = [
+    "SHAPE_CHECKS",
     "ComparisonResult",
     "ElementError",
     "OutputComparison",
@@ -42,6 +43,10 @@ __all__ = [
     "compare_outputs",
 ]
 
+#: "strict": shapes must be equal; "relaxed": shapes equal once their dimensions of size 1
+#: are removed compare as the squeezed arrays, with a note (Polygraphy's --no-shape-check).
+SHAPE_CHECKS = ("strict", "relaxed")
+
 
 def compare_outputs(
     actual: Any,
@@ -49,13 +54,16 @@ def compare_outputs(
     tolerance: ToleranceSpec = None,
     *,
     names: Iterable[str] | None = None,
+    shape_check: str = "strict",
     **tolerance_fields: Any,
 ) -> ComparisonResult:
     """Compare outputs name by name; `expected` is the reference (denominator of rel error).
 
     `names` restricts the comparison to a subset (missing names outside it are not failures).
+    `shape_check="relaxed"` compares shapes that differ only by dimensions of size 1.
     Keyword tolerance fields (atol=..., check=...) override every entry of `tolerance`.
     """
+    check_shape_check(shape_check)
     table = ToleranceTable(tolerance, **tolerance_fields)
     order = _names(actual) + _names(expected)
     actual, expected, structures, expanded = flatten_structured(actual, expected)
@@ -73,7 +81,7 @@ def compare_outputs(
     outputs = {
         name: _structure_result(name, structures[name], table[name])
         if name in structures
-        else compare_one(name, actual_map[name], expected_map[name], table[name])
+        else compare_one(name, actual_map[name], expected_map[name], table[name], shape_check)
         for name in selected
         if name in structures or (name in actual_map and name in expected_map)
     }
@@ -85,6 +93,13 @@ def compare_outputs(
         expected_names=tuple(expected_map),
         restricted_to=restricted,
     )
+
+
+def check_shape_check(value: Any) -> None:
+    """ToleranceError unless `value` is one of SHAPE_CHECKS."""
+    if not (isinstance(value, str) and value in SHAPE_CHECKS):
+        takes = " or ".join(map(repr, SHAPE_CHECKS))
+        raise ToleranceError(f"shape_check={value!r}: takes {takes}")
 
 
 def _names(outputs: Any) -> list[str]:
@@ -112,18 +127,21 @@ def assert_outputs_close(
     tolerance: ToleranceSpec = None,
     *,
     names: Iterable[str] | None = None,
+    shape_check: str = "strict",
     **tolerance_fields: Any,
 ) -> ComparisonResult:
     """Compare and raise OutputMismatchError (an AssertionError) with the report on failure."""
     __tracebackhide__ = True
-    result = compare_outputs(actual, expected, tolerance, names=names, **tolerance_fields)
+    result = compare_outputs(
+        actual, expected, tolerance, names=names, shape_check=shape_check, **tolerance_fields
+    )
     if not result.passed:
         raise OutputMismatchError(result.report(), result, (actual, expected))
     return result
 
 
 def compare_one(
-    name: str, actual: NamedArray, expected: NamedArray, entry: Entry
+    name: str, actual: NamedArray, expected: NamedArray, entry: Entry, shape_check: str = "strict"
 ) -> OutputComparison:
     """Compare one pair of arrays under one tolerance, or several that must all pass."""
     base, metric_checks = split_entry(entry)
@@ -136,10 +154,14 @@ def compare_one(
         shape=tuple(actual.array.shape),
         expected_shape=tuple(expected.array.shape),
     )
-    if actual.array.shape != expected.array.shape:
-        problem = f"shape {actual.array.shape} differs from expected shape {expected.array.shape}"
-        return OutputComparison(passed=False, problem=problem, margin=math.inf, **header)
     a, e = actual.array, expected.array
+    if a.shape != e.shape:
+        squeezed = np.squeeze(a).shape
+        if shape_check == "strict" or squeezed != np.squeeze(e).shape:
+            problem = f"shape {a.shape} differs from expected shape {e.shape}"
+            return OutputComparison(passed=False, problem=problem, margin=math.inf, **header)
+        header["shape_note"] = _squeeze_note(a.shape, e.shape, squeezed)
+        a, e = a.reshape(squeezed), e.reshape(squeezed)
     a_kind, e_kind = actual.kind, expected.kind
     if tol.postprocess is not None:
         k, axis = parse_top_k(tol.postprocess)
@@ -174,6 +196,13 @@ def compare_one(
         margin=max(result.margin, *(m.margin for m in metrics)),
         metrics=metrics,
     )
+
+
+def _squeeze_note(actual: tuple[int, ...], expected: tuple[int, ...], to: tuple[int, ...]) -> str:
+    """'compared after squeezing actual (1, 3, 4) to (3, 4)'."""
+    sides = [f"{side} {shape}" for side, shape in (("actual", actual), ("expected", expected))]
+    squeezed = [text for text, shape in zip(sides, (actual, expected), strict=True) if shape != to]
+    return f"compared after squeezing {' and '.join(squeezed)} to {to}"
 
 
 def _value_at(values: np.ndarray, flat: int) -> float | int | bool:

@@ -37,6 +37,7 @@ class OutputComparison:
     shape: tuple[int, ...]
     expected_shape: tuple[int, ...]
     problem: str | None = None  # set when the values could not be compared (shape mismatch)
+    shape_note: str | None = None  # shape_check="relaxed": how the shapes were squeezed
     count: int = 0
     mismatches: int = 0
     max_abs_error: float = 0.0

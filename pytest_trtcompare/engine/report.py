@@ -78,7 +78,8 @@ def num(value: float | int | bool | None, digits: int = 4) -> str:
 
 
 def _dtypes(out: OutputComparison) -> str:
-    return f"{out.actual_dtype} vs {out.expected_dtype}, shape {out.shape}"
+    note = f", {out.shape_note}" if out.shape_note else ""
+    return f"{out.actual_dtype} vs {out.expected_dtype}, shape {out.shape}{note}"
 
 
 def _summary_line(result: ResultView) -> str:

@@ -17,7 +17,7 @@ import pytest
 from ..engine import OutputMismatchError
 from ..errors import RunnerSkip, TrtCompareError
 from ..session.outcome import Kind
-from . import argv, markers, options
+from . import argv, markers, names, options
 from .fixtures import (
     OUTCOME,
     CompareFixture,
@@ -64,16 +64,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> Generator[None, None, None]:
-    withdrawn = argv.withdraw_update_goldens(parser)
+    withdrawn = names.withdraw_update_goldens(parser)
     try:
         yield
     finally:
-        argv.restore_update_goldens(parser, withdrawn)
+        names.restore_update_goldens(parser, withdrawn)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for text in markers.MARKERS.values():
         config.addinivalue_line("markers", text)
+    names.warn_deprecated(config)
     state = PluginState.build(options.build_settings(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_SessionHooks(state), "trtcompare-session")

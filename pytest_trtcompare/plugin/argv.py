@@ -2,13 +2,12 @@
 against it.
 
 pytest chooses its rootdir and ini file before plugins add options, so a path option written
-with a space can move both; and a conftest may register --update-goldens after we did.
+with a space can move both. The options' names and their deprecated aliases: names.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import itertools
 import os
 import shlex
@@ -17,84 +16,24 @@ from typing import Any
 
 import pytest
 
-from ..engine import METRICS, PRECISIONS, STAT_CHECKS
+from ..engine import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
 from ..session.settings import parse_precisions
+from . import names
 
-UPDATE_GOLDENS = "--update-goldens"
-UPDATE_GOLDENS_FALLBACK = "--trt-update-goldens"
-#: Installed plugins known to register --update-goldens themselves.
-_UPDATE_GOLDENS_OWNERS = frozenset({"pytest-golden"})
 #: Options whose value is a path: written with a space, pytest reads the value as a test path
 #: while it looks for the rootdir and ini file, before this plugin's options exist.
 PATH_OPTIONS = (
-    "--goldens-dir",
-    "--trtcompare-report",
-    "--trtcompare-artifacts",
+    *names.names("--trt-goldens-dir"),
+    *names.names("--trt-report"),
+    *names.names("--trt-artifacts-dir"),
     "--trt-engine-cache",
 )
 
 
-def _option_names(parser: pytest.Parser, skip: Any = None) -> set[str]:
-    groups = [*getattr(parser, "_groups", []), getattr(parser, "_anonymous", None)]
-    return {
-        name
-        for group in groups
-        if group is not None
-        for option in group.options
-        if option is not skip
-        for name in option.names()
-    }
-
-
-def update_goldens_owned_elsewhere(parser: pytest.Parser) -> bool:
-    if UPDATE_GOLDENS in _option_names(parser):
-        return True
-    for entry_point in importlib.metadata.entry_points(group="pytest11"):
-        dist = getattr(entry_point, "dist", None)
-        if dist is not None and dist.name in _UPDATE_GOLDENS_OWNERS:
-            return True
-    return False
-
-
-UPDATE_HELP = "write or refresh the golden outputs of the tests that run"
-
-
-def withdraw_update_goldens(parser: pytest.Parser) -> bool:
-    """Before conftests load: take our --update-goldens out of the parser, so a conftest that
-    adds its own does not crash pytest's argument parser (pytest 9 registers eagerly)."""
-    group = parser.getgroup("trtcompare")
-    ours = next((o for o in group.options if UPDATE_GOLDENS in o.names()), None)
-    action = getattr(ours, "_action", None)
-    if ours is None or action is None:
-        return False
-    try:
-        action.container._remove_action(action)
-        for name in action.option_strings:
-            action.container._option_string_actions.pop(name, None)
-    except (AttributeError, ValueError):  # an argparse without these internals: keep ours
-        return False
-    group.options.remove(ours)
-    return True
-
-
-def restore_update_goldens(parser: pytest.Parser, withdrawn: bool) -> None:
-    """After conftests load: ours again, or the fallback flag if a conftest took the name."""
-    group = parser.getgroup("trtcompare")
-    ours = next((o for o in group.options if UPDATE_GOLDENS in o.names()), None)
-    if ours is not None:  # pytest 8 builds argparse later: only a name clash to resolve
-        if UPDATE_GOLDENS not in _option_names(parser, skip=ours):
-            return
-        group.options.remove(ours)
-    elif not withdrawn:
-        return
-    taken = UPDATE_GOLDENS in _option_names(parser)
-    flag = UPDATE_GOLDENS_FALLBACK if taken else UPDATE_GOLDENS
-    group.addoption(flag, dest="trtcompare_update_goldens", action="store_true", help=UPDATE_HELP)
-
-
 def check_split_paths(config: pytest.Config) -> None:
-    """`--goldens-dir DIR` with an existing DIR moved pytest's rootdir and ini file: stop and
-    say to write `--goldens-dir=DIR` (with `=`, pytest never mistakes DIR for a test path)."""
+    """`--trt-goldens-dir DIR` with an existing DIR moved pytest's rootdir and ini file: stop
+    and say to write `--trt-goldens-dir=DIR` (with `=`, pytest never mistakes DIR for a test
+    path)."""
     args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
     for option, value in itertools.pairwise(args):
         if option not in PATH_OPTIONS:
@@ -145,39 +84,51 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"precisions to run compare tests at, from {', '.join(PRECISIONS)}; repeatable "
         "(ini: trtcompare_precisions; default fp32)",
     )
-    owned = update_goldens_owned_elsewhere(parser)
-    flag = UPDATE_GOLDENS_FALLBACK if owned else UPDATE_GOLDENS
-    add(flag, dest="trtcompare_update_goldens", action="store_true", help=UPDATE_HELP)
-    add(
-        "--update-goldens-missing",
-        dest="trtcompare_update_goldens_missing",
-        action="store_true",
-        help="write the goldens that do not exist yet; leave existing ones untouched",
+    names.add_update_goldens(group, alias=not names.update_goldens_owned_elsewhere(parser))
+
+    def renamed(option: str, attrs: dict[str, Any]) -> None:
+        """An option with its deprecated alias, if it has one, named in its help."""
+        help_text = attrs.pop("help") + names.deprecated_note(option)
+        add(*names.names(option), **attrs, help=help_text)
+
+    renamed(
+        "--trt-update-goldens-missing",
+        names.flag(
+            dest="trtcompare_update_goldens_missing",
+            help="write the goldens that do not exist yet; leave existing ones untouched",
+        ),
     )
-    add(
-        "--strict-goldens",
-        dest="trtcompare_strict_goldens",
-        action="store_true",
-        help="unused goldens fail the session (ini: trtcompare_strict_goldens)",
+    renamed(
+        "--trt-strict-goldens",
+        names.flag(
+            dest="trtcompare_strict_goldens",
+            help="unused goldens fail the session (ini: trtcompare_strict_goldens)",
+        ),
     )
-    add(
-        "--prune-goldens",
-        dest="trtcompare_prune_goldens",
-        action="store_true",
-        help="delete goldens of tests that ran in full but no longer use them",
+    renamed(
+        "--trt-prune-goldens",
+        names.flag(
+            dest="trtcompare_prune_goldens",
+            help="delete goldens of tests that ran in full but no longer use them",
+        ),
     )
-    add(
-        "--goldens-dir",
-        dest="trtcompare_goldens_dir",
-        metavar="DIR",
-        help="where goldens live, written --goldens-dir=DIR (ini: trtcompare_goldens_dir; "
-        "default: beside each test module)",
+    renamed(
+        "--trt-goldens-dir",
+        names.value(
+            dest="trtcompare_goldens_dir",
+            metavar="DIR",
+            help="where goldens live, written --trt-goldens-dir=DIR (ini: "
+            "trtcompare_goldens_dir; default: beside each test module)",
+        ),
     )
-    add(
-        "--frameworks",
-        dest="trtcompare_frameworks",
-        metavar="NAME[,NAME...]",
-        help="only run compare tests of these target frameworks",
+    renamed(
+        "--trt-frameworks",
+        names.value(
+            dest="trtcompare_frameworks",
+            metavar="NAME[,NAME...]",
+            help="only run compare tests of these target frameworks (trt, onnxrt, torch ...; "
+            "tensorrt, onnxruntime, pytorch work too)",
+        ),
     )
     add(
         "--trt-atol",
@@ -208,17 +159,22 @@ def add_options(parser: pytest.Parser) -> None:
         "(cosine=0.999, snr>=25, l2<=1e-3; repeatable or comma-separated; overrides markers "
         "and ini)",
     )
-    add(
-        "--trtcompare-report",
-        dest="trtcompare_report",
-        metavar="PATH.json",
-        help="write the accuracy summary as JSON, written --trtcompare-report=PATH",
+    renamed(
+        "--trt-report",
+        names.value(
+            dest="trtcompare_report",
+            metavar="PATH.json",
+            help="write the accuracy summary as JSON, written --trt-report=PATH",
+        ),
     )
-    add(
-        "--trtcompare-artifacts",
-        dest="trtcompare_artifacts",
-        metavar="DIR",
-        help="write arrays and plots of failing outputs here, written --trtcompare-artifacts=DIR",
+    renamed(
+        "--trt-artifacts-dir",
+        names.value(
+            dest="trtcompare_artifacts",
+            metavar="DIR",
+            help="write arrays and plots of failing outputs here, written "
+            "--trt-artifacts-dir=DIR (ini: trtcompare_artifacts)",
+        ),
     )
     add(
         "--trt-engine-cache",
@@ -261,12 +217,21 @@ def add_options(parser: pytest.Parser) -> None:
         "'report' fails only on the model outputs and reports the first divergence "
         "(overrides the layers= marker argument; ini: trtcompare_layers)",
     )
+    renamed(
+        "--trt-isolate",
+        names.flag(
+            dest="trtcompare_isolate",
+            help="run every compare_frameworks runner in a worker process, so a crash fails "
+            "one test, not the session (TensorRT always is, unless isolate=False)",
+        ),
+    )
     add(
-        "--trtcompare-isolate",
-        dest="trtcompare_isolate",
-        action="store_true",
-        help="run every compare_frameworks runner in a worker process, so a crash fails one "
-        "test, not the session (TensorRT always is, unless isolate=False)",
+        "--trt-shape-check",
+        dest="trt_shape_check",
+        choices=SHAPE_CHECKS,
+        help="'relaxed': outputs whose shapes differ only by dimensions of size 1 are "
+        "compared after squeezing them, with a note (Polygraphy's --no-shape-check); "
+        "default strict (overrides ini trtcompare_shape_check)",
     )
     parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
     parser.addini(
@@ -278,6 +243,9 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
     parser.addini("trtcompare_layers", "default of layers= (gate or report)", default="")
+    parser.addini(
+        "trtcompare_shape_check", "default of --trt-shape-check (strict or relaxed)", default=""
+    )
     parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
     parser.addini(
         "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False

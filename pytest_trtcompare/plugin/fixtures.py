@@ -24,10 +24,12 @@ OUTCOME = pytest.StashKey[Outcome]()
 
 
 class CompareFixture:
-    """`compare(actual, expected, tolerance=None, precision="fp32", names=None, **fields)`.
+    """`compare(actual, expected, tolerance=None, precision="fp32", names=None,
+    shape_check=None, **fields)`.
 
     Tolerance precedence: --trt-atol/--trt-rtol/--trt-check-error-stat > this call's
     tolerance and fields > ini trtcompare_tolerances for `precision` > built-in default.
+    shape_check: this call's > --trt-shape-check > ini trtcompare_shape_check > "strict".
     """
 
     def __init__(self, item: pytest.Item) -> None:
@@ -41,6 +43,7 @@ class CompareFixture:
         *,
         precision: str = "fp32",
         names: Iterable[str] | None = None,
+        shape_check: str | None = None,
         **fields: Any,
     ) -> ComparisonResult:
         __tracebackhide__ = True
@@ -48,7 +51,10 @@ class CompareFixture:
         try:
             table = settings.tolerances.resolve(precision, tolerance, **fields)
             tolerances = {"": table.default, **table.per_output}
-            result = compare_outputs(actual, expected, tolerances, names=names)
+            shape_check = shape_check or settings.shape_check or "strict"
+            result = compare_outputs(
+                actual, expected, tolerances, names=names, shape_check=shape_check
+            )
         except TrtCompareError as exc:
             outcome = Outcome.error(exc)
         else:
@@ -150,7 +156,7 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
 @pytest.fixture
 def comparison(request: pytest.FixtureRequest) -> ComparisonResult:
     """The result of this item's compare_frameworks comparison (the worst iteration). Under
-    --update-goldens with golden=True: the target against the golden it just wrote."""
+    --trt-update-goldens with golden=True: the target against the golden it just wrote."""
     if request.node.get_closest_marker("compare_frameworks") is None:
         pytest.fail(
             "the comparison fixture needs @pytest.mark.compare_frameworks(...)", pytrace=False

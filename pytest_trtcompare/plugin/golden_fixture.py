@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
-from ..engine import ComparisonResult, ToleranceSpec
+from ..engine import ComparisonResult, ToleranceSpec, check_shape_check, compare_outputs
 from ..errors import TrtCompareError
 from ..goldens import Golden
 from ..inputs import specs_of, synthetic_feed
@@ -20,7 +21,7 @@ from .outcome import fail, settle
 class GoldenFixture:
     """`golden.inputs(runner)` gives the stored inputs (or fresh synthetic ones that will be
     stored); `golden.check(outputs)` compares with the stored golden, or writes it under
-    --update-goldens."""
+    --trt-update-goldens."""
 
     def __init__(self, goldens: ItemGoldens, settings: Settings) -> None:
         self._goldens = goldens
@@ -90,10 +91,11 @@ class GoldenFixture:
         name: str | None = None,
         *,
         precision: str = "fp32",
+        shape_check: str | None = None,
         **fields: Any,
     ) -> ComparisonResult | None:
-        """Compare with the stored golden (or write it under --update-goldens); the result,
-        or None when a golden was written."""
+        """Compare with the stored golden (or write it under --trt-update-goldens); the
+        result, or None when a golden was written. shape_check: as the compare fixture's."""
         __tracebackhide__ = True
         if name in self._checked:  # a second check would overwrite the first's golden
             which = "golden.check()" if name is None else f"golden.check(name={name!r})"
@@ -102,7 +104,8 @@ class GoldenFixture:
                 "golden, so give each one a name= (golden.check(outputs, name='step2'))"
             )
         self._checked.add(name)
-        outcome = self._outcome(outputs, tolerance, name, precision, fields)
+        shape_check = shape_check or self._settings.shape_check or "strict"
+        outcome = self._outcome(outputs, tolerance, name, precision, shape_check, fields)
         settle(self._goldens.item, self._settings, outcome)
         return None if outcome.kind is Kind.GOLDEN_WRITTEN else outcome.worst
 
@@ -112,11 +115,13 @@ class GoldenFixture:
         tolerance: ToleranceSpec,
         name: str | None,
         precision: str,
+        shape_check: str,
         fields: dict[str, Any],
     ) -> Outcome:
         path = self.path(name)
         try:
             table = self._settings.tolerances.resolve(precision, tolerance, **fields)
+            check_shape_check(shape_check)  # this call's error, before any golden is written
         except TrtCompareError as exc:
             return Outcome.error(exc, "golden")
         meta = self._meta.get(name, {})
@@ -128,4 +133,5 @@ class GoldenFixture:
             inputs=self._inputs.get(name),
             meta={"name": name, "precision": precision, **meta},
             target=meta.get("runner"),
+            compare=functools.partial(compare_outputs, shape_check=shape_check),
         )

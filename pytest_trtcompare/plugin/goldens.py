@@ -139,8 +139,8 @@ class GoldenSession:
             lines.append(f"  {verb}: {self.show(path)}")
         if self.unused and not self.settings.prune_goldens:
             if self.settings.strict_goldens:
-                lines.append("  unused goldens fail the session (--strict-goldens)")
-            lines.append("  (delete unused goldens with --prune-goldens)")
+                lines.append("  unused goldens fail the session (--trt-strict-goldens)")
+            lines.append("  (delete unused goldens with --trt-prune-goldens)")
         return lines
 
 

@@ -1,7 +1,7 @@
 """Markers -> validated specs -> parametrization, and the xdist groups of compare items.
 
 Items: one per target x precision x shape set, ids like `test_resnet[trt-fp16-bs8]`. When a
-test expands to nothing (no target supports the selected precisions, --frameworks selects
+test expands to nothing (no target supports the selected precisions, --trt-frameworks selects
 none of its targets), it becomes one item skipped with that reason: pytest never sees an
 empty parameter set, and every other test runs.
 """
@@ -26,8 +26,9 @@ from .state import state_of
 MARKERS = {
     "compare_frameworks": (
         "compare_frameworks(model=..., frameworks=[...], reference=None, golden=False, "
-        "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1): run the model in "
-        "each framework and compare the outputs (pytest-trtcompare)"
+        "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1, "
+        "shape_check=None): run the model in each framework and compare the outputs "
+        "(pytest-trtcompare)"
     ),
     "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
     "shapes": "shapes(*shape_sets, ids=None): input shape sets, e.g. {'input': (1, 3, 224, 224)}",

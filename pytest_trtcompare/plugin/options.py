@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ..engine import Tolerance
+from ..engine import SHAPE_CHECKS, Tolerance
 from ..errors import ToleranceError, UnknownFrameworkError
-from ..runners import check_framework_name
+from ..runners import canonical_framework, check_framework_name
 from ..session.settings import (
     ToleranceSettings,
     parse_ini_tolerances,
@@ -24,10 +24,8 @@ from ..session.settings import (
     parse_precisions,
     parse_val_range,
 )
-from .argv import (
-    UPDATE_GOLDENS_FALLBACK,
-    check_split_paths,
-)
+from .argv import check_split_paths
+from .names import UPDATE_GOLDENS
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ class Settings:
     tolerances: ToleranceSettings
     update_goldens: bool
     update_goldens_missing: bool  # write goldens that do not exist; leave the others alone
-    update_flag: str  # "--update-goldens", or the fallback when another plugin owns it
+    update_flag: str  # "--trt-update-goldens", what a printed command writes
     repeat_options: tuple[str, ...]  # what a printed pytest command must repeat (ids, places)
     prune_goldens: bool
     strict_goldens: bool  # unused goldens fail the session
@@ -56,6 +54,7 @@ class Settings:
     input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
     seed: int | None = None  # --trt-seed
     val_range: Any = None  # --trt-val-range
+    shape_check: str | None = None  # --trt-shape-check, else ini (None: strict)
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -107,13 +106,23 @@ def _frameworks(config: pytest.Config) -> tuple[str, ...] | None:
     text = config.getoption("trtcompare_frameworks")
     if not text:
         return None
-    names = tuple(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
-    for name in names:
+    given = [n.strip() for n in str(text).split(",") if n.strip()]
+    for name in given:
         try:
             check_framework_name(name)
         except UnknownFrameworkError as exc:
-            raise _usage(f"--frameworks: {exc}") from None
-    return names
+            raise _usage(f"--trt-frameworks: {exc}") from None
+    return tuple(dict.fromkeys(canonical_framework(name) for name in given))
+
+
+def _shape_check(config: pytest.Config) -> str | None:
+    given = config.getoption("trt_shape_check")
+    if given is not None:
+        return str(given)
+    ini = str(config.getini("trtcompare_shape_check")).strip() or None
+    if ini is not None and ini not in SHAPE_CHECKS:
+        raise _usage(f"ini trtcompare_shape_check = {ini!r}: takes {' or '.join(SHAPE_CHECKS)}")
+    return ini
 
 
 def _layers(config: pytest.Config) -> tuple[str | None, str | None]:
@@ -149,21 +158,17 @@ def build_settings(config: pytest.Config) -> Settings:
     check_split_paths(config)
     report_path = _path(config, "trtcompare_report")
     if report_path is not None and report_path.is_dir():
-        raise _usage(f"--trtcompare-report={report_path} is a directory; give a file name")
+        raise _usage(f"--trt-report={report_path} is a directory; give a file name")
     engine_cache = _path(config, "trt_engine_cache")
     if engine_cache is None and getattr(config, "cache", None) is not None:
         engine_cache = Path(config.cache.mkdir("trtcompare-engines"))
-    update_names = ("--update-goldens", "--trt-update-goldens")
-    flag = next(
-        (n for n in update_names if n in _registered_flags(config)), UPDATE_GOLDENS_FALLBACK
-    )
     precisions = _precisions(config)
     goldens_root = _path(config, "trtcompare_goldens_dir", "trtcompare_goldens_dir")
     repeat = []
     if config.getoption("trt_precision"):  # item ids name the precision
         repeat.append(f"--trt-precision={','.join(precisions)}")
     if config.getoption("trtcompare_goldens_dir"):
-        repeat.append(shlex.quote(f"--goldens-dir={goldens_root}"))
+        repeat.append(shlex.quote(f"--trt-goldens-dir={goldens_root}"))
     if config.getoption("trt_input_shapes"):  # item ids end in '-cli' only with it
         repeat.append(shlex.quote(f"--trt-input-shapes={config.getoption('trt_input_shapes')}"))
     return Settings(
@@ -171,7 +176,7 @@ def build_settings(config: pytest.Config) -> Settings:
         tolerances=_tolerances(config),
         update_goldens=bool(config.getoption("trtcompare_update_goldens")),
         update_goldens_missing=bool(config.getoption("trtcompare_update_goldens_missing")),
-        update_flag=flag,
+        update_flag=UPDATE_GOLDENS,
         repeat_options=tuple(repeat),
         prune_goldens=bool(config.getoption("trtcompare_prune_goldens")),
         strict_goldens=bool(
@@ -189,10 +194,6 @@ def build_settings(config: pytest.Config) -> Settings:
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
         library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
+        shape_check=_shape_check(config),
         **_overrides(config),
     )
-
-
-def _registered_flags(config: pytest.Config) -> set[str]:
-    group = config._parser.getgroup("trtcompare")
-    return {name for option in group.options for name in option.names()}

@@ -52,7 +52,8 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         runner_name(outcome.reference),
         verbosity,
     )
-    item.user_properties.extend(summary.to_properties(records))
+    taken = [key for key, _ in item.user_properties]
+    item.user_properties.extend(summary.to_properties(records, taken))
     if worst.layers is not None:
         layers = summary.layer_summary(worst, display_id(item), verbosity)
         item.user_properties.append((summary.LAYERS_PROPERTY, json.dumps(layers, sort_keys=True)))

@@ -27,6 +27,7 @@ class PluginState:
             isolate=settings.isolate,
             debug_precision=settings.debug_precision,
             layers=settings.layers,
+            shape_check=settings.shape_check,
         )
         return cls(settings, cases, GoldenSession(settings), Reporter(settings))
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..engine import METRICS, ComparisonResult, format_pair, listed, metric_bound, num
 
 PROPERTY = "trtcompare"
+RECORD_SUFFIX = ".record"  # trtcompare.<output>.record: the whole record as JSON
 LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
 
 
@@ -112,26 +113,42 @@ def layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> di
     }
 
 
-def to_properties(items: Iterable[Record]) -> list[tuple[str, Any]]:
-    """JUnit properties: the key figures per output, plus one JSON record each for us."""
+def to_properties(items: Iterable[Record], taken: Iterable[str] = ()) -> list[tuple[str, Any]]:
+    """JUnit properties, one name per output and field: trtcompare.<output>.passed, .max_abs,
+    .max_rel, .margin, .check, .atol, .rtol, .<metric> and .<metric>.margin, and .record
+    (every field as JSON, which the summary and JSON report read back). An output already
+    recorded in this test (`taken` names) gets '#2', '#3' ... after its name."""
     properties: list[tuple[str, Any]] = []
+    used = {key.removesuffix(RECORD_SUFFIX) for key in taken if key.endswith(RECORD_SUFFIX)}
     for record in items:
-        properties.append((f"{PROPERTY}.{record.output}.margin", _json_number(record.margin)))
-        properties.append(
-            (f"{PROPERTY}.{record.output}.max_abs_error", _json_number(record.max_abs_error))
-        )
+        prefix = f"{PROPERTY}.{record.output}"
+        count = 1
+        while prefix in used:
+            count += 1
+            prefix = f"{PROPERTY}.{record.output}#{count}"
+        used.add(prefix)
+        properties += [
+            (f"{prefix}.passed", str(record.passed).lower()),
+            (f"{prefix}.max_abs", _json_number(record.max_abs_error)),
+            (f"{prefix}.max_rel", _json_number(record.max_rel_error)),
+            (f"{prefix}.margin", _json_number(record.margin)),
+            (f"{prefix}.check", record.check),
+            (f"{prefix}.atol", _json_number(record.atol)),
+            (f"{prefix}.rtol", _json_number(record.rtol)),
+        ]
         for metric in record.metrics:
-            key = f"{PROPERTY}.{record.output}.{metric['check']}"
+            key = f"{prefix}.{metric['check']}"
             properties.append((key, _json_number(metric["value"])))
             properties.append((f"{key}.margin", _json_number(metric["margin"])))
-        properties.append((PROPERTY, json.dumps(_jsonable(asdict(record)), sort_keys=True)))
+        record_json = json.dumps(_jsonable(asdict(record)), sort_keys=True)
+        properties.append((prefix + RECORD_SUFFIX, record_json))
     return properties
 
 
 def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
     found = []
     for key, value in properties:
-        if key == PROPERTY:
+        if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX):
             data = json.loads(value)
             for name in _NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
                 data[name] = float(data[name])
@@ -208,7 +225,7 @@ def report_json(
     version: str,
     layers: list[dict[str, Any]] | None = None,
 ) -> str:
-    """--trtcompare-report: every record, the runners' descriptions, the build counts, and
+    """--trt-report: every record, the runners' descriptions, the build counts, and
     per per-layer test what it compared and its first divergence."""
     document = {
         "plugin_version": version,

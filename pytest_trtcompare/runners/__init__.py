@@ -22,6 +22,7 @@ from .onnx_scopes import Scope, module_exits, node_scopes
 from .precision import convert_mixed, topological_sort
 from .registry import (
     ENTRY_POINT_GROUP,
+    canonical_framework,
     check_framework_name,
     check_runner_options,
     create_local,
@@ -38,6 +39,7 @@ __all__ = [
     "RunnerCrashed",
     "Scope",
     "TensorSpec",
+    "canonical_framework",
     "check_feed",
     "check_framework_name",
     "check_runner_options",

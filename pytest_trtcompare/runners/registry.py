@@ -21,6 +21,14 @@ _BUILTIN = {
     "callable": "pytest_trtcompare.runners.callable_runner:CallableRunner",
 }
 
+#: The names the frameworks go by elsewhere (the report header, pip) -> the runner's name.
+FRAMEWORK_ALIASES = {"tensorrt": "trt", "onnxruntime": "onnxrt", "pytorch": "torch"}
+
+
+def canonical_framework(name: str) -> str:
+    """'tensorrt' -> 'trt', 'onnxruntime' -> 'onnxrt', 'pytorch' -> 'torch'; others as given."""
+    return FRAMEWORK_ALIASES.get(name, name)
+
 
 def _load(target: str) -> Callable[..., Runner]:
     module_name, _, attribute = target.partition(":")
@@ -43,15 +51,18 @@ def check_framework_name(name: str) -> None:
         if module and sep and function:
             return
         raise UnknownFrameworkError(f"{name!r} is not 'callable:package.module:function'")
-    if name not in known_runners():
+    if canonical_framework(name) not in known_runners():
+        aliases = ", ".join(f"{alias} = {runner}" for alias, runner in FRAMEWORK_ALIASES.items())
         raise UnknownFrameworkError(
             f"unknown framework {name!r}; known frameworks: "
-            f"{', '.join(sorted(known_runners()))} (or 'callable:package.module:function')"
+            f"{', '.join(sorted(known_runners()))} ({aliases}; or "
+            "'callable:package.module:function')"
         )
 
 
 def runner_factory(name: str) -> Callable[..., Runner]:
     check_framework_name(name)
+    name = canonical_framework(name)
     if name in _BUILTIN:
         return _load(_BUILTIN[name])
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):

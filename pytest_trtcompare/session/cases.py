@@ -10,9 +10,10 @@ as one `Outcome` (session/outcome.py), whatever happened.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,10 @@ class CaseRunner:
         isolate: bool = False,
         debug_precision: bool = False,
         layers: tuple[str | None, str | None] = (None, None),
+        shape_check: str | None = None,
     ) -> None:
         self.settings = settings
+        self.shape_check = shape_check  # --trt-shape-check, else ini (None: strict)
         self.layers_override, self.layers_default = layers  # --trt-layers, ini trtcompare_layers
         self.isolate = isolate
         self.debug_precision = debug_precision
@@ -117,6 +120,11 @@ class CaseRunner:
         self._expected.move_to_end(key)
         return reference, self._expected[key]
 
+    def compare(self, spec: CompareSpec) -> Callable[..., ComparisonResult]:
+        """compare_outputs with the marker's shape_check=, else the session's, else strict."""
+        shape_check = spec.shape_check or self.shape_check or "strict"
+        return functools.partial(compare_outputs, shape_check=shape_check)
+
     def tolerance(self, spec: CompareSpec, precision: str) -> Any:
         table = self.settings.resolve(precision, spec.tolerance)
         return {"": table.default, **table.per_output}
@@ -149,7 +157,7 @@ class CaseRunner:
         results, failing = [], None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
             got = _numbered(target.infer, feed, index, len(feeds))
-            result = compare_outputs(got, want, tolerance, names=names)
+            result = self.compare(spec)(got, want, tolerance, names=names)
             if failing is None and not result.passed:
                 failing = (got, want)  # kept for the failure artifacts
             results.append(result)
@@ -239,7 +247,7 @@ class CaseRunner:
         """The target against its golden; per layer (outputs="all") as compare_layers
         reports: the target's order, float tensors, the first divergence."""
         if spec.outputs != "all":
-            return compare_outputs(outputs, stored, tolerance)
+            return self.compare(spec)(outputs, stored, tolerance)
         names, view = golden_layer_plan(target, stored, spec.layer_dtypes or "float")
         result = compare_outputs(outputs, stored, tolerance, names=names)
         view = dataclasses.replace(view, mode=self._layers_mode(spec))
@@ -274,7 +282,7 @@ class CaseRunner:
                 "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
             )
         got = target.infer(feed)
-        result = compare_outputs(got, saved.outputs, self.tolerance(spec, case.precision))
+        result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case.precision))
         return compared(
             [result],
             source="compare_frameworks",

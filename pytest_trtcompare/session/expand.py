@@ -67,7 +67,7 @@ def expand(
         return [], "no precision selected (@pytest.mark.precisions and --trt-precision share none)"
     if not targets:
         return [], (
-            f"--frameworks {','.join(only or ())} selects none of this test's targets "
+            f"--trt-frameworks {','.join(only or ())} selects none of this test's targets "
             f"({', '.join(spec.targets)})"
         )
     cases = []

@@ -6,10 +6,10 @@ fixture (plugin/golden_fixture.py), `compare_frameworks(golden=True)` (cases.py)
 path is shown, the command that regenerates it, what is added to its metadata and counted.
 
 - damaged (or something else where the golden should be): the outcome GOLDEN_MISSING with the
-  store's message and the regenerating command; nothing is compared. Under --update-goldens a
+  store's message and the regenerating command; nothing is compared. Under --trt-update-goldens a
   damaged golden (or a dangling link) is replaced, as if it were missing.
 - missing, not updating: GOLDEN_MISSING, nothing written.
-- updating (--update-goldens; --update-goldens-missing and the golden is absent): the
+- updating (--trt-update-goldens; --trt-update-goldens-missing and the golden is absent): the
   outputs are written, the golden is read back (every byte checked) and the outputs are
   compared with what was read. The outcome is GOLDEN_WRITTEN (the test passes) and carries
   that comparison, so the accuracy summary and the `comparison` fixture show the written
@@ -43,12 +43,12 @@ class GoldenAccess(Protocol):
 
     @property
     def update_all(self) -> bool:
-        """Write every golden checked (--update-goldens; damaged ones are replaced)."""
+        """Write every golden checked (--trt-update-goldens; damaged ones are replaced)."""
         ...
 
     @property
     def update_missing(self) -> bool:
-        """Write only the goldens that do not exist (--update-goldens-missing)."""
+        """Write only the goldens that do not exist (--trt-update-goldens-missing)."""
         ...
 
     def show(self, path: Path) -> str:
@@ -65,7 +65,7 @@ class GoldenAccess(Protocol):
         ...
 
     def compared(self, path: Path) -> None:
-        """The golden was used (unused goldens are reported, or fail --strict-goldens)."""
+        """The golden was used (unused goldens are reported, or fail --trt-strict-goldens)."""
         ...
 
 
@@ -78,7 +78,7 @@ def updating(store: GoldenAccess, path: Path) -> bool:
 
 def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
     """The golden at `path`; None when there is none, or when it is unreadable and
-    --update-goldens is about to replace it. Otherwise an unreadable golden raises
+    --trt-update-goldens is about to replace it. Otherwise an unreadable golden raises
     GoldenError naming the file and the command that regenerates it."""
     problem = golden_file_problem(path)
     if problem is None and not path.exists():
@@ -90,7 +90,7 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
         return read_golden(path)
     except GoldenError as exc:
         if store.update_all and replaceable:
-            return None  # damaged, or a dangling link: --update-goldens replaces it
+            return None  # damaged, or a dangling link: --trt-update-goldens replaces it
         why = str(exc).replace(str(path), store.show(path), 1)  # as the other messages show it
         if not replaceable:
             raise GoldenError(f"{why}; remove it, then run: {store.regenerate_hint()}") from None

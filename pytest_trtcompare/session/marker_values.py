@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import LAYER_DTYPES, LAYER_MODES, PRECISIONS, ToleranceTable
+from ..engine import LAYER_DTYPES, LAYER_MODES, PRECISIONS, SHAPE_CHECKS, ToleranceTable
 from ..errors import MarkerError, ToleranceError, UnknownFrameworkError
-from ..runners import check_framework_name
+from ..runners import canonical_framework, check_framework_name
 
 Shapes = Mapping[str, tuple[int, ...]]
 
@@ -73,6 +73,7 @@ def framework_list(value: Any, check: Checker) -> tuple[str, ...]:
             check_framework_name(name)
         except UnknownFrameworkError as exc:
             raise MarkerError(f"{check.where}: @pytest.mark.compare_frameworks: {exc}") from None
+    names = [canonical_framework(name) for name in names]  # 'tensorrt' is 'trt'
     if len(set(names)) != len(names):
         raise check.fail("frameworks", value, "each framework once")
     return tuple(names)
@@ -125,6 +126,12 @@ def layer_options(kwargs: Mapping[str, Any], check: Checker) -> dict[str, str]:
             )
         found[argument] = value
     return found
+
+
+def shape_check(value: Any, check: Checker) -> str | None:
+    if value is None or (isinstance(value, str) and value in SHAPE_CHECKS):
+        return value
+    raise check.fail("shape_check", value, " or ".join(map(repr, SHAPE_CHECKS)))
 
 
 def tolerance(value: Any, check: Checker) -> Any:

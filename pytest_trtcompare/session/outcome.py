@@ -21,7 +21,7 @@ class Kind(enum.Enum):
     SKIPPED = "skipped"  # cannot run here (framework, GPU, precision): skip with the reason
     GOLDEN_MISSING = "golden missing"  # missing or damaged, nothing to compare with: fails
     FAILED = "failed"  # the test fails with the message (a golden that could not be written)
-    GOLDEN_WRITTEN = "golden written"  # --update-goldens wrote (or kept) it: the test passes
+    GOLDEN_WRITTEN = "golden written"  # --trt-update-goldens wrote (or kept) it: the test passes
     ERROR = "error"  # a user mistake (model, shapes, feed ...): the message, no traceback
 
 

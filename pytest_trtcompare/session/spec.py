@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MarkerError, RunnerOptionError
-from ..runners import check_runner_options
+from ..runners import canonical_framework, check_runner_options
 from .marker_values import (
     Checker,
     framework_list,
@@ -27,6 +27,7 @@ from .marker_values import (
     mapping_of,
     model_path,
     outputs,
+    shape_check,
     tolerance,
     val_range,
 )
@@ -54,6 +55,7 @@ class CompareSpec:
     reference_path: str | None = None  # saved outputs (Polygraphy JSON, golden, .npz, test data)
     layers: str | None = None  # outputs="all": "gate" or "report" (None: option, ini, "gate")
     layer_dtypes: str | None = None  # outputs="all": "float" (None) or "all"
+    shape_check: str | None = None  # "strict" or "relaxed" (None: option, ini, "strict")
 
     @property
     def reference_framework(self) -> str | None:
@@ -104,6 +106,17 @@ def _check_framework_keys(
             ) from None
 
 
+def _by_runner(table: Mapping[str, Any], frameworks: tuple[str, ...]) -> dict[str, Any]:
+    """models= and options= keyed by 'tensorrt' are keyed by 'trt' when trt is listed (any
+    other key stays as written, for the message that it is not listed)."""
+    listed = {f.split(":")[0] for f in frameworks}
+
+    def runner(key: str) -> str:
+        return canonical_framework(key) if canonical_framework(key) in listed else key
+
+    return {runner(key): value for key, value in table.items()}
+
+
 def compare_spec(
     args: Sequence[Any], kwargs: Mapping[str, Any], where: str, base: Path | None = None
 ) -> CompareSpec:
@@ -125,6 +138,8 @@ def compare_spec(
     if isolate is not None and not isinstance(isolate, (bool, np.bool_)):
         raise check.fail("isolate", isolate, "True, False or None")
     reference = kwargs.get("reference")
+    if isinstance(reference, str) and canonical_framework(reference) in frameworks:
+        reference = canonical_framework(reference)  # reference='tensorrt' is 'trt'
     reference_path = None
     if reference is not None and reference not in frameworks:
         if not isinstance(reference, (str, os.PathLike)) or not _looks_saved(reference, base):
@@ -138,7 +153,10 @@ def compare_spec(
             raise check.fail("reference", reference, "no saved outputs together with golden=True")
         reference_path, reference = model_path(reference, base), None
     model = kwargs.get("model")
-    models = mapping_of(kwargs.get("models"), "models", check, "a dict of framework to model")
+    models = _by_runner(
+        mapping_of(kwargs.get("models"), "models", check, "a dict of framework to model"),
+        frameworks,
+    )
     for name, value in [("model", model), *((f"models[{k!r}]", v) for k, v in models.items())]:
         if value is not None and not is_model(value):
             raise check.fail(
@@ -155,8 +173,11 @@ def compare_spec(
     iterations = kwargs.get("iterations", 1)
     if not is_int(iterations) or iterations < 1:
         raise check.fail("iterations", iterations, "an int >= 1")
-    options = mapping_of(
-        kwargs.get("options"), "options", check, "a dict of framework to its options dict"
+    options = _by_runner(
+        mapping_of(
+            kwargs.get("options"), "options", check, "a dict of framework to its options dict"
+        ),
+        frameworks,
     )
     if not all(isinstance(v, Mapping) for v in options.values()):
         raise check.fail("options", options, "a dict of framework to its options dict")
@@ -185,6 +206,7 @@ def compare_spec(
         options={k: dict(v) for k, v in options.items()},
         isolate=None if isolate is None else bool(isolate),
         reference_path=reference_path,
+        shape_check=shape_check(kwargs.get("shape_check"), check),
         **layer_args,
     )
 

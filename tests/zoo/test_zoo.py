@@ -250,7 +250,7 @@ def test_outputs_all_is_refused_for_pairs_it_cannot_match(pytester):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_goldens_of_raw_torch_targets_and_twins(zoo, zoo_pytester, xdist):
     """golden=True on the raw torch target and on a twin (fed as its export is: int64 ids):
-    missing fails (nothing written), --update-goldens writes one golden per item, the rerun
+    missing fails (nothing written), --trt-update-goldens writes one golden per item, the rerun
     passes against them; onnxrt at bf16 skips before looking for its golden."""
     source = HEADER.format(zoo=str(zoo.folder))
     zoo.onnx("bert")
@@ -273,7 +273,7 @@ def test_golden_{name}():
             "*onnxruntime CPU has no bfloat16 kernel for *",
         ]
     )
-    written = run(zoo_pytester, "--update-goldens", "--trt-precision=fp32,bf16", *xdist)
+    written = run(zoo_pytester, "--trt-update-goldens", "--trt-precision=fp32,bf16", *xdist)
     written.assert_outcomes(passed=7, skipped=1)
     goldens = sorted(p.name for p in (zoo_pytester.path / "goldens").rglob("*.golden"))
     assert len(goldens) == 7 and "test_bert[torch-bf16-bs2].golden" in goldens
@@ -283,7 +283,7 @@ def test_golden_{name}():
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_isolated_twins_keep_their_dtypes(zoo, zoo_pytester, xdist):
-    """--trtcompare-isolate: a Hugging Face twin unpickled in a worker process, int64 ids in
+    """--trt-isolate: a Hugging Face twin unpickled in a worker process, int64 ids in
     and bfloat16 logits out, compared as in-process."""
     source = HEADER.format(zoo=str(zoo.folder))
     zoo.onnx("llama")
@@ -291,9 +291,9 @@ def test_isolated_twins_keep_their_dtypes(zoo, zoo_pytester, xdist):
     zoo_pytester.makepyfile(test_isolated=source)
     result = run(
         zoo_pytester,
-        "--trtcompare-isolate",
+        "--trt-isolate",
         "--trt-precision=fp32,bf16",
-        "--trtcompare-report=r.json",
+        "--trt-report=r.json",
         *xdist,
     )
     result.assert_outcomes(passed=2)

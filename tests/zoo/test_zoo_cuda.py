@@ -48,8 +48,8 @@ def test_cuda_twins_at_every_precision(zoo, zoo_pytester, isolate):
             name, "", frameworks='["onnxrt", "torch"]', models=twin(name), options=CUDA_TWIN
         )
     zoo_pytester.makepyfile(test_cuda=source)
-    args = ["-rA", "--trt-precision=fp32,tf32,fp16,bf16", "--trtcompare-report=r.json"]
-    result = run(zoo_pytester, *args, *(["--trtcompare-isolate"] if isolate else []))
+    args = ["-rA", "--trt-precision=fp32,tf32,fp16,bf16", "--trt-report=r.json"]
+    result = run(zoo_pytester, *args, *(["--trt-isolate"] if isolate else []))
     result.assert_outcomes(passed=len(models.NAMES) * 4)
     report = _keep(zoo_pytester, f"twins-{'isolated' if isolate else 'in-process'}")
     described = report["runners"]["torch-bf16"]
@@ -70,6 +70,6 @@ def test_cuda_twins_layer_by_layer(zoo, zoo_pytester):
             layers='"report"',
         )
     zoo_pytester.makepyfile(test_cuda_layers=source)
-    result = run(zoo_pytester, "-rA", "--trt-precision=fp32,fp16", "--trtcompare-report=r.json")
+    result = run(zoo_pytester, "-rA", "--trt-precision=fp32,fp16", "--trt-report=r.json")
     result.assert_outcomes(passed=len(models.NAMES) * 2)
     _keep(zoo_pytester, "layers")

@@ -1,0 +1,167 @@
+"""The options' names: one namespace, `--trt-*`. The names from before it (`--update-goldens`,
+`--goldens-dir`, `--trtcompare-report` ...) still work as deprecated aliases, listed beside
+the new name in --help, and warn once per session naming the new one.
+
+A conftest may register --update-goldens after we did (another plugin's flag of that name):
+our --trt-update-goldens then leaves that alias to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+#: deprecated name -> its --trt-* name
+ALIASES = {
+    "--update-goldens": "--trt-update-goldens",
+    "--update-goldens-missing": "--trt-update-goldens-missing",
+    "--strict-goldens": "--trt-strict-goldens",
+    "--prune-goldens": "--trt-prune-goldens",
+    "--goldens-dir": "--trt-goldens-dir",
+    "--frameworks": "--trt-frameworks",
+    "--trtcompare-report": "--trt-report",
+    "--trtcompare-artifacts": "--trt-artifacts-dir",
+    "--trtcompare-isolate": "--trt-isolate",
+}
+_ALIAS_OF = {new: old for old, new in ALIASES.items()}
+#: where the parser notes the deprecated names a command line used
+USED = "trtcompare_deprecated_names"
+
+
+class OptionDeprecationWarning(pytest.PytestDeprecationWarning):
+    """A deprecated option name was used; the message names the --trt-* one to write.
+    Filter it as `pytest_trtcompare.OptionDeprecationWarning`."""
+
+
+def names(option: str) -> tuple[str, ...]:
+    """`--trt-goldens-dir` -> ('--trt-goldens-dir', '--goldens-dir'): the name and its alias."""
+    alias = _ALIAS_OF.get(option)
+    return (option,) if alias is None else (option, alias)
+
+
+def deprecated_note(option: str) -> str:
+    """For the help text: ' (--goldens-dir: deprecated alias)', or '' without an alias."""
+    alias = _ALIAS_OF.get(option)
+    return "" if alias is None else f" ({alias}: deprecated alias)"
+
+
+class NamedOption(argparse.Action):
+    """Stores the value (True for a flag, nargs=0) and notes a deprecated name when used."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        if option_string in ALIASES:
+            used = getattr(namespace, USED, ())
+            if option_string not in used:
+                setattr(namespace, USED, (*used, option_string))
+
+
+def flag(**attrs: Any) -> dict[str, Any]:
+    """The attributes of a store-true option that notes its deprecated name."""
+    return {"action": NamedOption, "nargs": 0, "default": False, **attrs}
+
+
+def value(**attrs: Any) -> dict[str, Any]:
+    """The attributes of a store option that notes its deprecated name."""
+    return {"action": NamedOption, **attrs}
+
+
+def warn_deprecated(config: pytest.Config) -> None:
+    """One warning per deprecated name used, on the controller only (xdist workers parse the
+    same command line). Warning filters that make it an error give a usage error saying so."""
+    if hasattr(config, "workerinput"):
+        return
+    for old in getattr(config.option, USED, ()):
+        new = ALIASES[old]
+        warning = OptionDeprecationWarning(f"{old} is deprecated: write {new} (same meaning)")
+        try:
+            config.issue_config_time_warning(warning, stacklevel=2)
+        except OptionDeprecationWarning:
+            raise pytest.UsageError(
+                f"{old} is deprecated: write {new} ({old} still works, but the warning filters "
+                "of this run (-W, filterwarnings) turn its deprecation warning into an error)"
+            ) from None
+
+
+UPDATE_GOLDENS = "--trt-update-goldens"
+UPDATE_GOLDENS_ALIAS = "--update-goldens"  # deprecated; left to another plugin that owns it
+#: Installed plugins known to register --update-goldens themselves.
+_UPDATE_GOLDENS_OWNERS = frozenset({"pytest-golden"})
+
+
+def _option_names(parser: pytest.Parser, skip: Any = None) -> set[str]:
+    groups = [*getattr(parser, "_groups", []), getattr(parser, "_anonymous", None)]
+    return {
+        name
+        for group in groups
+        if group is not None
+        for option in group.options
+        if option is not skip
+        for name in option.names()
+    }
+
+
+def update_goldens_owned_elsewhere(parser: pytest.Parser) -> bool:
+    if UPDATE_GOLDENS_ALIAS in _option_names(parser):
+        return True
+    for entry_point in importlib.metadata.entry_points(group="pytest11"):
+        dist = getattr(entry_point, "dist", None)
+        if dist is not None and dist.name in _UPDATE_GOLDENS_OWNERS:
+            return True
+    return False
+
+
+UPDATE_HELP = "write or refresh the golden outputs of the tests that run"
+
+
+def add_update_goldens(group: Any, alias: bool) -> None:
+    flags = (UPDATE_GOLDENS, UPDATE_GOLDENS_ALIAS) if alias else (UPDATE_GOLDENS,)
+    note = deprecated_note(UPDATE_GOLDENS) if alias else ""
+    group.addoption(*flags, **flag(dest="trtcompare_update_goldens", help=UPDATE_HELP + note))
+
+
+def _ours(group: Any) -> Any:
+    return next((o for o in group.options if o.dest == "trtcompare_update_goldens"), None)
+
+
+def withdraw_update_goldens(parser: pytest.Parser) -> bool:
+    """Before conftests load: take our option out of the parser while it has the
+    --update-goldens alias, so a conftest that adds its own --update-goldens does not crash
+    pytest's argument parser (pytest 9 registers eagerly)."""
+    group = parser.getgroup("trtcompare")
+    ours = _ours(group)
+    action = getattr(ours, "_action", None)
+    if ours is None or action is None or UPDATE_GOLDENS_ALIAS not in ours.names():
+        return False
+    try:
+        action.container._remove_action(action)
+        for name in action.option_strings:
+            action.container._option_string_actions.pop(name, None)
+    except (AttributeError, ValueError):  # an argparse without these internals: keep ours
+        return False
+    group.options.remove(ours)
+    return True
+
+
+def restore_update_goldens(parser: pytest.Parser, withdrawn: bool) -> None:
+    """After conftests load: ours again, without the alias if a conftest took that name."""
+    group = parser.getgroup("trtcompare")
+    ours = _ours(group)
+    if ours is not None:  # pytest 8 builds argparse later: only a name clash to resolve
+        clash = UPDATE_GOLDENS_ALIAS in _option_names(parser, skip=ours)
+        if UPDATE_GOLDENS_ALIAS not in ours.names() or not clash:
+            return
+        group.options.remove(ours)
+    elif not withdrawn:
+        return
+    add_update_goldens(group, alias=UPDATE_GOLDENS_ALIAS not in _option_names(parser))
