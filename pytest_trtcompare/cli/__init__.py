@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import PRECISIONS, RULES, STAT_CHECKS, compare_outputs, num
+from ..engine import PRECISIONS, RULES, STAT_CHECKS, ToleranceTable, compare_outputs, num, shortest
 from ..errors import TrtCompareError
 from ..goldens import (
     iterate_json,
@@ -41,15 +41,32 @@ def _show(args: argparse.Namespace) -> int:
         for name, array in arrays.items():
             line = f"{group} {name}: {array.dtype} {tuple(array.shape)}"
             if array.size and array.dtype.kind in "biufV":
-                values = array.astype(np.float64)
-                line += f"  min {num(float(values.min()))}  max {num(float(values.max()))}"
-                line += f"  mean {num(float(values.mean()))}"
+                line += _value_range(array)
             print(line)
     if golden.meta and args.meta:
         print(json.dumps(golden.meta, indent=2, sort_keys=True))
     elif golden.meta:
         print(f"meta: {', '.join(sorted(golden.meta))} (all of it with --meta)")
     return 0
+
+
+def _value_range(array: np.ndarray) -> str:
+    """'  min -1.5  max 2.25  mean 0.5': min and max in the fewest digits that read back in
+    the array's dtype, the mean compact, over the finite values; NaN and Inf counted."""
+    flat = array.reshape(-1)
+    wide = flat.astype(np.float64)
+    finite = flat[np.isfinite(wide)]
+    text = ""
+    if finite.size:
+        low, high = (
+            float(v) if flat.dtype.kind in "fV" else v.item() for v in (finite.min(), finite.max())
+        )
+        text += f"  min {shortest(low, flat.dtype)}  max {shortest(high, flat.dtype)}"
+        text += f"  mean {num(float(wide[np.isfinite(wide)].mean()))}"
+    for label, count in (("NaN", np.isnan(wide).sum()), ("Inf", np.isinf(wide).sum())):
+        if count:
+            text += f"  {label} at {count} of {flat.size}"
+    return text
 
 
 def _tolerance_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -78,7 +95,8 @@ def _plots(result: Any, actual: Any, expected: Any, folder: str | None) -> None:
 def _diff(args: argparse.Namespace) -> int:
     actual = load_reference(Path(args.a), runner=args.runner).outputs
     expected = load_reference(Path(args.b), runner=args.runner).outputs
-    result = compare_outputs(actual, expected, **_tolerance_fields(args))
+    table = ToleranceTable(None, "option", **_tolerance_fields(args))
+    result = compare_outputs(actual, expected, {"": table.default, **table.per_output})
     print(result.report(verbosity=args.verbose))
     _plots(result, actual, expected, args.plots)
     return 0 if result.passed else 1
@@ -120,7 +138,8 @@ def _check(args: argparse.Namespace) -> int:
     """The golden check of the `golden` fixture and compare_frameworks(golden=True) on saved
     outputs: the same outcome and message; 0 passed or written, 1 mismatch, 2 otherwise."""
     saved = load_reference(Path(args.outputs), runner=args.runner)
-    table = ToleranceSettings().resolve(args.precision, None, **_tolerance_fields(args))
+    fields = _tolerance_fields(args)
+    table = ToleranceSettings().resolve(args.precision, None, source="option", **fields)
     kept: dict[str, Any] = {
         key: saved.meta[key] for key in ("seed", "shapes", "val_range") if key in saved.meta
     }

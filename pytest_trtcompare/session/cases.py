@@ -118,7 +118,7 @@ class CaseRunner:
         return reference, self._expected[key]
 
     def tolerance(self, spec: CompareSpec, precision: str) -> Any:
-        table = self.settings.resolve(precision, spec.tolerance)
+        table = self.settings.resolve(precision, spec.tolerance, source="marker")
         return {"": table.default, **table.per_output}
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
