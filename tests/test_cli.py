@@ -115,7 +115,7 @@ def test_diff_takes_the_tolerance_a_golden_stored(saved, capsys):
     assert main(["diff", actual, golden, "--atol", "0.1"]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"tolerance: stored in {golden}, --atol given override it\n")
-    assert "elemwise tolerance atol=0.1 rtol=1e-05" in out
+    assert "elemwise tolerance atol=0.1 (option) rtol=1e-05 (golden)" in out
 
 
 def test_diff_without_a_stored_tolerance_says_which_it_used(saved, capsys):

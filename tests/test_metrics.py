@@ -33,9 +33,9 @@ def test_defaults():
     }
     assert dict(METRIC_DEFAULTS) == {c: Tolerance(check=c).threshold for c in METRICS}
     assert Tolerance().threshold is None
-    assert Tolerance(check="cosine").describe() == "cosine >= 0.997"
-    assert Tolerance(check="snr", threshold=25).describe() == "snr >= 25 dB"
-    assert Tolerance(check="l2").describe() == "l2 <= 1e-05"
+    assert Tolerance(check="cosine").describe() == "cosine >= 0.997 (default)"
+    assert Tolerance(check="snr", threshold=25).describe(sources=False) == "snr >= 25 dB"
+    assert Tolerance(check="l2").describe(sources=False) == "l2 <= 1e-05"
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_metric_alone_decides_and_reports_without_elementwise_lines():
     text = result.report()
     lines = text.splitlines()
     assert lines[2] == "y (float32 vs float32, shape (8, 100)): 1 of 1 metric checks fail"
-    assert lines[3].startswith("  FAILED psnr ") and " dB < 60 dB (margin " in lines[3]
+    assert lines[3].startswith("  FAILED psnr ") and " dB < 60 dB (call; margin " in lines[3]
     assert "would pass with" not in text and "÷ allowed" not in text
     assert "greatest abs error" in text and "worst elements" in text
 
@@ -138,9 +138,9 @@ def test_failure_report_of_a_sequence():
         assert_outputs_close({"y": actual}, {"y": expected}, tols)
     lines = str(info.value).splitlines()
     assert lines[2] == "y (float32 vs float32, shape (8, 100)): 1 of 2 metric checks fail"
-    assert lines[3] == "  within elemwise tolerance atol=1 rtol=1"
-    assert lines[4].startswith("  FAILED cosine 0.99") and "< 0.9999 (margin " in lines[4]
-    assert lines[5].startswith("  passed l2 ") and "<= 100 (margin 0.0" in lines[5]
+    assert lines[3] == "  within elemwise tolerance atol=1 (call) rtol=1 (call)"
+    assert lines[4].startswith("  FAILED cosine 0.99") and "< 0.9999 (call; margin " in lines[4]
+    assert lines[5].startswith("  passed l2 ") and "<= 100 (call; margin 0.0" in lines[5]
 
 
 def test_pass_line_shows_metric_values():

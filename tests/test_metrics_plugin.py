@@ -48,9 +48,9 @@ def test_ini_metric_checks_gate_the_precision(pytester, xdist):
     result.stdout.fnmatch_lines(
         [
             "*y (float64 vs float64, shape (4, 50)): 1 of 2 metric checks fail",
-            "*  within elemwise tolerance atol=1 rtol=1",
-            "*  FAILED cosine 0.998* < 0.9999 (margin *)",
-            "*  passed snr 2*dB >= 20 dB (margin *)",
+            "*  within elemwise tolerance atol=1 (ini) rtol=1 (ini)",
+            "*  FAILED cosine 0.998* < 0.9999 (ini; margin *)",
+            "*  passed snr 2*dB >= 20 dB (ini; margin *)",
         ]
     )
     result.stdout.fnmatch_lines(["*accuracy summary*", "*FAIL*test_noisy*cosine >= 0.9999*"])
@@ -63,16 +63,17 @@ def test_command_line_check_summary_json_and_junit(pytester, xdist):
     args = ["--trt-check", "cosine=0.9999", "--trt-report=r.json", "--junitxml=j.xml"]
     result = run(pytester, "--trt-atol=1", "--trt-rtol=1", *args, *xdist)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*FAILED cosine 0.998* < 0.9999 (margin *)"])
+    result.stdout.fnmatch_lines(["*FAILED cosine 0.998* < 0.9999 (option; margin *)"])
     summary = [line for line in result.stdout.lines if "test_noisy :: y" in line]
     assert len(summary) == 1 and "FAIL" in summary[0]
-    assert (
-        "cosine 0.998" in summary[0] and "elemwise atol=1 rtol=1; cosine >= 0.9999" in (summary[0])
-    )
+    assert "cosine 0.998" in summary[0]
+    assert "elemwise atol=1 rtol=1 (option); cosine >= 0.9999 (option)" in summary[0]
     report = json.loads((pytester.path / "r.json").read_text())
     noisy = next(r for r in report["outputs"] if r["test"].endswith("test_noisy"))
     (cosine,) = noisy["metrics"]
     assert cosine["check"] == "cosine" and cosine["threshold"] == 0.9999
+    assert cosine["source"] == "option"
+    assert noisy["tolerance_sources"] == {"atol": "option", "rtol": "option", "check": "default"}
     assert not cosine["passed"] and 0.998 < cosine["value"] < 0.9999 and cosine["margin"] > 1
     assert noisy["margin"] == cosine["margin"]
     exact = next(r for r in report["outputs"] if r["test"].endswith("test_exact"))
@@ -117,7 +118,7 @@ def test_marker_tolerance_list_on_compare_frameworks(pytester, xdist):
     )
     result = run(pytester, "--trt-precision", "fp16", "-v", *xdist)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*FAILED snr * dB < 200 dB (margin *)"])
+    result.stdout.fnmatch_lines(["*FAILED snr * dB < 200 dB (marker; margin *)"])
     _no_crash(result)
 
 

@@ -80,7 +80,7 @@ def test_ini_threshold_field_decides(pytester, threshold, passed):
         result.assert_outcomes(passed=1)
     else:
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(["*  FAILED cosine 0.998* < 0.9999 (margin *)"])
+        result.stdout.fnmatch_lines(["*  FAILED cosine 0.998* < 0.9999 (ini; margin *)"])
     _no_crash(result)
 
 
@@ -246,7 +246,7 @@ def test_nan_cosine_report_does_not_contradict_itself():
     actual = expected.copy()
     actual[0, 0] = np.nan
     text = compare_outputs({"y": actual}, {"y": expected}, check="cosine").report()
-    assert "  FAILED cosine nan is NaN, never within 0.997 (margin inf)" in text
+    assert "  FAILED cosine nan is NaN, never within 0.997 (default; margin inf)" in text
     assert "cosine 1" not in text
     assert "1 element compares as NaN and fails" in text
     elementwise = compare_outputs({"y": actual}, {"y": expected}).report()
@@ -266,7 +266,7 @@ def test_no_elementwise_advice_when_only_metrics_fail():
     actual, expected = _pair()
     spec = [Tolerance(atol=1, rtol=1), Tolerance(check="cosine", threshold=0.9999)]
     text = compare_outputs({"y": actual}, {"y": expected}, spec).report()
-    assert "  within elemwise tolerance atol=1 rtol=1" in text
+    assert "  within elemwise tolerance atol=1 (call) rtol=1 (call)" in text
     assert "would pass with" not in text and "÷ allowed" not in text
     assert "worst elements:" in text
     both = [Tolerance(), Tolerance(check="cosine", threshold=0.9999)]

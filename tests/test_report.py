@@ -36,9 +36,14 @@ def test_report_lines_in_order_of_importance():
     assert lines[2] == (
         "logits (float16 vs float32, shape (8, 1000)): 2 / 8000 elements (0.025%) exceed"
     )
-    assert lines[3] == "  elemwise tolerance atol=0.001 rtol=0.001"
-    assert lines[4].startswith("  greatest abs error 0.03989 at (3, 517): actual 0.697754")
-    assert lines[5].startswith("  greatest rel error 14.5 at (6, 12): actual 0.00309944")
+    assert lines[3] == "  elemwise tolerance atol=0.001 (call) rtol=0.001 (call)"
+    assert lines[4] == (
+        "  greatest abs error 0.03989 at (3, 517): actual 0.6977539 expected 0.65786374 "
+        "(rel 0.06064)"
+    )
+    assert lines[5] == (
+        "  greatest rel error 14.5 at (6, 12): actual 0.0030994415 expected 0.0002 (abs 0.002899)"
+    )
     assert lines[6].startswith("  abs error: mean ") and "p99" in lines[6] and "cosine" in lines[6]
     assert lines[7] == "  would pass with atol ≥ 0.0399 or rtol ≥ 14.5"  # rounded up: passes
     assert lines[8].startswith("  worst elements:  index")
@@ -67,7 +72,7 @@ def test_statistic_check_header_says_which_statistic_failed():
     result = compare_outputs({"y": actual}, {"y": expected}, check="mean", atol=0.01, rtol=0.01)
     text = result.report()
     assert "mean abs error 0.1 > atol 0.01 and mean rel error 0.1 > rtol 0.01" in text
-    assert "mean tolerance atol=0.01 rtol=0.01" in text
+    assert "mean tolerance (call) atol=0.01 (call) rtol=0.01 (call)" in text
 
 
 def test_nan_report_counts_each_side_and_positions():
@@ -83,7 +88,8 @@ def test_nan_hint_names_the_option_that_could_excuse_the_errors():
     nan_one_side = compare_outputs(
         {"y": np.array([np.nan, 1.0])}, {"y": np.array([2.0, 1.0])}, nan_equal=True
     ).report()
-    assert "(nan_equal excuses only NaN on both sides)" in nan_one_side
+    assert "  NaN in actual at 1 position, first (0,)\n" in nan_one_side
+    assert "(nan_equal cannot help: NaN in actual only)" in nan_one_side
     inf_pair = compare_outputs(
         {"y": np.array([np.inf, 1.0])}, {"y": np.array([np.inf, 1.0])}, inf_equal=False
     ).report()
@@ -92,7 +98,11 @@ def test_nan_hint_names_the_option_that_could_excuse_the_errors():
         {"y": np.array([np.inf, np.nan])}, {"y": np.array([np.inf, 1.0])}, inf_equal=False
     ).report()
     assert "  no tolerance passes: NaN errors fail at any atol/rtol\n" in both
-    assert "    (see nan_equal; Inf - Inf is NaN unless inf_equal)" in both
+    assert (
+        "    (nan_equal cannot help: NaN in actual only; Inf - Inf is NaN unless inf_equal)" in both
+    )
+    same_positions = compare_outputs({"y": np.array([np.nan, 1.0])}, {"y": np.array([np.nan, 1.0])})
+    assert "(nan_equal=True excuses NaN on both sides)" in same_positions.report()
     assert max(len(line) for line in both.splitlines()) <= 100
 
 
@@ -138,8 +148,9 @@ def test_every_element_a_nan_error_prints_no_statistics_of_zero():
     nan = np.full(4, np.nan)
     text = compare_outputs({"y": nan}, {"y": nan}).report(verbosity=1)
     assert "no error statistics: every element is a NaN error" in text
-    assert "abs error:" not in text and "rel error:" not in text
+    assert "abs error" not in text and "rel error" not in text and "greatest" not in text
     assert "4 elements compare as NaN and fail" in text
+    assert "  NaN in actual at 4 positions and in expected at 4 positions, first (0,)\n" in text
 
 
 def test_sharper_tolerance_shown_only_when_it_differs():
@@ -175,9 +186,9 @@ def test_a_value_beyond_the_actual_dtypes_range_is_called_saturated(dtype):
     with np.errstate(over="ignore"):
         actual = expected.astype(dtype_from_name(dtype))
     text = compare_outputs({"mask": actual}, {"mask": expected}, atol=1e-2, rtol=1e-2).report()
-    largest = "65504" if dtype == "float16" else "3.38953e+38"
+    largest = "65504" if dtype == "float16" else "3.39e+38"  # the shortest of each dtype
     assert (
-        f"  saturated: expected -3.40282e+38 is beyond {dtype}'s range (±{largest}); a mask or "
+        f"  saturated: expected -3.4028235e+38 is beyond {dtype}'s range (±{largest}); a mask or "
         "bias constant (an attention mask's float32 minimum) saturates harmlessly before a "
         "softmax: let the model outputs decide (layers='report') or give this tensor its own "
         "tolerance"

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import PRECISIONS, RULES, STAT_CHECKS, compare_outputs, num
+from ..engine import PRECISIONS, RULES, STAT_CHECKS, ToleranceTable, compare_outputs, num, shortest
 from ..errors import TrtCompareError
 from ..goldens import (
     iterate_json,
@@ -43,9 +43,7 @@ def _show(args: argparse.Namespace) -> int:
         for name, array in arrays.items():
             line = f"{group} {name}: {array.dtype} {tuple(array.shape)}"
             if array.size and array.dtype.kind in "biufV":
-                values = array.astype(np.float64)
-                line += f"  min {num(float(values.min()))}  max {num(float(values.max()))}"
-                line += f"  mean {num(float(values.mean()))}"
+                line += _value_range(array)
             print(line)
     if golden.meta and args.meta:
         print(json.dumps(golden.meta, indent=2, sort_keys=True))
@@ -57,6 +55,25 @@ def _show(args: argparse.Namespace) -> int:
 def _given_options(args: argparse.Namespace) -> list[str]:
     names = ("atol", "rtol", "check_error_stat", "rule")
     return [name for name in names if getattr(args, name) is not None]
+
+
+def _value_range(array: np.ndarray) -> str:
+    """'  min -1.5  max 2.25  mean 0.5': min and max in the fewest digits that read back in
+    the array's dtype, the mean compact, over the finite values; NaN and Inf counted."""
+    flat = array.reshape(-1)
+    wide = flat.astype(np.float64)
+    finite = flat[np.isfinite(wide)]
+    text = ""
+    if finite.size:
+        low, high = (
+            float(v) if flat.dtype.kind in "fV" else v.item() for v in (finite.min(), finite.max())
+        )
+        text += f"  min {shortest(low, flat.dtype)}  max {shortest(high, flat.dtype)}"
+        text += f"  mean {num(float(wide[np.isfinite(wide)].mean()))}"
+    for label, count in (("NaN", np.isnan(wide).sum()), ("Inf", np.isinf(wide).sum())):
+        if count:
+            text += f"  {label} at {count} of {flat.size}"
+    return text
 
 
 def _tolerance_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -98,7 +115,10 @@ def _diff(args: argparse.Namespace) -> int:
     stored, source = _stored_tolerance([(args.b, b), (args.a, a)])
     fields = _tolerance_fields(args)
     given = ", ".join(f"--{name.replace('_', '-')}" for name in _given_options(args))
-    result = compare_outputs(a.outputs, b.outputs, stored, **fields)
+    table = ToleranceTable(stored, "golden")
+    if fields:
+        table.override(fields, strict=True, source="option")
+    result = compare_outputs(a.outputs, b.outputs, {"": table.default, **table.per_output})
     if source is not None:
         print(f"tolerance: stored in {source}" + (f", {given} given override it" if given else ""))
     else:
@@ -144,7 +164,8 @@ def _check(args: argparse.Namespace) -> int:
     """The golden check of the `golden` fixture and compare_frameworks(golden=True) on saved
     outputs: the same outcome and message; 0 passed or written, 1 mismatch, 2 otherwise."""
     saved = load_reference(Path(args.outputs), runner=args.runner)
-    table = ToleranceSettings().resolve(args.precision, None, **_tolerance_fields(args))
+    fields = _tolerance_fields(args)
+    table = ToleranceSettings().resolve(args.precision, None, source="option", **fields)
     kept: dict[str, Any] = {
         key: saved.meta[key] for key in ("seed", "shapes", "val_range") if key in saved.meta
     }

@@ -16,10 +16,10 @@ from .compare import (
     compare_one,
     compare_outputs,
 )
+from .digits import against, exact, num, shortest
 from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
-from .report import num
 from .results import ComparisonResult, OutputMismatchError
 from .tolerance import (
     FIELD_NAMES,
@@ -33,6 +33,7 @@ from .tolerance import (
     ToleranceSpec,
     ToleranceTable,
     entry_record,
+    entry_sources,
     is_field_mapping,
     metric_bound,
     with_metrics,
@@ -57,6 +58,7 @@ __all__ = [
     "Tolerance",
     "ToleranceSpec",
     "ToleranceTable",
+    "against",
     "as_named_array",
     "as_output_mapping",
     "assert_outputs_close",
@@ -65,10 +67,13 @@ __all__ = [
     "compare_outputs",
     "dtype_from_name",
     "entry_record",
+    "entry_sources",
+    "exact",
     "format_pair",
     "is_field_mapping",
     "listed",
     "metric_bound",
     "num",
+    "shortest",
     "with_metrics",
 ]

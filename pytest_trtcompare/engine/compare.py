@@ -20,6 +20,7 @@ from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
 from .quantiles import OrderStatistics
+from .report import plural
 from .results import ComparisonResult, OutputMismatchError
 from .scan import FailureDetails, Pair, Report, Statistics, scan
 from .tolerance import (
@@ -117,6 +118,7 @@ def _structure_result(name: str, structure: Structure, tol: Entry) -> OutputComp
         shape=(),
         expected_shape=(),
         problem=structure.problem,
+        failure=structure.problem,
         margin=0.0 if structure.problem is None else math.inf,
     )
 
@@ -159,7 +161,10 @@ def compare_one(
         squeezed = np.squeeze(a).shape
         if shape_check == "strict" or squeezed != np.squeeze(e).shape:
             problem = f"shape {a.shape} differs from expected shape {e.shape}"
-            return OutputComparison(passed=False, problem=problem, margin=math.inf, **header)
+            failure = f"shape {a.shape} vs {e.shape}"
+            return OutputComparison(
+                passed=False, problem=problem, failure=failure, margin=math.inf, **header
+            )
         header["shape_note"] = _squeeze_note(a.shape, e.shape, squeezed)
         a, e = a.reshape(squeezed), e.reshape(squeezed)
     a_kind, e_kind = actual.kind, expected.kind
@@ -275,13 +280,17 @@ def _values_result(
             extra["required_rtol_at_atol"] = details.required_rtol
             if not s.nan_errors and details.worst:  # float64's, where the scan had float32's
                 margin = details.worst[0][1]
+    greatest_abs = _element_at(pair, shape, s.max_abs_at) if s.max_abs_at >= 0 else None
+    if not passed and gated:
+        extra["failure"] = special_failure(s, extra.get("worst", ()), greatest_abs)
+    none_compared = s.count > 0 and s.nan_errors == s.count
     return OutputComparison(
         passed=passed,
         count=s.count,
         mismatches=s.mismatches,
-        max_abs_error=s.max_abs,
-        max_rel_error=s.max_rel,
-        greatest_abs=_element_at(pair, shape, s.max_abs_at) if s.max_abs_at >= 0 else None,
+        max_abs_error=None if none_compared else s.max_abs,
+        max_rel_error=None if none_compared else s.max_rel,
+        greatest_abs=greatest_abs,
         greatest_rel=_element_at(pair, shape, s.max_rel_at) if s.max_rel_at >= 0 else None,
         mean_abs_error=s.mean_abs,
         mean_rel_error=s.mean_rel,
@@ -298,6 +307,36 @@ def _values_result(
         **extra,
         **header,
     )
+
+
+def special_failure(
+    s: Statistics, worst: tuple[ElementError, ...], greatest: ElementError | None
+) -> str | None:
+    """A failure by NaN errors or Inf against a finite value, as what it is: 'NaN in actual
+    at 3 positions, first (0, 0)'; None when the errors are numbers."""
+    if s.nan_errors:
+        nan_errors = [el for el in worst if math.isnan(el.abs_error)]
+        with_nan = [el for el in nan_errors if math.isnan(el.actual) or math.isnan(el.expected)]
+        first = next((el.index for el in with_nan or nan_errors), None)
+        sides = _sides("NaN", s.nan_actual, s.nan_expected)
+        text = sides or plural(s.nan_errors, "NaN error", "NaN errors") + " (Inf - Inf)"
+        return text + (f", first {first}" if first is not None else "")
+    if greatest is None or not math.isinf(greatest.abs_error):
+        return None
+    values = (float(greatest.actual), float(greatest.expected))
+    if not any(math.isinf(value) for value in values):
+        return None  # finite values too far apart for float64
+    return f"{_sides('Inf', s.inf_actual, s.inf_expected)}, first mismatch {greatest.index}"
+
+
+def _sides(what: str, actual: int, expected: int) -> str:
+    """'NaN in actual at 3 positions and in expected at 1 position'."""
+    parts = [
+        f"in {side} at {plural(count, 'position', 'positions')}"
+        for side, count in (("actual", actual), ("expected", expected))
+        if count
+    ]
+    return f"{what} {' and '.join(parts)}" if parts else ""
 
 
 def _order_stats(order: OrderStatistics) -> dict[str, float]:

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from .layers import LayerView, Listing, listed
 from .outputs import OutputComparison
-from .report import ResultView, _dtypes, format_failure, num
+from .report import ResultView, _dtypes, format_failure, margin_text, maxima
 
 
 class LayerResultView(ResultView, Protocol):
@@ -86,10 +86,13 @@ def unmatched_line(names: tuple[str, ...], shown: int = 8) -> str:
 
 
 def _brief(out: OutputComparison, label: str) -> str:
-    figures = f"max abs {num(out.max_abs_error)}, max rel {num(out.max_rel_error)}"
+    figures = maxima(out)
+    margin = margin_text(out.margin)
     if out.passed:
-        return f"passed: {label} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
+        return f"passed: {label} ({_dtypes(out)}): {figures}, margin {margin}"
     if out.problem is not None:
         return f"FAILED: {label}: {out.problem}"
     share = f"{out.mismatches} / {out.count} element{'' if out.count == 1 else 's'}"
-    return f"FAILED: {label} ({_dtypes(out)}): {share}, {figures}, margin {num(out.margin, 3)}"
+    if out.failure is not None:
+        return f"FAILED: {label} ({_dtypes(out)}): {share}, {out.failure}"
+    return f"FAILED: {label} ({_dtypes(out)}): {share}, {figures}, margin {margin}"

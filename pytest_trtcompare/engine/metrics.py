@@ -34,9 +34,10 @@ class MetricResult:
     value: float
     passed: bool
     margin: float  # error / allowed error, > 1 fails (see `margin`)
+    source: str = "default"  # where the threshold came from (tolerance.SOURCES)
 
     def describe(self) -> str:
-        """'cosine 0.99123 < 0.997 (fails, margin 2.92)' or '... >= ... (margin 0.1)'."""
+        """'cosine 0.99123 < 0.997 (ini; margin 2.92)': the threshold's source, the margin."""
         value, threshold = format_pair(self.value, self.threshold)
         unit = " dB" if self.check in ("snr", "psnr") else ""
         if self.check in MINIMUM_METRICS:
@@ -47,7 +48,7 @@ class MetricResult:
             relation = "is NaN, never within"
         return (
             f"{self.check} {value}{unit} {relation} {threshold}{unit} "
-            f"(margin {_short(self.margin)})"
+            f"({self.source}; margin {_short(self.margin)})"
         )
 
 
@@ -115,6 +116,7 @@ def compute_metrics(
                 value=value,
                 passed=verdict(tol.check, value, tol.threshold),
                 margin=margin(tol.check, value, tol.threshold),
+                source=tol.source("threshold"),
             )
         )
     return tuple(found)

@@ -38,10 +38,13 @@ class OutputComparison:
     expected_shape: tuple[int, ...]
     problem: str | None = None  # set when the values could not be compared (shape mismatch)
     shape_note: str | None = None  # shape_check="relaxed": how the shapes were squeezed
+    #: what failed when no error size says it: 'shape (2, 3) vs (2, 4)', 'NaN in actual at 3
+    #: positions, first (0, 0)', 'Inf in actual at 1 position, first mismatch (0, 1)'
+    failure: str | None = None
     count: int = 0
     mismatches: int = 0
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
+    max_abs_error: float | None = None  # None: no error computed (shape, indices, all NaN)
+    max_rel_error: float | None = None
     greatest_abs: ElementError | None = None
     greatest_rel: ElementError | None = None
     mean_abs_error: float = 0.0

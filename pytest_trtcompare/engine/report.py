@@ -10,8 +10,11 @@ import numpy as np
 
 from .arrays import dtype_from_name
 from .decades import CAP_DECADE as _CAP_DECADE
+from .digits import against, exact, num, pair_dtype, shortest
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
+
+__all__ = ["format_failure", "format_pass", "format_result", "num", "num_up", "plural"]
 
 
 class ResultView(Protocol):
@@ -52,29 +55,11 @@ def num_up(value: float | None, digits: int = 4) -> str:
 
 
 def ratio_text(ratio: float, digits: int = 3) -> str:
-    """An error ratio: one just above 1 keeps the digits that show it is over 1."""
-    text = num(ratio, digits)
-    if math.isfinite(ratio) and ratio > 1 and float(text) <= 1:
-        longer = num_up(ratio, 9)
-        text = longer if float(longer) > 1 else ">1"
-    return f"{text}x"
-
-
-def num(value: float | int | bool | None, digits: int = 4) -> str:
-    """Compact number: 0.0412, 2.1e-05, 37, nan, inf."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value)) if digits < 16 else repr(value)
-    return f"{value:.{digits}g}"
+    """An error over the allowed error: one just above (or below) 1 keeps the digits that
+    show which side of 1 it is on; a NaN error has no ratio."""
+    if not math.isfinite(ratio):
+        return num(ratio)
+    return f"{against(ratio, 1.0, digits)}x"
 
 
 def _dtypes(out: OutputComparison) -> str:
@@ -119,18 +104,37 @@ def format_result(result: ResultView, verbosity: int = 0) -> str:
 
 
 def format_pass(out: OutputComparison) -> str:
-    if out.indices is not None:
-        figures = f"{out.count} rows in place"
-    else:
-        figures = f"max abs {num(out.max_abs_error)}, max rel {num(out.max_rel_error)}"
+    figures = f"{out.count} rows in place" if out.indices is not None else maxima(out)
     for metric in out.metrics:
         figures += f", {metric.check} {format_pair(metric.value, metric.threshold)[0]}"
-    return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {num(out.margin, 3)}"
+    return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {margin_text(out.margin)}"
 
 
-def _saturation(dtype_name: str, expected: float) -> str:
+def margin_text(margin: float) -> str:
+    """The margin (error over allowed error), in digits enough to tell which side of 1."""
+    return against(margin, 1.0, 3)
+
+
+def maxima(out: OutputComparison) -> str:
+    """'max abs 0.00012, max rel 0.003', each in digits enough to compare with its bound."""
+    tol = out.tolerance
+    return (
+        f"max abs {against(out.max_abs_error, tol.atol)}, "
+        f"max rel {against(out.max_rel_error, tol.rtol)}"
+    )
+
+
+def values(out: OutputComparison, element: ElementError) -> tuple[str, str]:
+    """An element's actual and expected values, each in the fewest digits that read back to
+    it in the pair's dtype: two different values never print the same."""
+    dtype = pair_dtype(out.actual_dtype, out.expected_dtype)
+    return shortest(element.actual, dtype), shortest(element.expected, dtype)
+
+
+def _saturation(out: OutputComparison, expected: float) -> str:
     """A line when the worst expected value lies beyond the actual dtype's finite range (a
     float32 attention mask of -3.4e38 becomes -65504 or -inf in float16 / bfloat16)."""
+    dtype_name = out.actual_dtype
     try:
         dtype = dtype_from_name(dtype_name)
     except ValueError:
@@ -146,10 +150,10 @@ def _saturation(dtype_name: str, expected: float) -> str:
     if not math.isfinite(expected) or abs(expected) <= largest:
         return ""
     return (
-        f"saturated: expected {num(expected, 6)} is beyond {dtype_name}'s range "
-        f"(±{num(largest, 6)}); a mask or bias constant (an attention mask's float32 minimum) "
-        "saturates harmlessly before a softmax: let the model outputs decide "
-        "(layers='report') or give this tensor its own tolerance"
+        f"saturated: expected {shortest(expected, out.expected_dtype)} is beyond "
+        f"{dtype_name}'s range (±{shortest(largest, dtype)}); a mask or bias constant "
+        "(an attention mask's float32 minimum) saturates harmlessly before a softmax: let the "
+        "model outputs decide (layers='report') or give this tensor its own tolerance"
     )
 
 
@@ -177,43 +181,81 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     if tol.check != "elemwise" and not (out.base_passed and out.metrics):
         lines.insert(1, f"  {_statistic_verdict(out)}")
     lines.extend(f"  {'FAILED' if not m.passed else 'passed'} {m.describe()}" for m in out.metrics)
-    if out.greatest_abs is not None:
-        ga = out.greatest_abs
-        lines.append(
-            f"  greatest abs error {num(ga.abs_error)} at {ga.index}: actual {num(ga.actual, 6)} "
-            f"expected {num(ga.expected, 6)} (rel {num(ga.rel_error)})"
-        )
-        saturated = _saturation(out.actual_dtype, ga.expected)
-        if saturated:
-            lines.append(f"  {saturated}")
-    if out.greatest_rel is not None:
-        gr = out.greatest_rel
-        lines.append(
-            f"  greatest rel error {num(gr.rel_error)} at {gr.index}: actual {num(gr.actual, 6)} "
-            f"expected {num(gr.expected, 6)} (abs {num(gr.abs_error)})"
-        )
-    q = f"p{100 * tol.quantile:g}"
+    if out.failure is not None:
+        lines.append(f"  {out.failure}")
+    lines.extend(_greatest(out))
     none_compared = out.count > 0 and out.nan_errors == out.count
     if none_compared:  # the statistics below would read 0
         lines.append("  no error statistics: every element is a NaN error")
     else:
-        lines.append(
-            f"  abs error: mean {num(out.mean_abs_error, 2)}  "
-            f"median {num(out.median_abs_error, 2)}  "
-            f"{q} {num(out.quantile_abs_error, 2)}{_cosine(out)}"
-        )
+        lines.append(f"  {_statistics(out, 'abs')}{_cosine(out)}")
     if not none_compared and (verbosity >= 1 or tol.check != "elemwise"):
-        lines.append(
-            f"  rel error: mean {num(out.mean_rel_error, 2)}  "
-            f"median {num(out.median_rel_error, 2)}  {q} {num(out.quantile_rel_error, 2)}"
-        )
+        lines.append(f"  {_statistics(out, 'rel')}")
     lines.extend(_special_values(out))
     elementwise_failed = out.gated and not (out.base_passed and out.metrics)
     if elementwise_failed:  # not when it passed and only metric checks failed
         lines.extend(_would_pass(out))
-    lines.extend(_worst_table(out.worst, 10 if verbosity < 1 else 25, elementwise_failed))
+    lines.extend(_worst_table(out, 10 if verbosity < 1 else 25, elementwise_failed))
     lines.extend(_histogram(out))
     return lines
+
+
+def _greatest(out: OutputComparison) -> list[str]:
+    """The greatest errors and where they are; beside NaN errors, only when some error is
+    not 0 (an error of 0 at the first compared element is no news)."""
+    tol, lines = out.tolerance, []
+    other = " (NaN errors aside)" if out.nan_errors else ""
+    if out.nan_errors and out.max_abs_error is None:
+        return []  # no error statistics either: said below
+    if out.nan_errors and not out.max_abs_error:
+        compared = out.count - out.nan_errors
+        return [f"  the other {plural(compared, 'element', 'elements')}: no error"]
+    if out.greatest_abs is not None:
+        ga = out.greatest_abs
+        actual, expected = values(out, ga)
+        lines += _wrapped(
+            f"  greatest abs error{other} {against(ga.abs_error, tol.atol)} at {ga.index}",
+            f"actual {actual} expected {expected}",
+            f"(rel {against(ga.rel_error, tol.rtol)})",
+        )
+        saturated = _saturation(out, float(ga.expected))
+        if saturated:
+            lines.append(f"  {saturated}")
+    if out.greatest_rel is not None:
+        gr = out.greatest_rel
+        actual, expected = values(out, gr)
+        lines += _wrapped(
+            f"  greatest rel error{other} {against(gr.rel_error, tol.rtol)} at {gr.index}",
+            f"actual {actual} expected {expected}",
+            f"(abs {against(gr.abs_error, tol.atol)})",
+        )
+    return lines
+
+
+def _wrapped(head: str, values: str, other: str) -> list[str]:
+    """'head: values other' on one line of at most 100 columns, else the values (float64's
+    take 17 digits) on a line of their own."""
+    line = f"{head}: {values} {other}"
+    return [line] if len(line) <= 100 else [f"{head} {other}:", f"    {values}"]
+
+
+def _statistics(out: OutputComparison, kind: str) -> str:
+    """'abs error: mean 1.2e-05  median 0  p99 9.5e-05': compact, but the statistic a check
+    compares with its bound in digits enough to compare with it as it does."""
+    tol = out.tolerance
+    q = f"p{100 * tol.quantile:g}"
+    bound = tol.atol if kind == "abs" else tol.rtol
+    figures = (
+        ("mean", "mean", getattr(out, f"mean_{kind}_error")),
+        ("median", "median", getattr(out, f"median_{kind}_error")),
+        (q, "quantile", getattr(out, f"quantile_{kind}_error")),
+    )
+    shown = [
+        f"{label} {against(value, bound, 2) if check == tol.check else num(value, 2)}"
+        for label, check, value in figures
+    ]
+    head = f"{kind} error" + (f" ({out.count - out.nan_errors} non-NaN)" if out.nan_errors else "")
+    return f"{head}: {'  '.join(shown)}"
 
 
 def _statistic_verdict(out: OutputComparison) -> str:
@@ -224,8 +266,8 @@ def _statistic_verdict(out: OutputComparison) -> str:
             f"{plural(out.nan_errors, 'error is', 'errors are')} NaN, so the {stat} statistic fails"
         )
     return (
-        f"{stat} abs error {num(out.required_atol)} > atol {num(tol.atol)} and "
-        f"{stat} rel error {num(out.required_rtol)} > rtol {num(tol.rtol)}"
+        f"{stat} abs error {against(out.required_atol, tol.atol)} > atol {exact(tol.atol)} and "
+        f"{stat} rel error {against(out.required_rtol, tol.rtol)} > rtol {exact(tol.rtol)}"
     )
 
 
@@ -284,42 +326,64 @@ def _would_pass(out: OutputComparison) -> list[str]:
             "any atol/rtol"
         ]
     need_atol, need_rtol = num_up(out.required_atol), num_up(out.required_rtol)
+    zero = _zero_expected(out)
+    if zero is not None:  # a rel error over expected 0 is abs / eps: no rtol means anything
+        line = f"  would pass with atol ≥ {need_atol} (no rtol: expected is 0 at {zero})"
+        at_rtol = out.required_atol_at_rtol
+        if at_rtol is not None and tol.rtol > 0 and num_up(at_rtol) != need_atol:
+            return [line, f"    or atol ≥ {num_up(at_rtol)} at rtol {exact(tol.rtol)}"]
+        return [line]
     line = f"  would pass with atol ≥ {need_atol} or rtol ≥ {need_rtol}"
     sharper = []
     at_rtol, at_atol = out.required_atol_at_rtol, out.required_rtol_at_atol
     if at_rtol is not None and tol.rtol > 0 and num_up(at_rtol) != need_atol:
-        sharper.append(f"atol ≥ {num_up(at_rtol)} at rtol {num(tol.rtol)}")
+        sharper.append(f"atol ≥ {num_up(at_rtol)} at rtol {exact(tol.rtol)}")
     if at_atol is not None and tol.atol > 0 and num_up(at_atol) != need_rtol:
-        sharper.append(f"rtol ≥ {num_up(at_atol)} at atol {num(tol.atol)}")
+        sharper.append(f"rtol ≥ {num_up(at_atol)} at atol {exact(tol.atol)}")
     if sharper and len(line) + 4 + len(", ".join(sharper)) <= 100:
         return [f"{line} ({', '.join(sharper)})"]
     return [line] + ([f"    or {' or '.join(sharper)}"] if sharper else [])
 
 
+def _zero_expected(out: OutputComparison) -> tuple[int, ...] | None:
+    """Where a failing element's expected value is 0, when one drives the rtol needed (its
+    rel error is abs / eps): that rtol would pass anything."""
+    gr = out.greatest_rel
+    if gr is None or gr.expected != 0 or not gr.abs_error or gr.rel_error <= out.tolerance.rtol:
+        return None
+    return gr.index
+
+
 def _nan_hint(out: OutputComparison) -> str:
-    """Which option could excuse the NaN errors, if any."""
+    """Which option could excuse the NaN errors, if any: nan_equal only NaN on both sides at
+    the same positions, inf_equal only Inf - Inf."""
     tol = out.tolerance
     hints = []
     if out.nan_actual or out.nan_expected:
-        hints.append(
-            "nan_equal excuses only NaN on both sides" if tol.nan_equal else "see nan_equal"
-        )
+        if out.nan_actual and out.nan_expected and not out.nan_positions_match:
+            hints.append("nan_equal cannot help where NaN positions differ")
+        elif not (out.nan_actual and out.nan_expected):
+            side = "actual" if out.nan_actual else "expected"
+            hints.append(f"nan_equal cannot help: NaN in {side} only")
+        elif not tol.nan_equal:
+            hints.append("nan_equal=True excuses NaN on both sides")
     if (out.inf_actual or out.inf_expected) and not tol.inf_equal:
         hints.append("Inf - Inf is NaN unless inf_equal")
-    return "; ".join(hints) or "see nan_equal"
+    return "; ".join(hints) or "NaN errors"
 
 
-def _worst_table(worst: tuple[ElementError, ...], rows: int, ratio: bool = True) -> list[str]:
+def _worst_table(out: OutputComparison, rows: int, ratio: bool = True) -> list[str]:
+    worst = out.worst
     if not worst:
         return []
     shown = worst[:rows]
+    tol = out.tolerance
     cells: list[tuple[str, ...]] = [
         (
             str(el.index),
-            num(el.actual, 6),
-            num(el.expected, 6),
-            num(el.abs_error),
-            num(el.rel_error),
+            *values(out, el),
+            against(el.abs_error, tol.atol),
+            against(el.rel_error, tol.rtol),
             ratio_text(el.ratio),
         )
         for el in shown
@@ -337,10 +401,11 @@ def _worst_table(worst: tuple[ElementError, ...], rows: int, ratio: bool = True)
 
 
 def _histogram(out: OutputComparison) -> list[str]:
-    if not out.histogram:
+    """Errors by decade, NaN errors on a row of their own (they have no decade)."""
+    if not out.histogram and not out.nan_errors:
         return []
-    total = sum(count for _, count in out.histogram)
-    peak = max(count for _, count in out.histogram)
+    total = sum(count for _, count in out.histogram) + out.nan_errors
+    peak = max([count for _, count in out.histogram] + [out.nan_errors])
     atol_decade = math.floor(math.log10(out.tolerance.atol)) if out.tolerance.atol > 0 else None
     lines = ["  error histogram (log10 |abs err|):"]
     for decade, count in out.histogram:
@@ -350,6 +415,11 @@ def _histogram(out: OutputComparison) -> list[str]:
         bar = "█" * max(1, round(_BAR_WIDTH * count / peak))
         mark = "  ← atol" if decade is not None and decade == atol_decade else ""
         lines.append(f"    {label:>16} {count:>10} {100 * count / total:5.1f}% {bar}{mark}")
+    if out.nan_errors:
+        bar = "█" * max(1, round(_BAR_WIDTH * out.nan_errors / peak))
+        lines.append(
+            f"    {'NaN':>16} {out.nan_errors:>10} {100 * out.nan_errors / total:5.1f}% {bar}"
+        )
     return lines
 
 

@@ -9,12 +9,13 @@ import numbers
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import ToleranceError, ToleranceWarning
+from .digits import exact
 
 #: Metric checks: one figure of the whole output against `threshold` (Polygraphy's
 #: `--compare l2 cosine_similarity psnr snr`, plus logits KL divergence and top-1 agreement).
@@ -55,6 +56,12 @@ PRECISION_DEFAULTS: Mapping[str, float] = {
     "fp8": 1e-1,
 }
 
+#: Where a tolerance's field came from (README "Tolerances", precedence: option > marker /
+#: call > ini > default): the built-in value, the ini key `trtcompare_tolerances`, the command
+#: line, the compare_frameworks marker, a call (compare(..., atol=), golden.check,
+#: assert_outputs_close, compare_outputs), or a golden's stored tolerance.
+SOURCES = ("default", "ini", "option", "marker", "call", "golden")
+
 _TOP_K = re.compile(r"^top-(?P<k>\d+)(?:,axis=(?P<axis>-?\d+))?$")
 
 
@@ -77,6 +84,9 @@ class Tolerance:
     index_tolerance: int = 0
     postprocess: str | None = None
     threshold: float | None = None  # metric checks only; None: the metric's default
+    #: field name -> one of SOURCES; empty for a Tolerance made by hand, which the table
+    #: that receives it credits whole to its own source. Neither compared nor stored.
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("atol", "rtol"):
@@ -124,7 +134,19 @@ class Tolerance:
                 f"unknown precision {precision!r}; valid precisions: {', '.join(PRECISIONS)}"
             )
         default = PRECISION_DEFAULTS[precision]
-        return cls(**{"atol": default, "rtol": default, **fields})
+        return cls(**{"atol": default, "rtol": default, **fields}).sourced("default")
+
+    def source(self, name: str) -> str:
+        """Where field `name` came from (see SOURCES)."""
+        return self.sources.get(name, "default")
+
+    def sourced(self, source: str, names: Iterable[str] | None = None) -> Tolerance:
+        """A copy with fields `names` (every field when None) credited to `source`."""
+        if source not in SOURCES:
+            raise ValueError(f"unknown tolerance source {source!r}")
+        credited = FIELD_NAMES if names is None else set(names)
+        sources = {**self.sources, **dict.fromkeys(sorted(credited), source)}
+        return dataclasses.replace(self, sources=sources)
 
     def replace(self, **fields: Any) -> Tolerance:
         """A copy with some fields changed; unknown field names are a ToleranceError."""
@@ -135,21 +157,32 @@ class Tolerance:
                 f"valid fields: {', '.join(sorted(FIELD_NAMES))}"
             )
         check = fields.get("check", self.check)
+        sources = dict(self.sources)
         if check != self.check and "threshold" not in fields:
             fields["threshold"] = None  # another check: its own default (or none)
-        return dataclasses.replace(self, **fields)
+            sources["threshold"] = "default"
+        return dataclasses.replace(self, **fields, sources=sources)
 
-    def describe(self) -> str:
-        """Short human text, e.g. 'elemwise tolerance atol=0.001 rtol=0.001'."""
+    def describe(self, sources: bool = True) -> str:
+        """Short human text, each bound followed by its source: 'elemwise tolerance
+        atol=0.001 (ini) rtol=0.001 (ini)'; the check's own source when it is not elemwise:
+        'mean tolerance (option) atol=...'."""
+
+        def of(name: str) -> str:
+            return f" ({self.source(name)})" if sources else ""
+
         if self.check == "indices":
-            return f"index tolerance {self.index_tolerance}"
+            return f"index tolerance {self.index_tolerance}{of('index_tolerance')}"
         if self.is_metric:
-            return metric_bound(self.check, self.threshold)
-        text = f"{self.check} tolerance atol={self.atol:g} rtol={self.rtol:g}"
+            return metric_bound(self.check, self.threshold) + of("threshold")
+        text = f"{self.check} tolerance"
+        if self.check != "elemwise":
+            text += of("check")
+        text += f" atol={exact(self.atol)}{of('atol')} rtol={exact(self.rtol)}{of('rtol')}"
         if self.check == "quantile":
             text += f" (q={self.quantile:g})"
         if self.rule != "polygraphy":
-            text += f" rule={self.rule}"
+            text += f" rule={self.rule}{of('rule')}"
         return text
 
 
@@ -164,7 +197,7 @@ def metric_bound(check: str, threshold: float | None) -> str:
     """'cosine >= 0.999', 'l2 <= 1e-05', 'snr >= 20 dB'."""
     unit = " dB" if check in ("snr", "psnr") else ""
     relation = ">=" if check in MINIMUM_METRICS else "<="
-    return f"{check} {relation} {threshold:.10g}{unit}"
+    return f"{check} {relation} {exact(threshold)}{unit}"
 
 
 def _threshold(check: str, value: Any) -> float | None:
@@ -191,7 +224,10 @@ def _threshold(check: str, value: Any) -> float | None:
     return number
 
 
-FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Tolerance))
+#: The fields a user sets (`sources` is bookkeeping, not one of them).
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Tolerance) if f.name != "sources")
+#: The built-in tolerance (fp32's), every field credited to "default".
+DEFAULT = Tolerance().sourced("default")
 
 ToleranceLike = Tolerance | Mapping[str, Any]
 #: One output's tolerance, or a sequence of them that must all pass (Polygraphy's
@@ -212,9 +248,25 @@ def members(entry: Entry) -> tuple[Tolerance, ...]:
 
 def entry_record(entry: Entry) -> dict[str, Any] | list[dict[str, Any]]:
     """JSON-able fields of an entry (golden metadata): a dict, or a list of them."""
-    if isinstance(entry, Tolerance):
-        return dataclasses.asdict(entry)
-    return [dataclasses.asdict(t) for t in entry]
+    return _fields(entry) if isinstance(entry, Tolerance) else [_fields(t) for t in entry]
+
+
+def _fields(tol: Tolerance) -> dict[str, Any]:
+    return {f.name: getattr(tol, f.name) for f in dataclasses.fields(tol) if f.name in FIELD_NAMES}
+
+
+def entry_sources(entry: Entry) -> dict[str, str]:
+    """Where an entry's bounds came from, for the JSON report: {'atol': 'ini', 'rtol':
+    'ini', 'check': 'default'}; a metric check's under its name ({'cosine': 'marker'})."""
+    found: dict[str, str] = {}
+    for tol in members(entry):
+        if tol.is_metric:
+            found[tol.check] = tol.source("threshold")
+        elif tol.check == "indices":
+            found.update(check=tol.source("check"), index_tolerance=tol.source("index_tolerance"))
+        else:
+            found.update({name: tol.source(name) for name in ("atol", "rtol", "check")})
+    return found
 
 
 def split_entry(entry: Entry) -> tuple[Tolerance | None, tuple[Tolerance, ...]]:
@@ -259,8 +311,9 @@ def parse_top_k(spec: str) -> tuple[int, int]:
     return int(match["k"]), int(match["axis"] or -1)
 
 
-def _as_entry(value: Any, base: Tolerance, where: str) -> Entry:
-    """A Tolerance, a mapping of its fields, or a list/tuple of either."""
+def _as_entry(value: Any, base: Tolerance, where: str, source: str = "call") -> Entry:
+    """A Tolerance, a mapping of its fields, or a list/tuple of either; what it sets is
+    credited to `source`."""
     if (
         isinstance(value, (list, tuple))
         and len(value) == 2
@@ -273,17 +326,20 @@ def _as_entry(value: Any, base: Tolerance, where: str) -> Entry:
             f"{{'check': {check!r}, 'threshold': {threshold!r}}}"
         )
     if isinstance(value, (list, tuple)):
-        return _entry([_as_tolerance(v, base, f"{where}[{i}]") for i, v in enumerate(value)], where)
-    return _as_tolerance(value, base, where)
+        found = [_as_tolerance(v, base, f"{where}[{i}]", source) for i, v in enumerate(value)]
+        return _entry(found, where)
+    return _as_tolerance(value, base, where, source)
 
 
-def _as_tolerance(value: Any, base: Tolerance, where: str) -> Tolerance:
+def _as_tolerance(value: Any, base: Tolerance, where: str, source: str = "call") -> Tolerance:
+    """A Tolerance made by hand is credited whole to `source`; a mapping, its fields (the
+    others keep `base`'s sources)."""
     if isinstance(value, Tolerance):
-        return value
+        return value if value.sources else value.sourced(source)
     if isinstance(value, Mapping):
         _no_fields_beside_a_metric(dict(value), where)
         try:
-            return base.replace(**dict(value))
+            return base.replace(**dict(value)).sourced(source, dict(value))
         except ToleranceError as exc:
             raise ToleranceError(f"{where}: {exc}") from None
     problem = f"{where}: expected a Tolerance or a mapping of fields, got {value!r}"
@@ -320,11 +376,14 @@ def _no_fields_beside_a_metric(fields: Mapping[str, Any], where: str) -> None:
         )
 
 
-def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bool) -> Entry:
-    """`entry` with keyword fields applied: to its elementwise / statistic member, `threshold`
-    to its one metric check, every field to a lone metric that `check` replaces by a
-    non-metric. A field with no member to change is a ToleranceError when `strict`, else
-    left out (the command line's fields change every elementwise member there is)."""
+def _override(
+    entry: Entry, overrides: Mapping[str, Any], where: str, strict: bool, source: str = "call"
+) -> Entry:
+    """`entry` with keyword fields applied (credited to `source`): to its elementwise /
+    statistic member, `threshold` to its one metric check, every field to a lone metric that
+    `check` replaces by a non-metric. A field with no member to change is a ToleranceError
+    when `strict`, else left out (the command line's fields change every elementwise member
+    there is)."""
     base, metrics = split_entry(entry)
     fields = dict(overrides)
     _no_fields_beside_a_metric(fields, where)
@@ -336,7 +395,8 @@ def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bo
         )
     lone = base is None and len(metrics) == 1
     if lone and strict and fields.get("check", metrics[0].check) not in METRICS:
-        return metrics[0].replace(**fields)  # replaced by an elementwise / statistic check
+        # replaced by an elementwise / statistic check
+        return metrics[0].replace(**fields).sourced(source, fields)
     checks = ", ".join(t.check for t in metrics)
     threshold = None
     if "threshold" in fields and metrics and not lone:
@@ -355,9 +415,16 @@ def _override(entry: Entry, overrides: Mapping[str, Any], where: str, strict: bo
                 f"{where}: {names} {verb} no elementwise tolerance to change in [{checks}]"
             )
         fields = {k: v for k, v in fields.items() if k not in lost}
-        return _entry([t.replace(**fields) for t in metrics], where) if fields else entry
-    changed = [base.replace(**fields)]
-    changed += [t.replace(threshold=threshold) if threshold is not None else t for t in metrics]
+        if not fields:
+            return entry
+        return _entry([t.replace(**fields).sourced(source, fields) for t in metrics], where)
+    changed = [base.replace(**fields).sourced(source, fields)]
+    changed += [
+        t.replace(threshold=threshold).sourced(source, ["threshold"])
+        if threshold is not None
+        else t
+        for t in metrics
+    ]
     return _entry(changed, where)
 
 
@@ -390,22 +457,27 @@ class ToleranceTable:
     metric check (a lone metric check takes threshold, postprocess and check); a field that
     cannot apply unambiguously is a ToleranceError. Fields of a mapping entry start from the
     default's.
+
+    What `spec` and `overrides` set is credited to `source` (a Tolerance made by hand
+    whole, a mapping its fields; a Tolerance that already names its sources keeps them);
+    the rest is the built-in default's.
     """
 
-    def __init__(self, spec: ToleranceSpec = None, **overrides: Any) -> None:
-        default: Entry = Tolerance()
+    def __init__(self, spec: ToleranceSpec = None, source: str = "call", **overrides: Any) -> None:
+        default: Entry = DEFAULT
         per_output: dict[str, Entry] = {}
         if isinstance(spec, (Tolerance, list, tuple)):
-            default = _as_entry(spec, Tolerance(), "tolerance")
+            default = _as_entry(spec, DEFAULT, "tolerance", source)
         elif isinstance(spec, Mapping) and is_field_mapping(spec):
-            default = _as_tolerance(spec, Tolerance(), "tolerance")  # {"atol": 1e-3, "rtol": 0}
+            default = _as_tolerance(spec, DEFAULT, "tolerance", source)  # {"atol": 1e-3}
         elif isinstance(spec, Mapping):
             if "" in spec:
-                default = _as_entry(spec[""], Tolerance(), "tolerance['']")
-            base = split_entry(default)[0] or Tolerance()
+                default = _as_entry(spec[""], DEFAULT, "tolerance['']", source)
+            base = split_entry(default)[0] or DEFAULT
             for name, value in spec.items():
                 if name != "":
-                    per_output[str(name)] = _as_entry(value, base, f"tolerance[{name!r}]")
+                    where = f"tolerance[{name!r}]"
+                    per_output[str(name)] = _as_entry(value, base, where, source)
         elif spec is not None:
             raise ToleranceError(
                 f"tolerance must be a Tolerance, a dict of its fields ({{'atol': 1e-3, "
@@ -415,13 +487,13 @@ class ToleranceTable:
         self.default = default
         self.per_output = per_output
         if overrides:
-            self.override(overrides, strict=True)
+            self.override(overrides, strict=True, source=source)
 
-    def override(self, fields: Mapping[str, Any], strict: bool) -> None:
-        """Apply keyword fields to every entry (see `_override`)."""
-        self.default = _override(self.default, fields, "tolerance", strict)
+    def override(self, fields: Mapping[str, Any], strict: bool, source: str = "call") -> None:
+        """Apply keyword fields to every entry (see `_override`), credited to `source`."""
+        self.default = _override(self.default, fields, "tolerance", strict, source)
         self.per_output = {
-            name: _override(entry, fields, f"tolerance[{name!r}]", strict)
+            name: _override(entry, fields, f"tolerance[{name!r}]", strict, source)
             for name, entry in self.per_output.items()
         }
 

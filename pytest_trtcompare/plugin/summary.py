@@ -8,10 +8,20 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..engine import METRICS, ComparisonResult, format_pair, listed, metric_bound, num
+from ..engine import (
+    METRICS,
+    ComparisonResult,
+    against,
+    entry_sources,
+    exact,
+    format_pair,
+    listed,
+    metric_bound,
+    num,
+)
 
 PROPERTY = "trtcompare"
 RECORD_SUFFIX = ".record"  # trtcompare.<output>.record: the whole record as JSON
@@ -24,11 +34,11 @@ class Record:
     output: str
     passed: bool
     margin: float
-    max_abs_error: float
-    max_rel_error: float
-    check: str
-    atol: float
-    rtol: float
+    max_abs_error: float | None  # None: no error computed (a shape, a name, every one NaN)
+    max_rel_error: float | None
+    check: str | None  # None: a missing output, no tolerance applied
+    atol: float | None
+    rtol: float | None
     source: str  # "compare_frameworks", "compare" or "golden"
     target: str | None = None
     reference: str | None = None
@@ -36,8 +46,13 @@ class Record:
         None  # per-layer: the producing node, '/encoder/layer.0/attn/MatMul (MatMul)'
     )
     gates: bool = True  # False: a layer out of tolerance that does not decide (layers='report')
-    #: metric checks: {"check", "threshold", "value", "passed", "margin"} each
+    #: metric checks: {"check", "threshold", "value", "passed", "margin", "source"} each
     metrics: tuple[dict[str, Any], ...] = ()
+    #: what failed when no error size says it: 'NaN in actual at 3 positions, first (0, 0)',
+    #: 'shape (2, 3) vs (2, 4)', "missing output 'x' in actual"
+    failure: str | None = None
+    #: where each bound came from: {"atol": "ini", "rtol": "ini", "check": "default"}
+    tolerance_sources: dict[str, str] = field(default_factory=dict)
 
 
 def records(
@@ -72,23 +87,28 @@ def records(
                 node=None if view is None else view.label(name),
                 gates=name in gating,
                 metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
+                failure=output.failure,
+                tolerance_sources=entry_sources(output.tolerance),
             )
         )
-    for name in (*result.missing_in_actual, *result.missing_in_expected):
+    missing = [(name, "actual") for name in result.missing_in_actual]
+    missing += [(name, "expected") for name in result.missing_in_expected]
+    for name, side in missing:
         out.append(
             Record(
-                test,
-                name,
-                False,
-                math.inf,
-                math.nan,
-                math.nan,
-                "-",
-                0,
-                0,
-                source,
-                target,
-                reference,
+                test=test,
+                output=name,
+                passed=False,
+                margin=math.inf,
+                max_abs_error=None,
+                max_rel_error=None,
+                check=None,
+                atol=None,
+                rtol=None,
+                source=source,
+                target=target,
+                reference=reference,
+                failure=f"missing output {name!r} in {side}",
             )
         )
     return out
@@ -114,8 +134,9 @@ def layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> di
 
 
 def to_properties(items: Iterable[Record], taken: Iterable[str] = ()) -> list[tuple[str, Any]]:
-    """JUnit properties, one name per output and field: trtcompare.<output>.passed, .max_abs,
-    .max_rel, .margin, .check, .atol, .rtol, .<metric> and .<metric>.margin, and .record
+    """JUnit properties, one name per output and field: trtcompare.<output>.passed, .failure
+    (what failed where no error size says it), .max_abs, .max_rel, .margin, .check, .atol,
+    .rtol (each left out where it was not computed), .<metric> and .<metric>.margin, and .record
     (every field as JSON, which the summary and JSON report read back). An output already
     recorded in this test (`taken` names) gets '#2', '#3' ... after its name."""
     properties: list[tuple[str, Any]] = []
@@ -127,15 +148,21 @@ def to_properties(items: Iterable[Record], taken: Iterable[str] = ()) -> list[tu
             count += 1
             prefix = f"{PROPERTY}.{record.output}#{count}"
         used.add(prefix)
-        properties += [
-            (f"{prefix}.passed", str(record.passed).lower()),
-            (f"{prefix}.max_abs", _json_number(record.max_abs_error)),
-            (f"{prefix}.max_rel", _json_number(record.max_rel_error)),
-            (f"{prefix}.margin", _json_number(record.margin)),
-            (f"{prefix}.check", record.check),
-            (f"{prefix}.atol", _json_number(record.atol)),
-            (f"{prefix}.rtol", _json_number(record.rtol)),
-        ]
+        properties.append((f"{prefix}.passed", str(record.passed).lower()))
+        if record.failure is not None:  # what failed where no error size says it
+            properties.append((f"{prefix}.failure", record.failure))
+        for key, value in (
+            ("max_abs", record.max_abs_error),
+            ("max_rel", record.max_rel_error),
+            ("margin", record.margin),
+            ("check", record.check),
+            ("atol", record.atol),
+            ("rtol", record.rtol),
+        ):
+            if value is not None:  # None: not computed (a shape or name failure)
+                properties.append(
+                    (f"{prefix}.{key}", value if isinstance(value, str) else _json_number(value))
+                )
         for metric in record.metrics:
             key = f"{prefix}.{metric['check']}"
             properties.append((key, _json_number(metric["value"])))
@@ -151,7 +178,7 @@ def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
         if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX):
             data = json.loads(value)
             for name in _NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
-                data[name] = float(data[name])
+                data[name] = None if data[name] is None else float(data[name])
             data["metrics"] = tuple(
                 {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
                 for m in data.get("metrics", ())
@@ -203,16 +230,37 @@ def format_summary(items: list[Record], limit: int | None) -> list[str]:
 
 
 def _figures(r: Record) -> str:
-    text = f"abs {num(r.max_abs_error, 3)}  rel {num(r.max_rel_error, 3)}"
+    """The worst errors, in digits enough to compare with the bounds as they do; what
+    failed instead where no error size says it (NaN, a shape, a missing output)."""
+    if r.failure is not None:
+        text = r.failure
+    else:
+        text = (
+            f"abs {against(r.max_abs_error, r.atol, 3)}  rel {against(r.max_rel_error, r.rtol, 3)}"
+        )
     values = (f"{m['check']} {format_pair(m['value'], m['threshold'])[0]}" for m in r.metrics)
     return "  ".join([text, *values])  # digits enough to differ from the bound
 
 
 def _tolerance(r: Record) -> str:
-    bounds = [metric_bound(m["check"], m["threshold"]) for m in r.metrics]
+    """'elemwise atol=0.0001 rtol=0.0001 (ini)': the bounds, exact, and their sources."""
+    bounds = [
+        f"{metric_bound(m['check'], m['threshold'])} ({m.get('source', 'default')})"
+        for m in r.metrics
+    ]
+    if r.check is None:  # a missing output: no tolerance applied
+        return "-"
     if r.check in METRICS:  # metric checks alone
         return "; ".join(bounds)
-    return "; ".join([f"{r.check} atol={num(r.atol, 2)} rtol={num(r.rtol, 2)}", *bounds])
+    sources = r.tolerance_sources
+    named = ["atol", "rtol"] + (["check"] if r.check != "elemwise" else [])
+    found = {sources.get(name, "default") for name in named}
+    text = f"{r.check} atol={exact(r.atol)} rtol={exact(r.rtol)}"
+    if len(found) == 1:
+        text += f" ({found.pop()})"
+    else:
+        text += " (" + ", ".join(f"{n} {sources.get(n, 'default')}" for n in named) + ")"
+    return "; ".join([text, *bounds])
 
 
 _HEADS = ("margin", "", "test :: output", "worst error", "tolerance")

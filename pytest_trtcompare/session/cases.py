@@ -126,7 +126,7 @@ class CaseRunner:
         return functools.partial(compare_outputs, shape_check=shape_check)
 
     def tolerance(self, spec: CompareSpec, precision: str) -> Any:
-        table = self.settings.resolve(precision, spec.tolerance)
+        table = self.settings.resolve(precision, spec.tolerance, source="marker")
         return {"": table.default, **table.per_output}
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:

@@ -1,6 +1,7 @@
 """Run settings without pytest: precision lists, the ini tolerance table, precedence.
 
-Precedence of tolerances (SPEC §6): command line > marker / call > ini > built-in.
+Precedence of tolerances (SPEC §6): command line > marker / call > ini > built-in; each
+field of the resolved tolerances names which of them it came from (`Tolerance.source`).
 """
 
 from __future__ import annotations
@@ -195,23 +196,30 @@ class ToleranceSettings:
 
     def base_for(self, precision: str) -> Entry:
         """ini entry of the precision (fields and metric checks) over its built-in default."""
-        base = Tolerance.for_precision(precision, **self.ini_table.get(precision, {}))
-        return with_metrics(base, self.ini_metrics.get(precision, ()))
+        ini = self.ini_table.get(precision, {})
+        base = Tolerance.for_precision(precision).replace(**ini).sourced("ini", ini)
+        metrics = [metric.sourced("ini") for metric in self.ini_metrics.get(precision, ())]
+        return with_metrics(base, metrics)
 
     def resolve(
-        self, precision: str, tolerance: ToleranceSpec = None, **call_fields: Any
+        self,
+        precision: str,
+        tolerance: ToleranceSpec = None,
+        *,
+        source: str = "call",
+        **call_fields: Any,
     ) -> ToleranceTable:
-        """Built-in < ini < the call's tolerance and fields < command line. The command
-        line's fields change every elementwise / statistic member (an entry of metric checks
-        alone has none and stays); its metric checks are added to every entry, replacing
-        ones of the same check."""
+        """Built-in < ini < the call's (or marker's: `source`) tolerance and fields <
+        command line. The command line's fields change every elementwise / statistic member
+        (an entry of metric checks alone has none and stays); its metric checks are added to
+        every entry, replacing ones of the same check. Each field names its source."""
         spec = self.base_for(precision) if tolerance is None else tolerance
         if isinstance(spec, Mapping) and "" not in spec and not is_field_mapping(spec):
             spec = {"": self.base_for(precision), **spec}  # outputs not named: the default
-        table = ToleranceTable(spec, **call_fields)
+        table = ToleranceTable(spec, source, **call_fields)
         if self.command_line:
-            table.override(self.command_line, strict=False)
-        table.add_metrics(self.metrics)
+            table.override(self.command_line, strict=False, source="option")
+        table.add_metrics([metric.sourced("option") for metric in self.metrics])
         return table
 
 
