@@ -221,6 +221,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="write arrays and plots of failing outputs here, written --trtcompare-artifacts=DIR",
     )
     add(
+        "--trt-artifacts",
+        dest="trt_artifacts",
+        choices=["none", "failed", "all"],
+        help="which outputs get arrays and pictures written (the folder: --trtcompare-artifacts):"
+        " none, failed (the default) or all, passing ones too (ini: trtcompare_artifacts_mode)",
+    )
+    add(
         "--trt-engine-cache",
         dest="trt_engine_cache",
         metavar="DIR",
@@ -279,6 +286,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
     parser.addini("trtcompare_layers", "default of layers= (gate or report)", default="")
     parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
+    parser.addini(
+        "trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)", default=""
+    )
     parser.addini(
         "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False
     )

@@ -56,6 +56,7 @@ class Settings:
     input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
     seed: int | None = None  # --trt-seed
     val_range: Any = None  # --trt-val-range
+    artifacts_mode: str = "failed"  # --trt-artifacts, ini trtcompare_artifacts_mode
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -189,8 +190,23 @@ def build_settings(config: pytest.Config) -> Settings:
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
         library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
+        artifacts_mode=_artifacts_mode(config),
         **_overrides(config),
     )
+
+
+ARTIFACT_MODES = ("none", "failed", "all")
+
+
+def _artifacts_mode(config: pytest.Config) -> str:
+    """--trt-artifacts (argparse checks its value) > ini trtcompare_artifacts_mode > failed."""
+    given = config.getoption("trt_artifacts")
+    if given:
+        return str(given)
+    ini = str(config.getini("trtcompare_artifacts_mode")).strip() or "failed"
+    if ini not in ARTIFACT_MODES:
+        raise _usage(f"ini trtcompare_artifacts_mode = {ini!r}: takes {', '.join(ARTIFACT_MODES)}")
+    return ini
 
 
 def _registered_flags(config: pytest.Config) -> set[str]:
