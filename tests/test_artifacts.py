@@ -164,3 +164,140 @@ def test_pytest_html_shows_the_pictures(pytester):
     result.assert_outcomes(failed=1)
     html = (pytester.path / "report.html").read_text()
     assert html.count("data:image/png;base64") >= 2
+
+
+# -- equal errors (issue 26) --------------------------------------------------------------------
+def test_errors_all_equal_write_their_arrays_and_pictures(tmp_path):
+    """float64 outputs off by the same amount: log10 errors equal up to rounding, which numpy
+    cannot cut into 60 bins ("Too many bins for data range")."""
+    pytest.importorskip("matplotlib")
+    expected = np.random.default_rng(0).standard_normal((8, 8))
+    actual = expected + 0.5
+    result = compare_outputs({"y": actual}, {"y": expected})
+    made = write(result, {"y": actual}, {"y": expected}, tmp_path)
+    assert sorted(p.name for p in made.files) == [
+        "y.actual.npy",
+        "y.expected.npy",
+        "y.heatmap.png",
+        "y.histogram.png",
+    ]
+    assert (tmp_path / "y.histogram.png").stat().st_size > 10_000
+
+
+def test_the_histogram_range_of_one_value_is_a_decade_around_it():
+    logs = np.log10(np.abs((np.random.default_rng(1).standard_normal(64) + 0.5) - 0.5 + 0.25))
+    assert plots.log_range(logs) == (float(logs.min()), float(logs.max()))
+    single = np.full(5, -0.30103) + np.array([0, 1e-16, 0, 2e-16, 0])
+    low, high = plots.log_range(single)
+    assert low == pytest.approx(-0.80103) and high == pytest.approx(0.19897)
+
+
+EQUAL_ERRORS = """
+import numpy as np
+
+def test_shifted(compare):
+    expected = np.random.default_rng(0).standard_normal((8, 8))
+    compare({"y": expected + 0.5}, {"y": expected})
+"""
+
+
+def test_a_failure_with_equal_errors_lists_its_artifacts(pytester):
+    pytest.importorskip("matplotlib")
+    pytester.makepyfile(test_shifted=EQUAL_ERRORS)
+    result = pytester.runpytest("--trt-artifacts-dir=arts")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*artifacts: *arts/test_shifted.py__test_shifted*", "*y.histogram.png"]
+    )
+    assert "could not be written" not in result.stdout.str()
+
+
+# -- --trt-artifacts=none|failed|all (issue 26) -------------------------------------------------
+MIXED = """
+import numpy as np
+import pytest
+from tests.onnx_models import layer_chain
+
+def test_fails(compare):
+    compare({"y": np.full((4, 4), 1.5, np.float32)}, {"y": np.ones((4, 4), np.float32)})
+
+def test_passes(compare):
+    compare({"y": np.ones((4, 4), np.float32)}, {"y": np.ones((4, 4), np.float32)})
+
+@pytest.mark.compare_frameworks(model=layer_chain(), frameworks=["onnxrt", "onnxref"])
+@pytest.mark.shapes({"x": (2, 16)})
+def test_frameworks():
+    pass
+"""
+
+FOLDERS = {
+    "none": [],
+    "failed": ["test_mixed.py__test_fails"],
+    "all": [
+        "test_mixed.py__test_fails",
+        "test_mixed.py__test_frameworks[onnxref-fp32-bs2]",
+        "test_mixed.py__test_passes",
+    ],
+}
+
+
+def _names(folders):
+    """Folder names without the digest safe_file_stem adds to tell similar ids apart."""
+    return sorted(folder.name.split("~")[0] for folder in folders)
+
+
+def _mixed(pytester):
+    root = __import__("pathlib").Path(__file__).parents[1]
+    pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(root)!r})\n")
+    pytester.makepyfile(test_mixed=MIXED)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("mode", ["none", "failed", "all"])
+def test_each_mode_writes_what_it_says(pytester, mode, xdist):
+    _mixed(pytester)
+    result = run(pytester, "--trt-artifacts-dir=arts", f"--trt-artifacts={mode}", *xdist)
+    result.assert_outcomes(passed=2, failed=1)
+    arts = pytester.path / "arts"
+    folders = sorted(arts.iterdir()) if arts.exists() else []
+    assert _names(folders) == FOLDERS[mode]
+    for folder in folders:
+        names = sorted(p.name for p in folder.iterdir())
+        assert names[:2] == ["y.actual.npy", "y.expected.npy"]
+    text = result.stdout.str()
+    if mode == "none":
+        assert "artifacts" not in text  # the report says nothing about them
+    else:
+        result.stdout.fnmatch_lines(
+            ["E       artifacts: */arts/test_mixed.py__test_fails*", "E         y.actual.npy"]
+        )
+        assert text.count("artifacts: ") == 1  # passing tests print nothing
+
+
+def test_the_ini_sets_the_mode_and_the_option_wins(pytester):
+    _mixed(pytester)
+    pytester.makeini("[pytest]\ntrtcompare_artifacts_mode = none\n")
+    result = pytester.runpytest("--trt-artifacts-dir=arts")
+    result.assert_outcomes(passed=2, failed=1)
+    assert not (pytester.path / "arts").exists()
+    result = pytester.runpytest("--trt-artifacts-dir=arts", "--trt-artifacts=failed")
+    assert _names((pytester.path / "arts").iterdir()) == FOLDERS["failed"]
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_bad_mode_is_a_usage_error_naming_the_values(pytester, xdist):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = run(pytester, "--trt-artifacts=some", *xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.re_match_lines(  # how argparse quotes the choices differs by Python version
+        [
+            r".*error: argument --trt-artifacts: invalid choice: 'some' "
+            r"\(choose from '?none'?, '?failed'?, '?all'?\)"
+        ]
+    )
+    pytester.makeini("[pytest]\ntrtcompare_artifacts_mode = everything\n")
+    result = run(pytester, *xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: ini trtcompare_artifacts_mode = 'everything': takes none, failed, all"]
+    )

@@ -208,3 +208,37 @@ def test_tensorrt_extra_pins_cuda_bindings_to_tensorrts_cuda_major():
     extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["tensorrt"]
     (cuda_major,) = {m for r in extra for m in re.findall(r"^tensorrt-cu(\d+)", r)}
     assert f"cuda-bindings>={cuda_major},<{int(cuda_major) + 1}" in extra
+
+
+def test_engine_builds_and_cache_hits_are_logged_and_a_long_build_told(
+    fake, tmp_path, caplog, monkeypatch
+):
+    from pytest_trtcompare import progress
+
+    fake()
+    caplog.set_level(logging.INFO, logger="pytest_trtcompare")
+    lines: list[str] = []
+    monkeypatch.setattr(progress, "THRESHOLD_S", 0.0)  # every piece of work counts as long
+    model = tmp_path / "model.onnx"
+    onnx.save(layer_chain(), model)
+    previous = progress.set_writer(lines.append)
+    try:
+        for _ in range(2):
+            runners.create(
+                "trt", model, "fp16", shapes=SHAPES, engine_cache=tmp_path, isolate=False
+            )
+    finally:
+        progress.set_writer(previous)
+    messages = [r.getMessage() for r in caplog.records if r.name == "pytest_trtcompare.runners.trt"]
+    assert messages[0].startswith("engine cache miss: model.onnx at fp16, building ")
+    assert re.fullmatch(
+        r"built TensorRT \S+ engine of model\.onnx at fp16 on \S.* in \d+\.\d\d s "
+        r"\(\d+ bytes; fp32 model with BuilderFlag\.FP16\)",
+        messages[1],
+    ), messages[1]
+    assert messages[2].startswith("engine cache hit: model.onnx at fp16, ")
+    assert [line.split(" ... ")[0] for line in lines] == [
+        "trtcompare: building TensorRT engine model.onnx fp16",
+        "trtcompare: building trt runner model.onnx fp16",
+        "trtcompare: building trt runner model.onnx fp16",
+    ]

@@ -9,6 +9,7 @@ reporting.py keep what the session did and print it.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Generator
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from ..engine import OutputMismatchError
 from ..errors import RunnerSkip, TrtCompareError
 from ..session.outcome import Kind
-from . import argv, markers, names, options
+from . import argv, markers, names, options, progress_lines
 from .fixtures import (
     OUTCOME,
     CompareFixture,
@@ -78,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = PluginState.build(options.build_settings(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_SessionHooks(state), "trtcompare-session")
+    progress_lines.install(config)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -112,6 +114,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     settings = state_of(item.config).settings
     outcome = item.stash.get(OUTCOME, None)
     if outcome is not None and outcome.kind not in (Kind.SKIPPED, Kind.ERROR):
+        item.stash[OUTCOME] = dataclasses.replace(outcome, arrays=None)  # items live on
         settle(item, settings, outcome, in_body=False)
     try:
         return (yield)

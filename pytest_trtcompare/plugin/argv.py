@@ -177,6 +177,13 @@ def add_options(parser: pytest.Parser) -> None:
         ),
     )
     add(
+        "--trt-artifacts",
+        dest="trt_artifacts",
+        choices=["none", "failed", "all"],
+        help="which outputs get arrays and pictures written (the folder: --trt-artifacts-dir):"
+        " none, failed (the default) or all, passing ones too (ini: trtcompare_artifacts_mode)",
+    )
+    add(
         "--trt-engine-cache",
         dest="trt_engine_cache",
         metavar="DIR",
@@ -247,6 +254,9 @@ def add_options(parser: pytest.Parser) -> None:
         "trtcompare_shape_check", "default of --trt-shape-check (strict or relaxed)", default=""
     )
     parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
+    parser.addini(
+        "trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)", default=""
+    )
     parser.addini(
         "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False
     )

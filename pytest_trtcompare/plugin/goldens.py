@@ -8,6 +8,7 @@ failures and skips never make a golden look unused).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from .options import Settings
 from .outcome import quoted_nodeid
 
 WORKER_KEY = "trtcompare_goldens"
+_log = logging.getLogger(__name__)
 
 
 def _function_id(nodeid: str) -> str:
@@ -114,6 +116,7 @@ class GoldenSession:
             for name in self.unused:
                 Path(name).unlink(missing_ok=True)
                 self.pruned.append(name)
+                _log.info("pruned unused golden %s", self.show(name))
         elif self.unused and self.settings.strict_goldens:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

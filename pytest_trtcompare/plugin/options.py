@@ -55,6 +55,7 @@ class Settings:
     seed: int | None = None  # --trt-seed
     val_range: Any = None  # --trt-val-range
     shape_check: str | None = None  # --trt-shape-check, else ini (None: strict)
+    artifacts_mode: str = "failed"  # --trt-artifacts, ini trtcompare_artifacts_mode
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -195,5 +196,20 @@ def build_settings(config: pytest.Config) -> Settings:
         rootpath=Path(config.rootpath),
         library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
         shape_check=_shape_check(config),
+        artifacts_mode=_artifacts_mode(config),
         **_overrides(config),
     )
+
+
+ARTIFACT_MODES = ("none", "failed", "all")
+
+
+def _artifacts_mode(config: pytest.Config) -> str:
+    """--trt-artifacts (argparse checks its value) > ini trtcompare_artifacts_mode > failed."""
+    given = config.getoption("trt_artifacts")
+    if given:
+        return str(given)
+    ini = str(config.getini("trtcompare_artifacts_mode")).strip() or "failed"
+    if ini not in ARTIFACT_MODES:
+        raise _usage(f"ini trtcompare_artifacts_mode = {ini!r}: takes {', '.join(ARTIFACT_MODES)}")
+    return ini

@@ -7,6 +7,7 @@ and an OutputMismatchError raised by `assert_outputs_close` in a test body.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import warnings
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..session.outcome import Kind, Outcome, runner_name
 from . import summary
 from .options import Settings
 
+_log = logging.getLogger(__name__)
 ARTIFACT_FILES = pytest.StashKey[list[Path]]()
 LIBRARY_TRACEBACK = pytest.StashKey[str]()
 LIBRARY_TRACEBACK_HEADING = (
@@ -81,19 +83,23 @@ def artifacts_root(item: pytest.Item, settings: Settings) -> Path:
 def failure_artifacts(
     item: pytest.Item, settings: Settings, result: ComparisonResult, arrays: Any
 ) -> str:
-    """Write a failing comparison's arrays and pictures; the text to add to its report."""
-    if arrays is None:
+    """Write a comparison's arrays and pictures as --trt-artifacts asks (failing outputs;
+    every output with `all`; nothing with `none`); the text to add to its report."""
+    if arrays is None or settings.artifacts_mode == "none":
         return ""
     from ..session import artifacts
 
     folder = artifacts.folder_for(artifacts_root(item, settings), item.nodeid)
+    every = settings.artifacts_mode == "all"
     try:
-        made = artifacts.write(result, arrays[0], arrays[1], folder)
+        made = artifacts.write(result, arrays[0], arrays[1], folder, every_output=every)
     except Exception as exc:  # pictures must never hide the comparison's own verdict
+        _log.info("artifacts of %s could not be written to %s: %s", item.nodeid, folder, exc)
         return f"\n\n(artifacts could not be written to {folder}: {exc})"
     if made is None:
         return ""
     item.stash.setdefault(ARTIFACT_FILES, []).extend(made.files)
+    _log.info("artifacts of %s: %d files in %s", item.nodeid, len(made.files), folder)
     return "\n\n" + made.describe()
 
 
@@ -112,6 +118,9 @@ def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: boo
     __tracebackhide__ = True
     record(item, outcome, settings.verbosity)
     if outcome.kind in (Kind.PASSED, Kind.GOLDEN_WRITTEN):
+        worst = outcome.worst
+        if settings.artifacts_mode == "all" and worst is not None:
+            failure_artifacts(item, settings, worst, outcome.arrays)  # files only: it passed
         return
     if outcome.kind is Kind.SKIPPED:
         pytest.skip(outcome.message)

@@ -7,29 +7,39 @@ private temp folder; ml_dtypes' dtypes (bfloat16, float8, int4), whose numpy str
 '<V2', cross by name. Object arrays never cross and nothing is unpickled into an array. The
 worker's stderr goes to a file, whose tail is quoted when it dies. After a crash the next
 call starts a fresh worker.
+
+The worker's log records under `pytest_trtcompare` (at the level the parent's logger had when
+it started it) come back over the pipe and are handled by the parent's loggers, so pytest's
+logging (`--log-cli-level`, caplog) shows them, marked with the worker's pid.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..engine import dtype_from_name
 from ..errors import ModelLoadError, RunnerOptionError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
 from .isolated_torch import export_to_file, needs_export
+from .labels import model_label
 
 _FILE_THRESHOLD = 16 << 20
 _STDERR_TAIL = 2000
+_ROOT_LOGGER = "pytest_trtcompare"
+_log = logging.getLogger(__name__)
 
 
 class RunnerCrashed(TrtCompareError):
@@ -86,10 +96,47 @@ def _unpack_value(item: Any) -> Any:
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
+class _LogRelay(logging.Handler):
+    """In the worker: each record of the main thread goes to the parent as ("log", fields)."""
+
+    def __init__(self, connection: Any) -> None:
+        super().__init__()
+        self.connection = connection
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # the pipe is the main thread's: a second sender would garble it
+        try:
+            fields = {
+                key: value
+                for key, value in vars(record).items()
+                if isinstance(value, (str, int, float)) and key != "msg"
+            }
+            fields["msg"] = f"{record.getMessage()} [worker pid {os.getpid()}]"
+            self.connection.send(("log", fields))
+        except Exception:
+            self.handleError(record)
+
+
+def _relay_logs(connection: Any, level: int) -> None:
+    logger = logging.getLogger(_ROOT_LOGGER)
+    logger.setLevel(level)
+    logger.addHandler(_LogRelay(connection))
+    logger.propagate = False  # the parent decides where records go
+
+
+def _handle_worker_record(fields: dict[str, Any]) -> None:
+    record = logging.makeLogRecord(fields)
+    logger = logging.getLogger(record.name)
+    if logger.isEnabledFor(record.levelno):
+        logger.handle(record)
+
+
 def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str) -> None:
     """The worker: build the runner once, then answer infer requests until told to stop."""
     with open(stderr_path, "ab", buffering=0) as stderr:
         os.dup2(stderr.fileno(), 2)
+    _relay_logs(connection, spec["log_level"])
     from .isolated_torch import load_exported
     from .registry import create_local as create
 
@@ -165,7 +212,10 @@ class IsolatedRunner(Runner):
             "model": _sendable(model),
             "precision": precision,
             "options": options,
+            "log_level": logging.WARNING,
         }
+        self._label = model_label(name, model)
+        self._workers = 0  # started so far: the second is a replacement
         self._folder = Path(tempfile.mkdtemp(prefix="trtcompare-isolated-"))
         self._stderr = self._folder / "stderr.txt"
         self._process: Any = None
@@ -194,6 +244,7 @@ class IsolatedRunner(Runner):
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self._stderr.write_bytes(b"")
+        self._spec["log_level"] = logging.getLogger(_ROOT_LOGGER).getEffectiveLevel()
         self._process = context.Process(
             target=_serve,
             args=(child, self._spec, str(self._stderr), str(self._folder)),
@@ -202,10 +253,24 @@ class IsolatedRunner(Runner):
         self._process.start()
         child.close()
         self._connection = parent
-        reply = self._receive("starting")
+        self._workers += 1
+        framework = self.inner.partition(":")[0]
+        what = f"{framework} runner of {self._label} at {self.precision}"
+        pid = self._process.pid
+        _log.info(
+            "%s isolated worker pid %s for the %s",
+            "started" if self._workers == 1 else "replacing the lost worker: started",
+            pid,
+            what,
+        )
+        where = f"building {framework} runner {self._label} {self.precision} in worker pid {pid}"
+        with progress.step(where) as waiting:
+            reply = self._receive("starting", waiting)
         if reply[0] == "error":
+            _log.info("isolated worker pid %s could not build the %s: %s", pid, what, reply[1])
             self._stop()
             raise _rebuild(reply[1], reply[2])
+        _log.info("isolated worker pid %s ready in %.2f s", pid, waiting.elapsed)
         self._take(reply[1:])
 
     def _take(self, shape: Any) -> None:
@@ -231,32 +296,52 @@ class IsolatedRunner(Runner):
         text = f"runner {self.name} {how}"
         return f"{text}; the end of its stderr:\n{tail}" if tail else text
 
-    def _receive(self, doing: str) -> Any:
+    def _next_message(self, wait: float) -> Any:
+        """The worker's next reply within `wait` s (its log records handled on the way);
+        None when there is none yet; EOFError / OSError when the pipe is closed."""
+        while self._connection.poll(wait):
+            message = self._connection.recv()
+            if message[0] != "log":
+                return message
+            _handle_worker_record(message[1])
+        return None
+
+    def _receive(self, doing: str, waiting: progress.Step | None = None) -> Any:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        pid = self._process.pid
         while True:
-            if self._connection.poll(0.05):
-                try:
-                    return self._connection.recv()
-                except (EOFError, OSError):
-                    break
+            try:
+                message = self._next_message(0.05)
+            except (EOFError, OSError):
+                break
+            if message is not None:
+                return message
             if not self._process.is_alive():
                 time.sleep(0.05)  # let a last message or stderr line land
-                if self._connection.poll(0):
-                    try:
-                        return self._connection.recv()
-                    except (EOFError, OSError):
-                        pass
+                with contextlib.suppress(EOFError, OSError):
+                    message = self._next_message(0)
+                if message is not None:
+                    return message
                 break
             if deadline is not None and time.monotonic() > deadline:
                 self._stop()
                 text = self._crash_text("")
+                _log.info("isolated worker pid %s timed out while %s: killed", pid, doing)
                 raise RunnerCrashed(
                     f"runner {self.name} timed out after {self.timeout:g} s while {doing}"
                     + (text.split(";", 1)[1] if ";" in text else "")
                 )
+            if waiting is not None:
+                waiting.poll()
         self._process.join(5)
         text = self._crash_text("died")
         self._process = None
+        _log.info(
+            "isolated worker pid %s died while %s (%s); the next call starts a fresh one",
+            pid,
+            doing,
+            text.split(";", 1)[0],
+        )
         raise RunnerCrashed(text)
 
     # -- runner protocol ---------------------------------------------------------------------
@@ -280,6 +365,8 @@ class IsolatedRunner(Runner):
             self._local = None
         if self._process is None or not self._process.is_alive():
             self._start()  # the first worker, or a fresh one after a crash
+        else:
+            _log.debug("isolated worker pid %s reused for %s", self._process.pid, self.name)
         self._connection.send(("infer", _pack(feed, self._folder, "in"), self._selection))
         reply = self._receive("running")
         if reply[0] == "error":
@@ -315,11 +402,13 @@ class IsolatedRunner(Runner):
             self._local.close()
             self._local = None
         if self._process is not None and self._process.is_alive():
+            pid = self._process.pid
             try:
                 self._connection.send(("close",))
                 self._process.join(5)
             except (OSError, BrokenPipeError):
                 pass
+            _log.info("stopped isolated worker pid %s of %s", pid, self.name)
         self._stop()
         shutil.rmtree(self._folder, ignore_errors=True)
 

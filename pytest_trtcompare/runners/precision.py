@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import logging
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -31,8 +32,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from .. import progress
 from ..errors import FrameworkUnavailable, ModelLoadError
+from .labels import loaded_label
 from .onnx_model import LoadedModel
+
+_log = logging.getLogger(__name__)
 
 #: Converted models by (model digest, precision): each is converted once per process.
 CONVERTED: dict[tuple[str, str], ConvertedModel] = {}
@@ -46,6 +51,7 @@ KEPT_KEY = "pytest_trtcompare.keep_fp32"
 class ConvertedModel:
     proto: onnx.ModelProto
     route: str  # how it was made, for describe()
+    kept_fp32: tuple[str, ...] | None = None  # nodes left in float32 (None: not known)
 
 
 def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
@@ -57,14 +63,27 @@ def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
         kept = len(json.loads(marked.get(KEPT_KEY, "[]")))
         return ConvertedModel(loaded.proto, f"{precision} model as given ({kept} nodes in fp32)")
     key = (loaded.digest, precision)
-    if key not in CONVERTED:
-        if precision == "fp16":
-            CONVERTED[key] = _to_float16(loaded)
-        elif precision == "bf16":
-            CONVERTED[key] = _to_bfloat16(loaded)
-        else:
-            raise ValueError(f"no ONNX conversion to {precision}")
-    return CONVERTED[key]
+    if key in CONVERTED:
+        _log.debug("%s at %s: converted earlier in this process", loaded_label(loaded), precision)
+        return CONVERTED[key]
+    if precision not in ("fp16", "bf16"):
+        raise ValueError(f"no ONNX conversion to {precision}")
+    label = loaded_label(loaded)
+    with progress.step(f"converting {label} to {precision}") as timing:
+        converted = _to_float16(loaded) if precision == "fp16" else _to_bfloat16(loaded)
+    CONVERTED[key] = converted
+    log_conversion(label, precision, converted, timing.elapsed)
+    return converted
+
+
+def log_conversion(label: str, precision: str, converted: ConvertedModel, seconds: float) -> None:
+    kept = converted.kept_fp32
+    shown = "nodes kept in fp32 not known" if kept is None else f"{len(kept)} nodes kept in fp32"
+    _log.info(
+        "converted %s to %s in %.2f s (%s; %s)", label, precision, seconds, converted.route, shown
+    )
+    if kept:
+        _log.debug("%s at %s: nodes kept in fp32: %s", label, precision, ", ".join(kept))
 
 
 def convert_mixed(loaded: LoadedModel, precision: str, keep_fp32: Sequence[str]) -> onnx.ModelProto:
@@ -77,7 +96,11 @@ def convert_mixed(loaded: LoadedModel, precision: str, keep_fp32: Sequence[str])
     if precision not in ("fp16", "bf16"):
         raise ValueError(f"no mixed ONNX conversion to {precision}")
     make = _to_float16 if precision == "fp16" else _to_bfloat16
-    proto = make(loaded, tuple(keep_fp32)).proto
+    label = loaded_label(loaded)
+    with progress.step(f"converting {label} to {precision}") as timing:
+        converted = make(loaded, tuple(keep_fp32))
+    log_conversion(label, precision, converted, timing.elapsed)
+    proto = converted.proto
     for key, value in ((MIXED_KEY, precision), (KEPT_KEY, json.dumps(list(keep_fp32)))):
         entry = next((p for p in proto.metadata_props if p.key == key), None)
         entry = entry if entry is not None else proto.metadata_props.add(key=key)
@@ -90,7 +113,7 @@ def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel
         converted = _modelopt_autocast(loaded.proto, "fp16", keep)
         if converted is not None:
             return ConvertedModel(converted, "fp16 by ModelOpt AutoCast (float32 I/O)")
-    from onnxruntime.transformers.float16 import convert_float_to_float16
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
     try:
         proto = convert_float_to_float16(
@@ -101,8 +124,12 @@ def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel
     repair(proto)
     if keep:
         remove_round_trips(proto)
+    blocked = set(DEFAULT_OP_BLOCK_LIST)
+    kept = tuple(n.name or n.op_type for n in loaded.proto.graph.node if n.op_type in blocked)
     return ConvertedModel(
-        proto, "fp16 by onnxruntime.transformers.float16 (keep_io_types=True, float32 I/O)"
+        proto,
+        "fp16 by onnxruntime.transformers.float16 (keep_io_types=True, float32 I/O)",
+        (*keep, *(name for name in kept if name not in keep)),
     )
 
 
@@ -142,8 +169,8 @@ def _to_bfloat16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedMode
         converted = _modelopt_autocast(loaded.proto, "bf16", keep)
         if converted is not None:
             return ConvertedModel(converted, "bf16 by ModelOpt AutoCast (float32 I/O)")
-    fp16 = _to_float16(loaded, keep).proto
-    proto = _copy(fp16)
+    fp16 = _to_float16(loaded, keep)
+    proto = _copy(fp16.proto)
     originals = _float_tensors(loaded.proto)
     for tensor in _all_tensors(proto):
         if tensor.data_type == TensorProto.FLOAT16:
@@ -162,7 +189,9 @@ def _to_bfloat16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedMode
         for attribute in node.attribute:
             if attribute.name == "to" and attribute.i == TensorProto.FLOAT16:
                 attribute.i = TensorProto.BFLOAT16
-    return ConvertedModel(proto, "bf16 from the fp16 conversion, weights rounded from float32")
+    return ConvertedModel(
+        proto, "bf16 from the fp16 conversion, weights rounded from float32", fp16.kept_fp32
+    )
 
 
 def _bf16_tensor(values: np.ndarray, name: str) -> TensorProto:

@@ -5,11 +5,16 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
+from .. import progress
 from ..errors import FrameworkUnavailable, RunnerOptionError, UnknownFrameworkError
 from .base import Runner
+from .labels import model_label
+
+_log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "pytest_trtcompare.runners"
 
@@ -113,6 +118,30 @@ def create_local(name: str, model: Any = None, precision: str = "fp32", **option
     """Build the runner in this process (isolated workers call this too)."""
     options.pop("timeout", None)
     check_runner_options(name, options)
-    if name.startswith("callable:"):
-        return runner_factory("callable")(name.removeprefix("callable:"), precision, **options)
-    return runner_factory(name)(model, precision, **options)
+    framework, label = name.partition(":")[0], model_label(name, model)
+    with progress.step(f"building {framework} runner {label} {precision}") as timing:
+        if name.startswith("callable:"):
+            factory = runner_factory("callable")
+            runner = factory(name.removeprefix("callable:"), precision, **options)
+        else:
+            runner = runner_factory(name)(model, precision, **options)
+    details = _described(runner)
+    _log.info(
+        "built %s runner of %s at %s (device %s) in %.2f s",
+        framework,
+        label,
+        precision,
+        details.get("device", "not named"),
+        timing.elapsed,
+    )
+    _log.debug("%s runner of %s at %s: %s", framework, label, precision, details)
+    return runner
+
+
+def _described(runner: Runner) -> dict[str, Any]:
+    """The runner's describe() for a log record; a third-party runner's failure is not ours."""
+    try:
+        details = runner.describe()
+    except Exception as exc:
+        return {"describe": f"failed: {type(exc).__name__}: {exc}"}
+    return details if isinstance(details, dict) else {"describe": details}

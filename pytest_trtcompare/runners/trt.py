@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,14 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..errors import FrameworkUnavailable, ModelLoadError
 from .base import Layer, Runner, TensorSpec
 from .cuda import CudaApi, load_cuda_api
+from .labels import loaded_label
 from .onnx_graph import graph_input_specs
 from .onnx_model import LoadedModel, load_model
 from .trt_build import BuildSpec, build_engine
 from .trt_io import EngineIO, numpy_dtype
 
+_log = logging.getLogger(__name__)
 ShapeProfile = Mapping[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]
 _ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
 
@@ -142,10 +146,26 @@ class TensorRTRunner(Runner):
         cache_dir.mkdir(parents=True, exist_ok=True)
         cached = cache_dir / f"{self._cache_key()}.engine"
         # xdist workers share the cache: one builds, the others wait and load its engine
+        assert self.loaded is not None
+        label = loaded_label(self.loaded)
         with FileLock(str(cached.with_suffix(".lock"))):
             if cached.is_file():
                 self.route = f"cached engine {cached.name}"
+                _log.info(
+                    "engine cache hit: %s at %s, %s in %s",
+                    label,
+                    self.precision,
+                    cached.name,
+                    cache_dir,
+                )
                 return cached.read_bytes()
+            _log.info(
+                "engine cache miss: %s at %s, building %s in %s",
+                label,
+                self.precision,
+                cached.name,
+                cache_dir,
+            )
             plan = self._build(timing_cache, workspace)
             atomic_write_bytes(cached, plan)
         return plan
@@ -160,7 +180,19 @@ class TensorRTRunner(Runner):
             workspace,
             Path(timing_cache) if timing_cache else None,
         )
-        plan = build_engine(self.trt, self.logger, spec)
+        label = loaded_label(self.loaded)
+        with progress.step(f"building TensorRT engine {label} {self.precision}") as timing:
+            plan = build_engine(self.trt, self.logger, spec)
+        _log.info(
+            "built TensorRT %s engine of %s at %s on %s in %.2f s (%d bytes; %s)",
+            self.trt.__version__,
+            label,
+            self.precision,
+            self.gpu,
+            timing.elapsed,
+            len(plan),
+            spec.route,
+        )
         self.route, self._layers = spec.route, spec.layers
         return plan
 

@@ -1,9 +1,10 @@
-"""Files that show a failing comparison: the arrays and, with matplotlib, pictures.
+"""Files that show a comparison: the arrays and, with matplotlib, pictures.
 
-For each failing output: `<output>.actual.npy`, `<output>.expected.npy`, and with matplotlib
-`<output>.heatmap.png` (|error| where it lives) and `<output>.histogram.png` (log abs / rel
-errors with the tolerance). For a per-layer comparison, `layers.png` (error ratio per tensor,
-the first divergence marked). One folder per test id, so items never overwrite each other.
+For each failing output (every compared one with `every_output`: --trt-artifacts=all):
+`<output>.actual.npy`, `<output>.expected.npy`, and with matplotlib `<output>.heatmap.png`
+(|error| where it lives) and `<output>.histogram.png` (log abs / rel errors with the
+tolerance). For a per-layer comparison, `layers.png` (error ratio per tensor, the first
+divergence marked). One folder per test id, so items never overwrite each other.
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ def write(
     expected: Mapping[str, Any],
     folder: Path,
     pictures: bool = True,
+    every_output: bool = False,
 ) -> Artifacts | None:
-    """Write the artifacts of the failing outputs of `result`; None when nothing failed."""
-    failing = [out for out in result.failed_outputs if out.problem is None]
+    """Write the artifacts of the failing outputs of `result` (of all its compared outputs
+    with `every_output`); None when there is nothing to write."""
+    chosen = result.outputs.values() if every_output else result.failed_outputs
+    failing = [out for out in chosen if out.problem is None]
     if not failing and not (result.per_layer and result.first_divergence):
         return None
     folder.mkdir(parents=True, exist_ok=True)

@@ -154,14 +154,14 @@ class CaseRunner:
             available = set(target.output_names())
             names = [name for name in expected[0] if name in available]
         tolerance = self.tolerance(spec, case.precision)
-        results, failing = [], None
+        results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
             got = _numbered(target.infer, feed, index, len(feeds))
             result = self.compare(spec)(got, want, tolerance, names=names)
-            if failing is None and not result.passed:
-                failing = (got, want)  # kept for the failure artifacts
+            if _reported_before(result, closest):  # its arrays are the artifacts'
+                kept, closest = (got, want), result
             results.append(result)
-        return self._settled(spec, case, results, (target, reference), failing, feeds)
+        return self._settled(spec, case, results, (target, reference), kept, feeds)
 
     def _twin(self, spec: CompareSpec, target: Any, reference: Any) -> Any:
         """A framework's own model under the reference's names; per layer, a torch model's
@@ -189,7 +189,8 @@ class CaseRunner:
         failing: Any,
         feeds: list[Feed],
     ) -> Outcome:
-        """The outcome of a case's comparisons, the failing arrays kept for artifacts."""
+        """The outcome of a case's comparisons, the worst iteration's arrays kept for
+        artifacts."""
         target, reference = pair
         note = getattr(target, "binding_note", "")
         outcome = compared(
@@ -323,6 +324,14 @@ class CaseRunner:
                 spec, target, got, want, tolerance
             ),
         )
+
+
+def _reported_before(result: ComparisonResult, other: ComparisonResult | None) -> bool:
+    """Whether Outcome.worst names `result` rather than the earlier iteration `other`: the
+    first failing one, else the one closest to failing."""
+    if other is None:
+        return True
+    return other.passed and (not result.passed or result.margin > other.margin)
 
 
 def _numbered(infer: Any, feed: Feed, index: int, total: int) -> dict[str, np.ndarray]:

@@ -23,16 +23,20 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import progress
 from ..engine import ComparisonResult, Entry, compare_outputs, entry_record
 from ..errors import FeedError, TrtCompareError
 from ..goldens import Golden, GoldenError, golden_file_problem, model_change_note, read_golden
 from ..inputs import Feed
 from ..runners import TensorSpec, check_feed
 from .outcome import Kind, Outcome, compared
+
+_log = logging.getLogger(__name__)
 
 Outputs = Mapping[str, Any]
 Compare = Callable[[Outputs, Outputs, Mapping[str, Entry]], ComparisonResult]
@@ -224,11 +228,21 @@ def _write(
     """Write the golden and read it back, every byte checked: what the outputs are then
     compared with is what was written. A failed write is FAILED (the old golden is kept)."""
     meta = {"plugin_version": importlib.metadata.version("pytest-trtcompare"), **meta}
+    shown = store.show(path)
     try:
-        written = store.write(path, outputs, feed, meta)
+        with progress.step(f"writing golden {shown}") as timing:
+            written = store.write(path, outputs, feed, meta)
     except (GoldenError, OSError) as exc:
         message = f"cannot write golden {path}: {exc} (the old golden is kept)"
         return Outcome(Kind.FAILED, message, source="golden")
+    _log.info(
+        "golden %s %s: outputs %s, %d bytes, in %.2f s",
+        shown,
+        written,
+        ", ".join(map(str, outputs)),
+        path.stat().st_size,
+        timing.elapsed,
+    )
     try:
         return written, read_golden(path)
     except GoldenError as exc:

@@ -33,7 +33,7 @@ class Outcome:
     source: str = "compare"  # "compare_frameworks", "compare" or "golden"
     target: Mapping[str, Any] = field(default_factory=dict)  # the target runner's describe()
     reference: Mapping[str, Any] | None = None  # the reference's describe() ({"runner": ...})
-    arrays: tuple[Any, Any] | None = None  # (actual, expected) of the first failing iteration
+    arrays: tuple[Any, Any] | None = None  # (actual, expected) of the iteration `worst` names
     golden: str | None = None  # the golden file involved, for the report
     note: str = ""  # added after the report (e.g. the nodes to keep in fp32)
     details: str = ""  # a framework's traceback (InferenceError), shown with --tb=long / -vv
@@ -86,7 +86,8 @@ def compared(
     golden: str | None = None,
     header: str = "",
 ) -> Outcome:
-    """PASSED or MISMATCH from comparison results."""
+    """PASSED or MISMATCH from comparison results. `arrays` are kept either way (artifacts of
+    passing outputs, --trt-artifacts=all); the plugin drops them once the test is settled."""
     passed = all(r.passed for r in results)
     return Outcome(
         Kind.PASSED if passed else Kind.MISMATCH,
@@ -95,7 +96,7 @@ def compared(
         source,
         dict(target or {}),
         None if reference is None else dict(reference),
-        None if passed else arrays,
+        arrays,
         golden,
     )
 

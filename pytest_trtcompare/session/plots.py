@@ -91,7 +91,8 @@ def histogram(
         finite = np.asarray(values, dtype=np.float64).reshape(-1)
         finite = finite[np.isfinite(finite) & (finite > 0)]
         if finite.size:
-            axes.hist(np.log10(finite), bins=60, color="#4477aa")
+            logs = np.log10(finite)
+            axes.hist(logs, bins=60, range=log_range(logs), color="#4477aa")
         if tolerance > 0:
             axes.axvline(
                 math.log10(tolerance),
@@ -105,6 +106,21 @@ def histogram(
         axes.set_yscale("log")
     figure.suptitle(title)
     return _save(plt, figure, path)
+
+
+#: Log10 errors closer than this (in decades) are one value: every element off by the same
+#: amount, up to rounding. numpy cannot cut such a range into 60 bins ("Too many bins for data
+#: range"), so the histogram shows them in one decade around their value.
+ONE_VALUE_DECADES = 1e-6
+
+
+def log_range(logs: np.ndarray) -> tuple[float, float]:
+    """The histogram's range of log10 errors: theirs, or one decade around a single value."""
+    low, high = float(logs.min()), float(logs.max())
+    if high - low < ONE_VALUE_DECADES:
+        middle = (low + high) / 2
+        return middle - 0.5, middle + 0.5
+    return low, high
 
 
 def layer_plot(

@@ -8,6 +8,7 @@ feeds; `compare_layers` (layers.py) compares every intermediate tensor in topolo
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -21,6 +22,8 @@ from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners import Runner, file_digest
 from .layers import LAYER_GROUP, compare_layers
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
 
@@ -75,6 +78,8 @@ class RunnerCache:
             self._runners[key] = runner
             self.builds[(name, precision)] += 1
             self.models.setdefault((name, precision), set()).add(model_key)
+        else:
+            _log.debug("reusing the %s runner built earlier in this session", runner.name)
         return runner
 
     def close(self) -> None:
