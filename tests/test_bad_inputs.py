@@ -112,7 +112,19 @@ def test_a_golden_holding_a_pickled_object_array_is_refused(pytester):
             "*trtcompare_tolerances line 'fp16: atol=1e-2 rtl=1e-2': "
             "'rtl=1e-2' is not FIELD=VALUE*",
         ),
-        (["--trt-atol", "-1"], "", "*atol must be finite and >= 0, got -1.0*"),
+        (
+            ["--trt-atol", "-1"],
+            "",
+            "ERROR: --trt-atol=-1.0: atol must be finite and >= 0, got -1.0",
+        ),
+        (["--trt-rtol=nan"], "", "ERROR: --trt-rtol=nan: rtol must be finite and >= 0, got nan"),
+        (["--trt-frameworks="], "", "ERROR: --trt-frameworks is empty: give one or more names *"),
+        (
+            ["--trt-artifacts=out/pictures"],
+            "",
+            "*argument --trt-artifacts: invalid choice: 'out/pictures' (choose from 'none', "
+            "'failed', 'all'); the folder is --trt-artifacts-dir=out/pictures",
+        ),
     ],
 )
 def test_session_level_mistakes_are_usage_errors(pytester, args, ini, message):

@@ -114,7 +114,7 @@ def test_diff_takes_the_tolerance_a_golden_stored(saved, capsys):
     assert capsys.readouterr().out.startswith(f"tolerance: stored in {golden}\n")
     assert main(["diff", actual, golden, "--atol", "0.1"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"tolerance: stored in {golden}, --atol given override it\n")
+    assert out.startswith(f"tolerance: stored in {golden}, overridden by --atol\n")
     assert "elemwise tolerance atol=0.1 (option) rtol=1e-05 (golden)" in out
 
 

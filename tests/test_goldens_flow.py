@@ -95,6 +95,12 @@ def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist
     )
     partial = run(pytester, "-k", "two_goldens", *xdist)  # -k: nothing can be called unused
     partial.stdout.fnmatch_lines(["checked 2, unused 0"])
+    # nor a test named on the command line, which narrows its module without deselecting:
+    # the other tests' goldens stay, even under --trt-prune-goldens and --trt-strict-goldens
+    node = "test_golden_flow.py::test_two_goldens"
+    named = run(pytester, node, "--trt-prune-goldens", "--trt-strict-goldens", *xdist)
+    named.stdout.fnmatch_lines(["checked 2, unused 0 (pruned 0)"])
+    assert named.ret == 0 and len(_goldens(pytester)) == 6
     full = run(pytester, *xdist)
     full.stdout.fnmatch_lines(
         [

@@ -120,7 +120,7 @@ def _diff(args: argparse.Namespace) -> int:
         table.override(fields, strict=True, source="option")
     result = compare_outputs(a.outputs, b.outputs, {"": table.default, **table.per_output})
     if source is not None:
-        print(f"tolerance: stored in {source}" + (f", {given} given override it" if given else ""))
+        print(f"tolerance: stored in {source}" + (f", overridden by {given}" if given else ""))
     else:
         print(f"tolerance: {given} given" if given else "tolerance: the default")
     print(result.report(verbosity=args.verbose))

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import array_api_compat
 import numpy as np
 
 from .arrays import Kind
@@ -40,9 +39,32 @@ DENSE = 8
 _UINT64_MAX = np.uint64(np.iinfo(np.uint64).max)
 _NONE = np.zeros(0, dtype=np.int64)
 _EMPTY = np.zeros(0)
+
+
+def _numpy_namespace() -> Any:
+    """numpy's array namespace: numpy itself from 2.1 on, whose main namespace is the array
+    API's (concat, astype, unique_counts ...); array-api-compat's wrapper before. Importing
+    the wrapper costs about 0.3 s (it touches numpy.testing and numpy.f2py): every pytest
+    process with the plugin would pay it."""
+    if np.lib.NumpyVersion(np.__version__) >= "2.1.0":
+        return np
+    import array_api_compat
+
+    return array_api_compat.array_namespace(_NONE)
+
+
+def namespace_of(array: Any) -> Any:
+    """The array namespace of any array (a torch tensor's through array-api-compat)."""
+    if isinstance(array, np.ndarray):
+        return NUMPY
+    import array_api_compat
+
+    return array_api_compat.array_namespace(array)
+
+
 #: The array namespace of numpy arrays: the accumulators are written against a chunk's `xp`
-#: (array-api-compat's numpy, or another library's), with numpy fast paths where it pays.
-NUMPY: Any = array_api_compat.array_namespace(_NONE)
+#: (numpy's, or another library's), with numpy fast paths where it pays.
+NUMPY: Any = _numpy_namespace()
 
 
 def pair_kind(actual: Kind, expected: Kind) -> str:
@@ -61,7 +83,7 @@ def dot(x: Any, y: Any) -> float:
     per block with a single Python call; the blocks' sums add in order.
     """
     if not isinstance(x, np.ndarray):
-        return float(array_api_compat.array_namespace(x).vecdot(x, y))
+        return float(namespace_of(x).vecdot(x, y))
     n = x.shape[0]
     if n <= DOT_BLOCK:
         return float(np.dot(x, y))
@@ -80,7 +102,7 @@ def total(values: Any) -> float:
     """The sum of a chunk's values as a float (numpy float32: a BLAS dot with ones)."""
     global _ONES
     if not isinstance(values, np.ndarray) or values.dtype != np.float32:
-        return float(array_api_compat.array_namespace(values).sum(values))
+        return float(namespace_of(values).sum(values))
     if _ONES.shape[0] < values.shape[0]:
         _ONES = np.ones(values.shape[0], dtype=np.float32)
     return dot(values, _ONES[: values.shape[0]])

@@ -18,7 +18,7 @@ import pytest
 from ..engine import OutputMismatchError
 from ..errors import RunnerSkip, TrtCompareError
 from ..session.outcome import Kind
-from . import argv, markers, names, options, progress_lines
+from . import argv, goldens, markers, names, options, progress_lines
 from .fixtures import (
     OUTCOME,
     CompareFixture,
@@ -98,7 +98,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    state_of(session.config).goldens.collected(session.items)
+    narrowed = goldens.narrowed_modules(session.config)
+    state_of(session.config).goldens.collected(session.items, narrowed=narrowed)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

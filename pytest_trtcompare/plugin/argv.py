@@ -30,6 +30,17 @@ PATH_OPTIONS = (
 )
 
 
+def _artifacts_mode(text: str) -> str:
+    """--trt-artifacts takes a mode; a folder given to it (the old --trtcompare-artifacts
+    took one) is pointed to --trt-artifacts-dir."""
+    if text in ("none", "failed", "all"):
+        return text
+    hint = f"; the folder is --trt-artifacts-dir={text}" if ("/" in text or "." in text) else ""
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from 'none', 'failed', 'all'){hint}"
+    )
+
+
 def check_split_paths(config: pytest.Config) -> None:
     """`--trt-goldens-dir DIR` with an existing DIR moved pytest's rootdir and ini file: stop
     and say to write `--trt-goldens-dir=DIR` (with `=`, pytest never mistakes DIR for a test
@@ -179,7 +190,8 @@ def add_options(parser: pytest.Parser) -> None:
     add(
         "--trt-artifacts",
         dest="trt_artifacts",
-        choices=["none", "failed", "all"],
+        type=_artifacts_mode,
+        metavar="{none,failed,all}",
         help="which outputs get arrays and pictures written (the folder: --trt-artifacts-dir):"
         " none, failed (the default) or all, passing ones too (ini: trtcompare_artifacts_mode)",
     )
@@ -187,7 +199,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--trt-engine-cache",
         dest="trt_engine_cache",
         metavar="DIR",
-        help="where built TensorRT engines are cached (--trt-engine-cache=DIR)",
+        help="where built TensorRT engines are cached",
     )
     add(
         "--trt-input-shapes",

@@ -2,8 +2,9 @@
 
 Under pytest-xdist each worker sends its stats through `workeroutput`; the controller merges
 them, decides which goldens went unused, and prints the summary. A golden counts as unused
-only in a module whose selected tests all ran and passed with nothing deselected (so -k, -x,
-failures and skips never make a golden look unused).
+only in a module whose selected tests all ran and passed with nothing deselected and that the
+command line did not narrow to some of its tests (so -k, -x, `mod.py::test_x`, failures and
+skips never make a golden look unused).
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ _log = logging.getLogger(__name__)
 def _function_id(nodeid: str) -> str:
     """'mod.py::TestA::test_x[fp16-bs8]' -> 'mod.py::TestA::test_x'."""
     return nodeid.split("[", 1)[0]
+
+
+def narrowed_modules(config: pytest.Config) -> frozenset[Path]:
+    """Modules the command line names with '::' (`mod.py::test_x`, `mod.py::TestA`): pytest
+    collects only those tests of them, deselecting nothing, so their other tests' goldens
+    must not look unused (nor be pruned)."""
+    found = set()
+    for arg in config.args:
+        path, separator, _ = str(arg).partition("::")
+        if separator:
+            found.add((Path(config.invocation_params.dir) / path).resolve())
+    return frozenset(found)
 
 
 class GoldenSession:
@@ -66,15 +79,21 @@ class GoldenSession:
         return ItemGoldens(self, item)
 
     # -- collection and results --------------------------------------------------------------
-    def collected(self, items: list[pytest.Item], partial: bool = False) -> None:
+    def collected(
+        self,
+        items: list[pytest.Item],
+        partial: bool = False,
+        narrowed: frozenset[Path] = frozenset(),
+    ) -> None:
+        """Items selected (or deselected: `partial`); a module in `narrowed` ran in part."""
         for item in items:
             module = item.nodeid.split("::")[0]
             state = self.modules.setdefault(
                 module, {"folder": str(self.folder(item.path)), "items": [], "partial": False}
             )
-            if partial:
+            if partial or Path(item.path).resolve() in narrowed:
                 state["partial"] = True
-            else:
+            if not partial:
                 state["items"].append(item.nodeid)
 
     def worker_payload(self) -> dict[str, Any]:

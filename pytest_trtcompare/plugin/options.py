@@ -96,7 +96,12 @@ def _tolerances(config: pytest.Config) -> ToleranceSettings:
         settings = ToleranceSettings(
             ini_table=table, command_line=command_line, ini_metrics=ini_metrics, metrics=metrics
         )
-        Tolerance(**command_line)  # validates the command-line values (negative atol ...)
+        for name, value in command_line.items():  # each value checked under its own flag
+            flag = {"atol": "--trt-atol", "rtol": "--trt-rtol"}.get(name, "--trt-check-error-stat")
+            try:
+                Tolerance(**{name: value})
+            except ToleranceError as exc:
+                raise _usage(f"{flag}={value}: {exc}") from None
         settings.resolve("fp32")
     except ToleranceError as exc:
         raise _usage(str(exc)) from None
@@ -105,9 +110,11 @@ def _tolerances(config: pytest.Config) -> ToleranceSettings:
 
 def _frameworks(config: pytest.Config) -> tuple[str, ...] | None:
     text = config.getoption("trtcompare_frameworks")
-    if not text:
+    if text is None:
         return None
     given = [n.strip() for n in str(text).split(",") if n.strip()]
+    if not given:  # `--trt-frameworks=` filtered nothing, silently
+        raise _usage("--trt-frameworks is empty: give one or more names (trt,onnxrt,torch ...)")
     for name in given:
         try:
             check_framework_name(name)
