@@ -3,6 +3,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,3 +29,30 @@ def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytester runs print to an 80-column terminal, where pytest drops the message of a long
     node id from the short summary; the scenario tests read those messages."""
     monkeypatch.setenv("COLUMNS", "240")
+
+
+@pytest.fixture(autouse=True)
+def _no_hypothesis_plugin_in_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest processes that scenarios start (and their xdist workers) do without
+    hypothesis's pytest plugin: importing it costs each one about 1.3 s, which made up a
+    third of the suite's time. In-process runs have it already imported, and keep it."""
+    start = pytest.Pytester.runpytest_subprocess
+
+    def without_hypothesis(self: pytest.Pytester, *args: Any, **kwargs: Any) -> Any:
+        return start(self, "-p", "no:hypothesispytest", *args, **kwargs)
+
+    monkeypatch.setattr(pytest.Pytester, "runpytest_subprocess", without_hypothesis)
+
+
+@pytest.fixture(autouse=True)
+def _no_rewrite_warning_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process run finds pytest_trtcompare imported by this session already: where it
+    is installed editable, pytest warns that it cannot rewrite its asserts (it has none a user
+    sees), which a scenario would count among its warnings and lines."""
+    start = pytest.Pytester.runpytest_inprocess
+
+    def without_the_warning(self: pytest.Pytester, *args: Any, **kwargs: Any) -> Any:
+        ignore = "ignore:Module already imported so cannot be rewritten:pytest.PytestWarning"
+        return start(self, "-W", ignore, *args, **kwargs)
+
+    monkeypatch.setattr(pytest.Pytester, "runpytest_inprocess", without_the_warning)

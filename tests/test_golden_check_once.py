@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -115,12 +116,45 @@ SCENARIOS = {
         ("--update",),
         "FAILED",
         2,
-        "is a directory, not a golden file; remove it, then run: <REGENERATE>",
+        "is a directory, not a golden file; remove it, then regenerate it with:\n  <REGENERATE>",
     ),
     # --trt-strict-goldens: a golden checked by any entry point counts as used (the CLI has one
     # golden per command, which is always used: its pass)
     "strict-goldens": Scenario("keep", ("--trt-strict-goldens",), False, (), "PASSED", 0, ""),
+    # what stands where a golden should be (issue 26): named, with the command that fixes it
+    **{
+        f"damaged-{how}": Scenario(how, (), False, (), "FAILED", 2, f"{message}\n  <REGENERATE>")
+        for how, message in {
+            "directory": "is a directory, not a golden file; remove it, then regenerate it with:",
+            "fifo": "is a FIFO, not a golden file; remove it, then regenerate it with:",
+            "loop": "is a symlink loop, not a golden file; regenerate it with:",
+            "dangling": "is a broken symlink, not a golden file; regenerate it with:",
+            "devnull": "is a device file, not a golden file; regenerate it with:",
+            "devzero": "is a device file, not a golden file; regenerate it with:",
+        }.items()
+    },
 }
+#: What can stand where a golden should be, made by `_put_odd`.
+ODD = ("directory", "fifo", "loop", "dangling", "devnull", "devzero")
+
+
+def _put_odd(path, how: str) -> None:
+    """A directory, a FIFO, a symlink loop, a dangling symlink or a link to a device file."""
+    if how == "directory":
+        path.mkdir()
+    elif how == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("this OS has no FIFOs")
+        os.mkfifo(path)
+    elif how == "loop":
+        path.symlink_to(path)
+    elif how == "dangling":
+        path.symlink_to(path.parent / "nowhere")
+    else:
+        device = f"/dev/{how.removeprefix('dev')}"
+        if not os.path.exists(device):
+            pytest.skip(f"this OS has no {device}")
+        path.symlink_to(device)
 
 
 def _model(pytester: pytest.Pytester, changed: bool) -> None:
@@ -142,9 +176,9 @@ def _prepare(pytester: pytest.Pytester, how: str) -> None:
         path = pytester.path / _golden(pytester, test)
         if damaged is not None:  # the same bytes for both tests: the same message
             path.write_bytes(damaged)
-        elif how == "directory":  # what no update can replace
+        elif how in ODD:
             path.unlink()
-            path.mkdir()
+            _put_odd(path, how)
     (pytester.path / "reports.jsonl").unlink()
 
 
@@ -190,8 +224,9 @@ def test_one_golden_check_three_entry_points(pytester, name, xdist):
     _model(pytester, changed=False)
     _prepare(pytester, scenario.prepare)
     cli_golden = str(pytester.path / "cli" / "kept.golden")
-    if scenario.prepare == "directory":
-        (pytester.path / "cli" / "kept.golden").mkdir(parents=True)
+    if scenario.prepare in ODD:
+        (pytester.path / "cli").mkdir()
+        _put_odd(pytester.path / "cli" / "kept.golden", scenario.prepare)
     elif scenario.prepare != "none":  # the fixture's golden as the run finds it
         (pytester.path / "cli").mkdir()
         shutil.copyfile(_golden(pytester, FIXTURE), cli_golden)
@@ -224,8 +259,8 @@ def test_one_golden_check_three_entry_points(pytester, name, xdist):
     assert scenario.kind in messages[FIXTURE], messages[FIXTURE]
     assert messages[MARKER] == messages[FIXTURE] == messages["trtcompare check"], messages
     assert "<GOLDEN>" in messages[FIXTURE]
-    if code == 2:
-        assert "<REGENERATE>" in messages[FIXTURE]
+    if not passed:  # every golden failure names the command that fixes it
+        assert "<REGENERATE>" in messages[FIXTURE], messages[FIXTURE]
     if scenario.cli and passed:  # written by the CLI as by the fixture: the same golden
         _assert_same_golden(_golden(pytester, FIXTURE), cli_golden)
 

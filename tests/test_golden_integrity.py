@@ -207,7 +207,7 @@ def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, 
     assert len(lines) == MANY + 1
     assert all("corrupt golden" in line or "truncated golden" in line for line in lines), lines
     result.stdout.fnmatch_lines(
-        ["(regenerate it with: pytest --trt-update-goldens test_many.py::test_g0)"]
+        ["*; regenerate it with:", "  pytest --trt-update-goldens test_many.py::test_g0"]
     )
     assert "Traceback" not in result.stdout.str()
     result = run(pytester, "--trt-update-goldens", *xdist)
@@ -325,7 +325,7 @@ def test_update_replaces_a_dangling_link_with_the_golden(pytester, xdist, what):
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [f"*test_it.golden: is {what}, not a golden file", "(regenerate it with:*"]
+        [f"*test_it.golden: is {what}, not a golden file; regenerate it with:", "  pytest *"]
     )
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     assert not path.is_symlink() and read_golden(path).outputs["y"].tolist() == [1.0, 1.0, 1.0]
@@ -350,7 +350,10 @@ def test_something_else_where_a_golden_should_be_is_named(pytester, xdist, what)
     result.stdout.fnmatch_lines([f"*test_it.golden: is {what}, not a golden file*"])
     if what in ("a directory", "a FIFO"):  # --trt-update-goldens cannot replace those: say so
         result.stdout.fnmatch_lines(
-            ["*not a golden file; remove it, then run: pytest --trt-update-goldens*"]
+            [
+                "*not a golden file; remove it, then regenerate it with:",
+                "  pytest --trt-update-goldens*",
+            ]
         )
 
 

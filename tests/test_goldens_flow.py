@@ -155,9 +155,9 @@ def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
     result.stdout.fnmatch_lines(
         [
             # shown from the rootdir, as a missing or mismatched golden is
-            "goldens/test_golden_flow/test_two_goldens.first.golden: truncated golden (*",
-            "*regenerate it with: pytest --trt-update-goldens "
-            "test_golden_flow.py::test_two_goldens*",
+            "goldens/test_golden_flow/test_two_goldens.first.golden: truncated golden (*); "
+            "regenerate it with:",
+            "  pytest --trt-update-goldens test_golden_flow.py::test_two_goldens",
         ]
     )
     assert "INTERNALERROR" not in result.stdout.str()

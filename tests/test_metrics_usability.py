@@ -295,9 +295,9 @@ def _record(check: str, value: float, threshold: float, passed: bool) -> Record:
 
 
 def test_summary_values_differ_from_their_bounds():
-    lines = format_summary([_record("cosine", 0.9999998, 0.9999999, False)], None)
+    lines = format_summary([_record("cosine", 0.9999998, 0.9999999, False)], 1, 200)
     assert "cosine 0.9999998" in lines[1] and "cosine >= 0.9999999" in lines[1]
-    passing = format_summary([_record("cosine", 0.99912345, 0.999, True)], None)[1]
+    passing = format_summary([_record("cosine", 0.99912345, 0.999, True)], 1, 200)[1]
     assert "cosine 0.99912" in passing  # the pass line's digits (format_pair)
 
 

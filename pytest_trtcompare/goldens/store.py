@@ -220,6 +220,10 @@ def _file_kind(path: Path) -> str:
         return "a directory"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # a link to /dev/null, /dev/zero
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
     return "not a regular file"
 
 

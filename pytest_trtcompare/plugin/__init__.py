@@ -17,8 +17,9 @@ import pytest
 
 from ..engine import OutputMismatchError
 from ..errors import RunnerSkip, TrtCompareError
+from ..session.layout import wrap
 from ..session.outcome import Kind
-from . import argv, goldens, markers, names, options, progress_lines
+from . import argv, goldens, markers, names, options, progress_lines, terminal
 from .fixtures import (
     OUTCOME,
     CompareFixture,
@@ -85,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from ..runners import header_line
 
-    return [header_line()]
+    return wrap(header_line(), terminal.terminal_width(config))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -144,6 +145,7 @@ def pytest_runtest_makereport(
         details = getattr(error, "details", "")
     if report.failed:
         add_library_traceback(report, state_of(item.config).settings, details)
+        terminal.shape_failure(report, error, item)
     files = item.stash.get(ARTIFACT_FILES, None)
     if report.when == "call" and files:
         _html_pictures(report, files)
@@ -184,6 +186,10 @@ class _SessionHooks:
         self.state.reporter.logreport(report)
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        terminal.hand_width_to(node, node.config)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
         if data:
@@ -208,9 +214,12 @@ class _SessionHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(terminalreporter.config, "workerinput"):
             return
-        lines = self.state.goldens.summary_lines()
+        goldens = self.state.goldens
+        verbosity = int(terminalreporter.config.option.verbose)
+        lines = goldens.summary_lines() if verbosity >= 0 or goldens.noteworthy else []
         if lines:
             terminalreporter.section("goldens")
             for line in lines:
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(line, red=line == goldens.FAILING_LINE)
+        goldens.count_failing(terminalreporter.stats)
         self.state.reporter.terminal_summary(terminalreporter)

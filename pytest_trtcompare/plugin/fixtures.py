@@ -35,6 +35,9 @@ class CompareFixture:
     def __init__(self, item: pytest.Item) -> None:
         self._item = item
 
+    def __repr__(self) -> str:  # what a failure's traceback shows of the argument
+        return "<compare fixture>"
+
     def __call__(
         self,
         actual: Any,
@@ -71,6 +74,9 @@ class RunnersFixture:
 
     def __init__(self, cache: RunnerCache) -> None:
         self._cache = cache
+
+    def __repr__(self) -> str:
+        return "<runners fixture>"
 
     def create(
         self, name: str, model: Any = None, precision: str = "fp32", **options: Any

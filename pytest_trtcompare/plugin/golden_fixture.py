@@ -30,6 +30,9 @@ class GoldenFixture:
         self._meta: dict[str | None, dict[str, Any]] = {}
         self._checked: set[str | None] = set()
 
+    def __repr__(self) -> str:  # what a failure's traceback shows of the argument
+        return "<golden fixture>"
+
     def path(self, name: str | None = None) -> Path:
         """Where this test's golden (or its golden `name`) lives."""
         try:

@@ -136,8 +136,35 @@ class GoldenSession:
                 Path(name).unlink(missing_ok=True)
                 self.pruned.append(name)
                 _log.info("pruned unused golden %s", self.show(name))
-        elif self.unused and self.settings.strict_goldens:
+        elif self.fails_session and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    FAILING_LINE = "  unused goldens fail the session (--trt-strict-goldens): exit status 1"
+
+    @property
+    def fails_session(self) -> bool:
+        """Unused goldens under --strict-goldens (not pruned): the session fails."""
+        settings = self.settings
+        return bool(self.unused) and settings.strict_goldens and not settings.prune_goldens
+
+    def count_failing(self, stats: dict[str, list[Any]]) -> None:
+        """Unused goldens that fail the session join pytest's last line ('1 passed, 1 unused
+        golden (--trt-strict-goldens)'), which turns yellow instead of green."""
+        if not self.fails_session:
+            return
+        noun = "unused golden" if len(self.unused) == 1 else "unused goldens"
+        stats.setdefault(f"{noun} (--trt-strict-goldens)", []).extend(
+            pytest.TestReport(
+                self.show(path), (self.show(path), None, noun), {}, "failed", None, "call"
+            )
+            for path in self.unused
+        )
+
+    @property
+    def noteworthy(self) -> bool:
+        """Something to do or done (written, unused, pruned): shown under -q and -qq too."""
+        stats = self.stats
+        return bool(stats.created or stats.updated or self.unused)
 
     def summary_lines(self) -> list[str]:
         stats = self.stats
@@ -161,7 +188,7 @@ class GoldenSession:
             lines.append(f"  {verb}: {self.show(path)}")
         if self.unused and not self.settings.prune_goldens:
             if self.settings.strict_goldens:
-                lines.append("  unused goldens fail the session (--trt-strict-goldens)")
+                lines.append(self.FAILING_LINE)
             lines.append("  (delete unused goldens with --trt-prune-goldens)")
         return lines
 

@@ -161,6 +161,10 @@ def _overrides(config: pytest.Config) -> dict[str, Any]:
     return found
 
 
+#: Ini keys that item ids and golden paths depend on: a printed command repeats their -o.
+_REPEATED_INI = ("trtcompare_precisions", "trtcompare_goldens_dir")
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """All options validated; a usage error (exit 4) names the first bad one."""
     check_split_paths(config)
@@ -179,6 +183,9 @@ def build_settings(config: pytest.Config) -> Settings:
         repeat.append(shlex.quote(f"--trt-goldens-dir={goldens_root}"))
     if config.getoption("trt_input_shapes"):  # item ids end in '-cli' only with it
         repeat.append(shlex.quote(f"--trt-input-shapes={config.getoption('trt_input_shapes')}"))
+    for override in config.option.override_ini or ():
+        if override.partition("=")[0].strip() in _REPEATED_INI:
+            repeat += ["-o", shlex.quote(override)]
     return Settings(
         precisions=precisions,
         tolerances=_tolerances(config),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import warnings
 from pathlib import Path
@@ -17,9 +18,11 @@ import pytest
 
 from ..engine import ComparisonResult, OutputMismatchError, num
 from ..errors import LayerDivergenceWarning
+from ..session.brief import joined, outcome_line
 from ..session.outcome import Kind, Outcome, runner_name
 from . import summary
 from .options import Settings
+from .terminal import mark
 
 _log = logging.getLogger(__name__)
 ARTIFACT_FILES = pytest.StashKey[list[Path]]()
@@ -34,10 +37,14 @@ def display_id(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[-1] if "::" in item.nodeid else item.nodeid
 
 
-def quoted_nodeid(item_or_nodeid: pytest.Item | str) -> str:
-    """A node id quoted for a shell (brackets in ids would be globbed)."""
-    nodeid = item_or_nodeid if isinstance(item_or_nodeid, str) else item_or_nodeid.nodeid
-    return shlex.quote(nodeid)
+def quoted_nodeid(item: pytest.Item) -> str:
+    """The item's node id as a command run where pytest was started takes it (pytest's ids
+    are relative to the rootdir), quoted for a shell (brackets in ids would be globbed)."""
+    path, separator, rest = item.nodeid.partition("::")
+    start = Path(item.config.invocation_params.dir)
+    if start != item.config.rootpath:
+        path = Path(os.path.relpath(item.config.rootpath / path, start)).as_posix()
+    return shlex.quote(path + separator + rest)
 
 
 def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
@@ -129,13 +136,14 @@ def settle(item: pytest.Item, settings: Settings, outcome: Outcome, in_body: boo
         assert worst is not None
         text = mismatch_text(item, settings, outcome)
         if not in_body:
-            fail(text)
+            fail(text, outcome_line(outcome))
         error = OutputMismatchError(text, worst, outcome.arrays)
         error.settled = True
+        mark(error, outcome_line(outcome))
         raise error
     if outcome.details:
         item.stash[LIBRARY_TRACEBACK] = outcome.details
-    fail(outcome.message)
+    fail(outcome.message, outcome_line(outcome))
 
 
 def add_library_traceback(report: pytest.TestReport, settings: Settings, details: str) -> None:
@@ -146,13 +154,15 @@ def add_library_traceback(report: pytest.TestReport, settings: Settings, details
         report.sections.append((LIBRARY_TRACEBACK_HEADING, details))
 
 
-def fail(message: str) -> NoReturn:
+def fail(message: str, one_line: str | None = None) -> NoReturn:
     """Fail with the message alone: no traceback through the plugin, and no chained error
-    when called while handling one (pytest would print that too)."""
+    when called while handling one (pytest would print that too). `one_line` is what
+    --tb=line and --tb=no print of it (by default the message's lines joined)."""
     __tracebackhide__ = True
     try:
         pytest.fail(message, pytrace=False)
     except pytest.fail.Exception as failure:
+        mark(failure, one_line or joined(message))
         raise failure from None
 
 
@@ -165,6 +175,7 @@ def enrich_bare_mismatch(item: pytest.Item, settings: Settings, error: OutputMis
     error.settled = True
     outcome = Outcome(Kind.MISMATCH, results=(error.result,), source="assert_outputs_close")
     record(item, outcome)
+    mark(error, outcome_line(outcome))
     text = str(error)
     if text == error.result.report():
         text = error.result.report(settings.verbosity)

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from ..session.layout import wrap
 from ..session.outcome import Outcome
 from . import summary
 from .options import Settings
+from .terminal import terminal_width
 
 WORKER_KEY = "trtcompare_builds"
 
@@ -57,20 +59,27 @@ class Reporter:
         self.descriptions.update(data["descriptions"])
 
     def terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.records:
-            return
-        terminalreporter.section("accuracy summary")
-        limit = None if self.settings.verbosity > 0 else 20
-        for line in summary.format_summary(self.records, limit):
-            terminalreporter.write_line(line)
-        for worker, builds in sorted(self.builds.items()):
-            counts = ", ".join(
-                f"{name} x{n['builds']}" + (f" ({n['models']} models)" if n["models"] > 1 else "")
-                for name, n in sorted(builds.items())
-            )
-            terminalreporter.write_line(f"runners built ({worker}): {counts}")
+        """The accuracy summary, fitted to the terminal; -q shortens it, -qq leaves it out
+        (the JSON report is written all the same)."""
+        config = terminalreporter.config
+        verbosity = int(config.option.verbose)
+        width = terminal_width(config)
+        lines = summary.format_summary(self.records, verbosity, width) if self.records else []
+        if lines:
+            terminalreporter.section("accuracy summary")
+            for line in lines:
+                terminalreporter.write_line(line)
+        if lines and verbosity >= 0:
+            for worker, builds in sorted(self.builds.items()):
+                counts = ", ".join(
+                    f"{name} x{n['builds']}"
+                    + (f" ({n['models']} models)" if n["models"] > 1 else "")
+                    for name, n in sorted(builds.items())
+                )
+                for line in wrap(f"runners built ({worker}): {counts}", width):
+                    terminalreporter.write_line(line)
         path = self.settings.report_path
-        if path is None:
+        if path is None or not self.records:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,4 +92,6 @@ class Reporter:
         except OSError as exc:
             terminalreporter.write_line(f"accuracy report NOT written to {path}: {exc}", red=True)
             return
-        terminalreporter.write_line(f"accuracy report: {path}")
+        if verbosity >= 0:  # as pytest's "generated xml file"
+            for line in wrap(f"accuracy report: {path}", terminal_width(config)):
+                terminalreporter.write_line(line)

@@ -22,6 +22,7 @@ from ..engine import (
     metric_bound,
     num,
 )
+from ..session.layout import abbreviate, wrap
 
 PROPERTY = "trtcompare"
 RECORD_SUFFIX = ".record"  # trtcompare.<output>.record: the whole record as JSON
@@ -205,28 +206,92 @@ def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def format_summary(items: list[Record], limit: int | None) -> list[str]:
-    """Lines of the "accuracy summary", closest to failing first."""
+def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> list[str]:
+    """Lines of the "accuracy summary", closest to failing first, fitted to `width`: the 20
+    first (all of them with -v); with -q one line per failing output and the totals; with
+    -qq none."""
+    if verbosity <= -2:
+        return []
     ordered = sorted(items, key=lambda r: (-r.margin if not math.isnan(r.margin) else 0, r.test))
-    shown = ordered if limit is None else ordered[:limit]
-    rows = [
-        (
-            num(r.margin, 3),
-            "ok" if r.passed else ("FAIL" if r.gates else "over"),
-            f"{r.test} :: {r.node or r.output}",
-            _figures(r),
-            _tolerance(r),
-        )
-        for r in shown
-    ]
+    if verbosity < 0:
+        return _quiet(ordered, width)
+    shown = ordered if verbosity > 0 else ordered[:20]
+    rows = [(num(r.margin, 3), _verdict(r), _name(r), _figures(r), _tolerance(r)) for r in shown]
+    lines = _one_line_rows(rows)
+    if max(map(len, lines)) > width:
+        lines = _two_line_rows(rows, width)
+    if len(ordered) > len(shown):
+        lines.append(f"... {len(ordered) - len(shown)} more (all of them with -v)")
+    return lines
+
+
+_Row = tuple[str, str, str, str, str]  # margin, verdict, name, figures, tolerance
+
+
+def _verdict(r: Record) -> str:
+    return "ok" if r.passed else ("FAIL" if r.gates else "over")
+
+
+def _name(r: Record) -> str:
+    return f"{r.test} :: {r.node or r.output}"
+
+
+def _one_line_rows(rows: list[_Row]) -> list[str]:
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_HEADS)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(_HEADS, widths, strict=True)).rstrip()]
     lines += [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
-    if len(ordered) > len(shown):
-        lines.append(f"... {len(ordered) - len(shown)} more (all of them with -v)")
     return lines
+
+
+def _two_line_rows(rows: list[_Row], width: int) -> list[str]:
+    """Each row in two lines: margin, verdict and name; under the name its errors and
+    tolerance. A name too long for its line puts ':: output' on a line of its own."""
+    margin = max(len(_HEADS[0]), *(len(row[0]) for row in rows))
+    column = margin + 2 + 4 + 2  # the verdict is at most 4 wide
+    indent = " " * column
+    lines = [f"{_HEADS[0].ljust(column)}{_HEADS[2]}", f"{indent}{_HEADS[3]}  {_HEADS[4]}"]
+    for value, verdict, name, figures, tolerance in rows:
+        head = f"{value.ljust(margin)}  {verdict.ljust(4)}  "
+        if len(head + name) <= width:
+            lines.append(head + name)
+        else:
+            test, _, output = name.partition(" :: ")
+            lines.append(head + abbreviate(test, width - column))
+            lines.append(indent + abbreviate(f":: {output}", width - column))
+        lines.extend(wrap(f"{indent}{figures}  {tolerance}", width))
+    return lines
+
+
+def _fit_name(name: str, width: int) -> str:
+    """'test :: output' in `width` columns: what is too long shortened in its middle (its
+    start and its end stay), the test id keeping at least half of the line."""
+    test, _, output = name.partition(" :: ")
+    if len(name) <= width or not output:
+        return abbreviate(name, width)
+    space = width - 4
+    test = abbreviate(test, max(space - len(output), min(len(test), space // 2)))
+    return f"{test} :: {abbreviate(output, space - len(test))}"
+
+
+def _quiet(ordered: list[Record], width: int) -> list[str]:
+    """-q: one line per failing output (its margin, name and errors), then the totals."""
+    failing = [r for r in ordered if not r.passed and r.gates]
+    over = [r for r in ordered if not r.passed and not r.gates]
+    margin = max((len(num(r.margin, 3)) for r in failing), default=0)
+    lines = []
+    for r in failing:
+        head = f"{num(r.margin, 3).ljust(margin)}  FAIL  "
+        line = f"{head}{_name(r)}  {_figures(r)}"
+        if len(line) > width:  # the name first: the errors are in the failure's report
+            line = head + _fit_name(_name(r), width - len(head))
+        lines.append(line)
+    totals = f"{len(ordered)} outputs: {len(failing)} failing, "
+    totals += f"{len(ordered) - len(failing) - len(over)} within tolerance"
+    if over:
+        totals += f", {len(over)} layers over tolerance that do not decide (layers='report')"
+    return [*lines, *wrap(totals, width)]
 
 
 def _figures(r: Record) -> str:

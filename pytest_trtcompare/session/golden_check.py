@@ -96,9 +96,10 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
         if store.update_all and replaceable:
             return None  # damaged, or a dangling link: --trt-update-goldens replaces it
         why = str(exc).replace(str(path), store.show(path), 1)  # as the other messages show it
+        hint = store.regenerate_hint()  # on a line of its own: copied whole
         if not replaceable:
-            raise GoldenError(f"{why}; remove it, then run: {store.regenerate_hint()}") from None
-        raise GoldenError(f"{why}\n(regenerate it with: {store.regenerate_hint()})") from None
+            raise GoldenError(f"{why}; remove it, then regenerate it with:\n  {hint}") from None
+        raise GoldenError(f"{why}; regenerate it with:\n  {hint}") from None
 
 
 def inputs_problem(
