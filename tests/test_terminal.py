@@ -204,8 +204,8 @@ def test_tb_line_prints_one_line_per_failure(suite, xdist):
     feature_map = by_test["test_feature_map"]
     assert re.search(
         r"test_term\.py:\d+: OutputMismatchError: feature_map_of_the_backbone: \d+ / 24576 "
-        r"elements exceed elemwise tolerance atol=1e-05 \(default\) rtol=1e-05 \(default\), worst [\d.]+x the allowed "
-        r"error \(abs [\d.e-]+\)$",
+        r"elements exceed elemwise tolerance atol=1e-05 \(default\) rtol=1e-05 \(default\), "
+        r"worst [\d.]+x the allowed error \(abs [\d.e-]+\)$",
         feature_map,
     ), feature_map
     outputs = by_test["test_outputs[onnxref-fp32-bs2]"]
