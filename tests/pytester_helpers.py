@@ -8,6 +8,12 @@ import pytest
 
 #: Parametrize a scenario to run in-process and under `-n 2` (a subprocess).
 XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
+#: The same, its `-n 2` run marked slow (left out of `pytest -n auto`, run by `-m slow`): for
+#: the files whose xdist scenarios cost the most (tests/README: the test command's 10 minutes).
+XDIST_SLOW = [
+    pytest.param([], id="no-xdist"),
+    pytest.param(["-n", "2"], id="xdist-n2", marks=pytest.mark.slow),
+]
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from pytest_trtcompare.goldens.store import read_golden
 
@@ -38,6 +39,7 @@ def _stray_temps(folder):
     return [p for p in folder.rglob(".*.tmp")]
 
 
+@pytest.mark.slow  # kills pytest at many points of an update
 def test_sigkill_during_update_leaves_old_or_new_golden(pytester):
     pytester.makepyfile(test_big=BIG_GOLDEN_TEST)
     assert _pytest(pytester.path, "--trt-update-goldens").wait(120) == 0

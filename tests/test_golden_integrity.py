@@ -17,7 +17,8 @@ from pytest_trtcompare.goldens.format import MAGIC
 from pytest_trtcompare.goldens.store import GoldenError, read_golden, write_golden
 
 from .golden_bytes import as_format_1, rewrite
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 OUTPUTS = {"y": np.arange(12, dtype=np.float32).reshape(3, 4) / 7}
 INPUTS = {"x": np.linspace(0, 1, 3, dtype=np.float32)}

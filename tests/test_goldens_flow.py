@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 GOLDEN_TESTS = """
 import os

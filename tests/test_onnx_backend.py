@@ -41,6 +41,7 @@ def _runnable(case):
     return (runner, sets) if sets else None
 
 
+@pytest.mark.slow  # every node case of the ONNX backend suite, through two runtimes
 def test_backend_node_cases_get_onnx_verdicts():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the case generators overflow casts on purpose

@@ -9,7 +9,8 @@ import shlex
 
 import pytest
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 from .test_compare_frameworks import CONFTEST
 
 COMPARE = 'model="model.onnx", frameworks=["onnxref", "onnxrt"]'

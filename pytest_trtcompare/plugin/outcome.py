@@ -20,7 +20,7 @@ from ..engine import ComparisonResult, OutputMismatchError, num
 from ..errors import LayerDivergenceWarning
 from ..session.brief import joined, outcome_line
 from ..session.outcome import Kind, Outcome, runner_name
-from . import summary
+from . import properties, summary
 from .options import Settings
 from .terminal import mark
 
@@ -62,10 +62,12 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         verbosity,
     )
     taken = [key for key, _ in item.user_properties]
-    item.user_properties.extend(summary.to_properties(records, taken))
+    item.user_properties.extend(properties.to_properties(records, taken))
     if worst.layers is not None:
         layers = summary.layer_summary(worst, display_id(item), verbosity)
-        item.user_properties.append((summary.LAYERS_PROPERTY, json.dumps(layers, sort_keys=True)))
+        item.user_properties.append(
+            (properties.LAYERS_PROPERTY, json.dumps(layers, sort_keys=True))
+        )
         if outcome.kind is Kind.PASSED and worst.first_divergence is not None:
             margin = num(worst.outputs[worst.first_divergence].margin, 3)
             warnings.warn_explicit(  # at the test, not in the plugin

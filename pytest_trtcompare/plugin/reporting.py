@@ -16,7 +16,7 @@ import pytest
 
 from ..session.layout import wrap
 from ..session.outcome import Outcome
-from . import summary
+from . import properties, summary
 from .options import Settings
 from .terminal import terminal_width
 
@@ -43,7 +43,7 @@ class Reporter:
             self.layers.extend(
                 json.loads(str(value))
                 for key, value in report.user_properties
-                if key == summary.LAYERS_PROPERTY
+                if key == properties.LAYERS_PROPERTY
             )
 
     def worker_payload(self, builds: Mapping[str, Any]) -> dict[str, Any]:

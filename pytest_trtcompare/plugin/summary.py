@@ -23,10 +23,7 @@ from ..engine import (
     num,
 )
 from ..session.layout import abbreviate, wrap
-
-PROPERTY = "trtcompare"
-RECORD_SUFFIX = ".record"  # trtcompare.<output>.record: the whole record as JSON
-LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
+from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, jsonable
 
 
 @dataclass(frozen=True)
@@ -134,51 +131,12 @@ def layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> di
     }
 
 
-def to_properties(items: Iterable[Record], taken: Iterable[str] = ()) -> list[tuple[str, Any]]:
-    """JUnit properties, one name per output and field: trtcompare.<output>.passed, .failure
-    (what failed where no error size says it), .max_abs, .max_rel, .margin, .check, .atol,
-    .rtol (each left out where it was not computed), .<metric> and .<metric>.margin, and .record
-    (every field as JSON, which the summary and JSON report read back). An output already
-    recorded in this test (`taken` names) gets '#2', '#3' ... after its name."""
-    properties: list[tuple[str, Any]] = []
-    used = {key.removesuffix(RECORD_SUFFIX) for key in taken if key.endswith(RECORD_SUFFIX)}
-    for record in items:
-        prefix = f"{PROPERTY}.{record.output}"
-        count = 1
-        while prefix in used:
-            count += 1
-            prefix = f"{PROPERTY}.{record.output}#{count}"
-        used.add(prefix)
-        properties.append((f"{prefix}.passed", str(record.passed).lower()))
-        if record.failure is not None:  # what failed where no error size says it
-            properties.append((f"{prefix}.failure", record.failure))
-        for key, value in (
-            ("max_abs", record.max_abs_error),
-            ("max_rel", record.max_rel_error),
-            ("margin", record.margin),
-            ("check", record.check),
-            ("atol", record.atol),
-            ("rtol", record.rtol),
-        ):
-            if value is not None:  # None: not computed (a shape or name failure)
-                properties.append(
-                    (f"{prefix}.{key}", value if isinstance(value, str) else _json_number(value))
-                )
-        for metric in record.metrics:
-            key = f"{prefix}.{metric['check']}"
-            properties.append((key, _json_number(metric["value"])))
-            properties.append((f"{key}.margin", _json_number(metric["margin"])))
-        record_json = json.dumps(_jsonable(asdict(record)), sort_keys=True)
-        properties.append((prefix + RECORD_SUFFIX, record_json))
-    return properties
-
-
 def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
     found = []
     for key, value in properties:
         if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX):
             data = json.loads(value)
-            for name in _NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
+            for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
                 data[name] = None if data[name] is None else float(data[name])
             data["metrics"] = tuple(
                 {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
@@ -186,24 +144,6 @@ def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
             )
             found.append(Record(**data))
     return found
-
-
-_NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol")
-
-
-def _json_number(value: float) -> float | str:
-    return value if math.isfinite(value) else str(value)
-
-
-def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: _json_number(v)
-        if isinstance(v, float)
-        else [_jsonable(m) for m in v]
-        if k == "metrics"
-        else v
-        for k, v in data.items()
-    }
 
 
 def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> list[str]:
@@ -343,7 +283,7 @@ def report_json(
     document = {
         "plugin_version": version,
         "layers": layers or [],
-        "outputs": [_jsonable(asdict(r)) for r in sorted(items, key=lambda r: -r.margin)],
+        "outputs": [jsonable(asdict(r)) for r in sorted(items, key=lambda r: -r.margin)],
         "runners": dict(sorted(runners.items())),
         "runner_builds": builds,
     }

@@ -1,0 +1,72 @@
+"""JUnit properties of the accuracy records: one name per output and field, and the whole
+record as JSON, which is how records reach the xdist controller, the summary and the JSON
+report (`user_properties` travel with test reports)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+PROPERTY = "trtcompare"
+RECORD_SUFFIX = ".record"  # trtcompare.<output>.record: the whole record as JSON
+LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
+
+
+def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple[str, Any]]:
+    """JUnit properties, one name per output and field: trtcompare.<output>.passed, .failure
+    (what failed where no error size says it), .max_abs, .max_rel, .margin, .check, .atol,
+    .rtol (each left out where it was not computed), .<metric> and .<metric>.margin, and .record
+    (every field as JSON, which the summary and JSON report read back). An output already
+    recorded in this test (`taken` names) gets '#2', '#3' ... after its name."""
+    properties: list[tuple[str, Any]] = []
+    used = {key.removesuffix(RECORD_SUFFIX) for key in taken if key.endswith(RECORD_SUFFIX)}
+    for record in items:
+        prefix = f"{PROPERTY}.{record.output}"
+        count = 1
+        while prefix in used:
+            count += 1
+            prefix = f"{PROPERTY}.{record.output}#{count}"
+        used.add(prefix)
+        properties.append((f"{prefix}.passed", str(record.passed).lower()))
+        if record.failure is not None:  # what failed where no error size says it
+            properties.append((f"{prefix}.failure", record.failure))
+        for key, value in (
+            ("max_abs", record.max_abs_error),
+            ("max_rel", record.max_rel_error),
+            ("margin", record.margin),
+            ("check", record.check),
+            ("atol", record.atol),
+            ("rtol", record.rtol),
+        ):
+            if value is not None:  # None: not computed (a shape or name failure)
+                properties.append(
+                    (f"{prefix}.{key}", value if isinstance(value, str) else json_number(value))
+                )
+        for metric in record.metrics:
+            key = f"{prefix}.{metric['check']}"
+            properties.append((key, json_number(metric["value"])))
+            properties.append((f"{key}.margin", json_number(metric["margin"])))
+        record_json = json.dumps(jsonable(asdict(record)), sort_keys=True)
+        properties.append((prefix + RECORD_SUFFIX, record_json))
+    return properties
+
+
+NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol")
+
+
+def json_number(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: json_number(v)
+        if isinstance(v, float)
+        else [jsonable(m) for m in v]
+        if k == "metrics"
+        else v
+        for k, v in data.items()
+    }
