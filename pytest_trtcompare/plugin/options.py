@@ -80,28 +80,30 @@ def _precisions(config: pytest.Config) -> tuple[str, ...]:
         raise _usage(f"ini trtcompare_precisions: {exc}") from None
 
 
+#: Tolerance fields the command line sets: field, option dest, flag.
+_TOLERANCE_FLAGS = (
+    ("atol", "trt_atol", "--trt-atol"),
+    ("rtol", "trt_rtol", "--trt-rtol"),
+    ("check", "trt_check_error_stat", "--trt-check-error-stat"),
+)
+
+
 def _tolerances(config: pytest.Config) -> ToleranceSettings:
+    command_line = {}
+    for name, dest, flag in _TOLERANCE_FLAGS:
+        value = config.getoption(dest)
+        if value is not None:
+            try:
+                Tolerance(**{name: value})  # each value checked under its own flag
+            except ToleranceError as exc:
+                raise _usage(f"{flag}={value}: {exc}") from None
+            command_line[name] = value
     try:
         table, ini_metrics = parse_ini_tolerances(config.getini("trtcompare_tolerances"))
         metrics = parse_metrics(config.getoption("trt_check") or [], "--trt-check")
-        command_line = {
-            name: value
-            for name, value in (
-                ("atol", config.getoption("trt_atol")),
-                ("rtol", config.getoption("trt_rtol")),
-                ("check", config.getoption("trt_check_error_stat")),
-            )
-            if value is not None
-        }
         settings = ToleranceSettings(
             ini_table=table, command_line=command_line, ini_metrics=ini_metrics, metrics=metrics
         )
-        for name, value in command_line.items():  # each value checked under its own flag
-            flag = {"atol": "--trt-atol", "rtol": "--trt-rtol"}.get(name, "--trt-check-error-stat")
-            try:
-                Tolerance(**{name: value})
-            except ToleranceError as exc:
-                raise _usage(f"{flag}={value}: {exc}") from None
         settings.resolve("fp32")
     except ToleranceError as exc:
         raise _usage(str(exc)) from None
