@@ -19,9 +19,9 @@ import numpy as np
 
 from ..atomic import atomic_write_bytes
 from ..errors import InputDataError
+from .legacy import ForeignSafetensorsError
 from .onnx_test_data import load_onnx_test_data
 from .polygraphy_json import TYPE_MARKER, iterate_json
-from .legacy import ForeignSafetensorsError
 from .store import LEGACY_SUFFIX, SUFFIX, Golden, GoldenError, read_golden
 
 DEFAULT_RUNNER_NAME = "pytest-trtcompare"
