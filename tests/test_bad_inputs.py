@@ -78,7 +78,7 @@ def test_bad_inputs_inside_one_session(pytester):
             "*NaN: actual 1, expected 0 (positions differ)*",
         ]
     )
-    folders = {p.parent for p in pytester.path.rglob("*.golden")}
+    folders = {p.parent for p in pytester.path.rglob("*.safetensors")}
     assert folders == {pytester.path / "goldens" / "test_catalogue"}
 
 
@@ -92,13 +92,16 @@ def test_a_golden_holding_a_pickled_object_array_is_refused(pytester):
         """
     )
     pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=1)
-    (path,) = list(pytester.path.rglob("*.golden"))
+    (path,) = list(pytester.path.rglob("*.safetensors"))
     # as a tool that rewrote the header (valid checksum) would leave it
-    rewrite(path, lambda document: document["tensors"][0].update(dtype="|O8"))
+    rewrite(path, lambda document: document["outputs/y"].update(dtype="|O8"))
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*test_g.golden: corrupt golden (header field 'dtype' of tensor 'y': '|O8' is not*"]
+        [
+            "*test_g.safetensors: corrupt golden (header field 'dtype' of tensor 'outputs/y': "
+            "'|O8' is not*"
+        ]
     )
 
 

@@ -49,15 +49,16 @@ def test_files_of_other_formats_are_named_with_the_formats_read(tmp_path, capsys
     assert main(["show", str(tmp_path / name)]) == 2
     err = capsys.readouterr().err
     assert (
-        f"{tmp_path / name}: not a format of saved outputs that trtcompare reads (.golden, " in err
+        f"{tmp_path / name}: not a format of saved outputs that trtcompare reads "
+        "(.safetensors and .golden goldens, " in err
     )
     assert "Polygraphy JSON .json, .npz, .npy, or a folder of ONNX test data)" in err
 
 
 def test_a_missing_golden_as_outputs_is_called_a_file(tmp_path, capsys):
-    assert main(["show", str(tmp_path / "nope.golden")]) == 2
+    assert main(["show", str(tmp_path / "nope.safetensors")]) == 2
     err = capsys.readouterr().err
-    assert f"trtcompare: {tmp_path / 'nope.golden'} does not exist" in err
+    assert f"trtcompare: {tmp_path / 'nope.safetensors'} does not exist" in err
 
 
 def test_bad_files_name_the_file(tmp_path, capsys):
@@ -103,7 +104,7 @@ def test_an_unknown_option_shows_the_commands_usage(capsys, command):
 
 def test_diff_takes_the_tolerance_a_golden_stored(saved, capsys):
     actual, expected = str(saved / "actual.npz"), str(saved / "expected.npz")
-    golden = str(saved / "expected.golden")
+    golden = str(saved / "expected.safetensors")
     argv = ["check", golden, expected, "--atol", "0.6", "--update"]
     assert main(argv) == 0  # writes the golden with atol=0.6 in its metadata
     capsys.readouterr()
@@ -124,3 +125,23 @@ def test_diff_without_a_stored_tolerance_says_which_it_used(saved, capsys):
     assert capsys.readouterr().out.startswith("tolerance: the default\n")
     assert main(["diff", actual, expected, "--atol", "0.6", "--rtol", "0"]) == 0
     assert capsys.readouterr().out.startswith("tolerance: --atol, --rtol given\n")
+
+
+def test_check_reads_an_old_golden_names_its_format_and_update_rewrites_it(saved, capsys):
+    from pytest_trtcompare.goldens.store import read_golden, write_golden
+
+    from .golden_bytes import as_format_2
+
+    expected = dict(np.load(saved / "expected.npz"))
+    write_golden(saved / "g.safetensors", expected)
+    old = as_format_2(saved / "g.safetensors")
+    args = ["check", str(old), str(saved / "expected.npz")]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert f"trtcompare: {old} is a golden of the old format 2; rewrite it as " in err
+    assert f"  trtcompare check {old} {saved / 'expected.npz'} --update" in err
+    assert main([*args, "--update"]) == 0
+    assert f"updated: {saved / 'g.safetensors'}" in capsys.readouterr().out
+    assert not old.exists() and read_golden(saved / "g.safetensors").version == 3
+    assert main(args) == 0  # the old name finds the new golden
+    assert "old format" not in capsys.readouterr().err

@@ -219,8 +219,8 @@ def test_golden_mode(pytester, xdist):
     again.assert_outcomes(passed=2)
     report = json.loads((pytester.path / "r.json").read_text())
     assert {entry["reference"] for entry in report["outputs"]} == {
-        "golden test_model[onnxrt-fp32-bs2].golden",
-        "golden test_model[onnxref-fp32-bs2].golden",
+        "golden test_model[onnxrt-fp32-bs2].safetensors",
+        "golden test_model[onnxref-fp32-bs2].safetensors",
     }
 
 
@@ -358,7 +358,7 @@ def test_goldens_of_unselected_precisions_are_never_unused(pytester, xdist):
     )
     pruned = run(pytester, "--trt-prune-goldens", "--trt-precision", "fp32", *xdist)
     pruned.stdout.fnmatch_lines(["checked 1, unused 0 (pruned 0)"])
-    assert len(list((pytester.path / "goldens" / "test_model").glob("*.golden"))) == 2
+    assert len(list((pytester.path / "goldens" / "test_model").glob("*.safetensors"))) == 2
 
 
 def test_worker_output_survives_torch_descriptions(pytester):
@@ -403,7 +403,7 @@ def test_golden_mode_metadata_and_a_full_disk(pytester):
         """
     )
     run(pytester, "--trt-update-goldens").assert_outcomes(passed=1)
-    (path,) = list(pytester.path.rglob("*.golden"))
+    (path,) = list(pytester.path.rglob("*.safetensors"))
     meta = read_header(path)["meta"]
     assert meta["plugin_version"] and meta["tolerance"]["atol"] == 1e-5
     assert meta["test"] == "test_model.py::test_model[onnxrt-fp32-bs20000]"

@@ -43,7 +43,7 @@ def _stray_temps(folder):
 def test_sigkill_during_update_leaves_old_or_new_golden(pytester):
     pytester.makepyfile(test_big=BIG_GOLDEN_TEST)
     assert _pytest(pytester.path, "--trt-update-goldens").wait(120) == 0
-    (golden,) = list((pytester.path / "goldens").rglob("*.golden"))
+    (golden,) = list((pytester.path / "goldens").rglob("*.safetensors"))
     previous = 1.0
     for attempt, delay in enumerate(np.linspace(0.3, 2.5, 12)):
         new = float(2 + attempt)
@@ -75,7 +75,7 @@ def test_two_workers_updating_one_module_corrupt_nothing(pytester):
     )
     result = pytester.runpytest_subprocess("-n", "2", "--trt-update-goldens")
     result.assert_outcomes(passed=24)
-    goldens = sorted((pytester.path / "goldens" / "test_many").glob("*.golden"))
+    goldens = sorted((pytester.path / "goldens" / "test_many").glob("*.safetensors"))
     assert len(goldens) == 24
     values = sorted(float(read_golden(p).outputs["y"][0]) for p in goldens)
     assert values == [float(i) for i in range(24)]
@@ -86,7 +86,7 @@ def test_two_workers_updating_one_module_corrupt_nothing(pytester):
 def test_a_full_disk_fails_the_test_clearly_and_keeps_the_old_golden(pytester):
     pytester.makepyfile(test_big=BIG_GOLDEN_TEST)
     assert _pytest(pytester.path, "--trt-update-goldens").wait(120) == 0
-    (golden,) = list((pytester.path / "goldens").rglob("*.golden"))
+    (golden,) = list((pytester.path / "goldens").rglob("*.safetensors"))
     before = golden.read_bytes()
     pytester.makeconftest(
         """

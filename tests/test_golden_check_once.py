@@ -44,7 +44,7 @@ def test_fixture(golden, runners, request):
     outputs = runner.infer(feed)
     # the outputs as a file, with the runner's description, for `trtcompare check`
     meta = {"runner": runner.describe()}
-    write_golden(request.config.rootpath / "outputs.golden", outputs, feed, meta)
+    write_golden(request.config.rootpath / "outputs.safetensors", outputs, feed, meta)
     golden.check(outputs)
 """
 
@@ -163,7 +163,7 @@ def _model(pytester: pytest.Pytester, changed: bool) -> None:
 
 
 def _golden(pytester: pytest.Pytester, test: str) -> str:
-    return str(pytester.path / "goldens" / "test_once" / f"{test}.golden")
+    return str(pytester.path / "goldens" / "test_once" / f"{test}.safetensors")
 
 
 def _prepare(pytester: pytest.Pytester, how: str) -> None:
@@ -223,10 +223,10 @@ def test_one_golden_check_three_entry_points(pytester, name, xdist):
     pytester.makepyfile(test_once=TESTS)
     _model(pytester, changed=False)
     _prepare(pytester, scenario.prepare)
-    cli_golden = str(pytester.path / "cli" / "kept.golden")
+    cli_golden = str(pytester.path / "cli" / "kept.safetensors")
     if scenario.prepare in ODD:
         (pytester.path / "cli").mkdir()
-        _put_odd(pytester.path / "cli" / "kept.golden", scenario.prepare)
+        _put_odd(pytester.path / "cli" / "kept.safetensors", scenario.prepare)
     elif scenario.prepare != "none":  # the fixture's golden as the run finds it
         (pytester.path / "cli").mkdir()
         shutil.copyfile(_golden(pytester, FIXTURE), cli_golden)
@@ -241,12 +241,12 @@ def test_one_golden_check_three_entry_points(pytester, name, xdist):
     messages = {}
     for test in (MARKER, FIXTURE):
         assert reports[test]["verdict"] == scenario.verdict, (test, reports[test])
-        shown = f"goldens/test_once/{test}.golden"
+        shown = f"goldens/test_once/{test}.safetensors"
         hint = f"pytest --trt-update-goldens {shlex.quote(f'test_once.py::{test}')}"
         text = reports[test]["message"] or _written(result.stdout.str(), shown)
         messages[test] = _normal(text, _golden(pytester, test), shown, hint)
 
-    outputs = str(pytester.path / "outputs.golden")  # saved by the fixture's test
+    outputs = str(pytester.path / "outputs.safetensors")  # saved by the fixture's test
     code, text = _cli("check", cli_golden, outputs, *scenario.cli)
     assert code == scenario.code, text
     hint = shlex.join(["trtcompare", "check", cli_golden, outputs, "--update"])
@@ -280,10 +280,10 @@ def test_the_cli_names_what_it_takes(tmp_path, capsys):
     """Exit 2 with argparse's usage error for a bad option; a polygraphy-imported golden
     (its runner a name, not a description) fails as a mismatch, never a traceback."""
     with pytest.raises(SystemExit) as info:
-        trtcompare(["check", "a.golden", "b.npz", "--precision", "fp64"])
+        trtcompare(["check", "a.safetensors", "b.npz", "--precision", "fp64"])
     assert info.value.code == 2
     assert "invalid choice: 'fp64'" in capsys.readouterr().err
-    golden, outputs = tmp_path / "g.golden", tmp_path / "out.golden"
+    golden, outputs = tmp_path / "g.safetensors", tmp_path / "out.safetensors"
     write_golden(golden, {"y": np.zeros(3)}, {}, {"source": "polygraphy", "runner": "trt-runner"})
     write_golden(outputs, {"y": np.ones(3)}, {}, {"runner": {"model_digest": "ab" * 32}})
     code, text = _cli("check", str(golden), str(outputs))
@@ -307,13 +307,13 @@ def test_stored_inputs_that_no_longer_fit_fail_both_pytest_entry_points(pytester
     for test in ("test_marker[onnxrt-fp32-one]", FIXTURE):
         hint = f"pytest --trt-update-goldens {shlex.quote(f'test_once.py::{test}')}"
         assert (
-            f"golden goldens/test_once/{test}.golden: its stored input 'x' has shape (2, 4), "
+            f"golden goldens/test_once/{test}.safetensors: its stored input 'x' has shape (2, 4), "
             f"this test asks for (5, 4); refresh it with:\n  {hint}"
         ) in out
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
     run(pytester, *xdist).assert_outcomes(passed=2)
     stored = read_golden(
-        pytester.path / "goldens" / "test_once" / "test_marker[onnxrt-fp32-one].golden"
+        pytester.path / "goldens" / "test_once" / "test_marker[onnxrt-fp32-one].safetensors"
     )
     assert stored.inputs["x"].shape == (5, 4)
 

@@ -66,7 +66,7 @@ def test_the_printed_command_regenerates_the_golden(pytester, monkeypatch, xdist
     _model(suite / "model.onnx", 1.0)
     monkeypatch.chdir(suite)
     given = [*options, "--trt-goldens-dir=../stored", *xdist]
-    golden = pytester.path / "stored" / "suite" / "test_cmd" / f"{ID}.golden"
+    golden = pytester.path / "stored" / "suite" / "test_cmd" / f"{ID}.safetensors"
     expected = [
         "pytest",
         "--trt-update-goldens",

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import random
 import re
+import struct
 
 import numpy as np
 import pytest
 
 from pytest_trtcompare.cli import main as cli
-from pytest_trtcompare.goldens.format import MAGIC
+from pytest_trtcompare.goldens.format import OURS
 from pytest_trtcompare.goldens.store import GoldenError, read_golden, write_golden
 
-from .golden_bytes import as_format_1, rewrite
+from .golden_bytes import as_format_1, as_format_2, join, ours, rewrite, rewrite_legacy, split
 from .pytester_helpers import XDIST_SLOW as XDIST
 from .pytester_helpers import run
 
@@ -27,7 +29,7 @@ INPUTS = {"x": np.linspace(0, 1, 3, dtype=np.float32)}
 @pytest.fixture
 def small(tmp_path):
     """A small golden (outputs and inputs) and an intact twin to diff against."""
-    path, twin = tmp_path / "g.golden", tmp_path / "twin.golden"
+    path, twin = tmp_path / "g.safetensors", tmp_path / "twin.safetensors"
     write_golden(path, OUTPUTS, INPUTS, {"test": "test_m.py::test_it", "seed": 1})
     write_golden(twin, OUTPUTS, INPUTS, {"test": "test_m.py::test_it", "seed": 1})
     return path, twin, path.read_bytes()
@@ -54,7 +56,7 @@ def _assert_detected(path, twin, label):
 
 def test_every_single_bit_flip_is_detected(small):
     path, twin, data = small
-    assert len(data) * 8 >= 4000
+    assert len(data) * 8 >= 3500  # every byte of a header, two tensors and their checksums
     for bit in range(len(data) * 8):
         flipped = bytearray(data)
         flipped[bit // 8] ^= 1 << (bit % 8)
@@ -72,37 +74,123 @@ def test_every_truncation_and_any_appended_byte_is_detected(small):
         _assert_detected(path, twin, f"appended {extra!r}")
 
 
-def _set(key, value):
-    return lambda document: document["tensors"][0].__setitem__(key, value)
+def _set(key, value, tensor="outputs/y"):
+    return lambda document: document[tensor].__setitem__(key, value)
+
+
+def _rename(old, new):
+    def change(document):
+        document[new] = document.pop(old)
+        sums = document["__metadata__"]
+        sums[f"xxh3:{new}"] = sums.pop(f"xxh3:{old}")
+
+    return change
+
+
+def _metadata(key, value=None):
+    """Set (or, with None, remove) one __metadata__ entry."""
+
+    def change(document):
+        if value is None:
+            document["__metadata__"].pop(key)
+        else:
+            document["__metadata__"][key] = value
+
+    return change
+
+
+def _rename_sum(old, new):
+    def change(document):
+        sums = document["__metadata__"]
+        sums[f"xxh3:{new}"] = sums.pop(f"xxh3:{old}")
+
+    return change
 
 
 HAND_CRAFTED = {
-    "no group key": (lambda d: d["tensors"][0].pop("group"), "tensor 0 has keys"),
-    "no name key": (lambda d: d["tensors"][1].pop("name"), "tensor 1 has keys"),
-    "shape that wraps in int64": (_set("shape", [2**62, 4]), "header field 'nbytes'"),
-    "negative dim": (_set("shape", [-3, -4]), "header field 'shape' of tensor 'y'"),
-    "non-integer dim": (_set("shape", [3.0, 4]), "header field 'shape' of tensor 'y'"),
-    "bool dim": (_set("shape", [True, 12]), "header field 'shape' of tensor 'y'"),
-    "rank 65": (_set("shape", [1] * 65), "header field 'shape' of tensor 'y'"),
-    "meta as a list": (lambda d: d.__setitem__("meta", [1, 2]), "header field 'meta'"),
+    "tensor entry without dtype": (
+        lambda d: d["outputs/y"].pop("dtype"),
+        "tensor 'outputs/y' has keys ['data_offsets', 'shape']",
+    ),
+    "shape that wraps in int64": (_set("shape", [2**62, 4]), "field 'data_offsets' of tensor"),
+    "shape of other size": (_set("shape", [4, 4]), "'data_offsets' of tensor 'outputs/y': [0, 48]"),
+    "negative dim": (_set("shape", [-3, -4]), "header field 'shape' of tensor 'outputs/y'"),
+    "non-integer dim": (_set("shape", [3.0, 4]), "header field 'shape' of tensor 'outputs/y'"),
+    "bool dim": (_set("shape", [True, 12]), "header field 'shape' of tensor 'outputs/y'"),
+    "rank 65": (_set("shape", [1] * 65), "header field 'shape' of tensor 'outputs/y'"),
+    "meta as a list": (ours(lambda o: o.__setitem__("meta", [1, 2])), "header field 'meta'"),
     "inputs group renamed": (
-        lambda d: d["tensors"][1].__setitem__("group", "inpuus"),
-        "header field 'group' of tensor 1: 'inpuus' is not one of outputs, inputs",
+        _rename("inputs/x", "inpuus/x"),
+        "tensor 'inpuus/x' is not listed in the golden's outputs or inputs",
     ),
-    "duplicate name": (
-        lambda d: d["tensors"].append(dict(d["tensors"][0])),
-        "header field 'name' of tensor 'y': outputs 'y' appears twice",
+    "tensor renamed": (
+        _rename("outputs/y", "outputs/z"),
+        "tensor 'outputs/z' is not listed in the golden's outputs or inputs",
     ),
-    "object dtype": (_set("dtype", "|O8"), "header field 'dtype' of tensor 'y'"),
-    "big-endian dtype": (_set("dtype", ">f4"), "'>f4' is big-endian; goldens are little-endian"),
-    "complex dtype": (_set("dtype", "<c8"), "header field 'dtype' of tensor 'y'"),
-    "unknown dtype": (_set("dtype", "float128x"), "header field 'dtype' of tensor 'y'"),
-    "nbytes as string": (_set("nbytes", "48"), "header field 'nbytes' of tensor 'y'"),
-    "extra header key": (lambda d: d.__setitem__("extra", 1), "header keys"),
-    "format 3": (lambda d: d.__setitem__("format", 3), "header field 'format'"),
-    "tensors as an object": (lambda d: d.__setitem__("tensors", {}), "header field 'tensors'"),
-    "checksum not hex": (_set("xxh3", "zz" * 8), "header field 'xxh3' of tensor 'y'"),
-    "checksum of other bytes": (_set("xxh3", "0" * 16), "checksum of output 'y' does not match"),
+    "tensor removed": (lambda d: d.pop("inputs/x"), "tensor 'inputs/x' is missing"),
+    "name listed twice": (
+        ours(lambda o: o["outputs"].append("y")),
+        "header field 'outputs': 'y' appears twice",
+    ),
+    "object dtype": (_set("dtype", "|O8"), "'dtype' of tensor 'outputs/y': '|O8' is not a type"),
+    "complex dtype": (_set("dtype", "C64"), "'dtype' of tensor 'outputs/y': 'C64' is not a type"),
+    "unknown dtype": (_set("dtype", "F128"), "'dtype' of tensor 'outputs/y': 'F128' is not a"),
+    "dtype of another size": (_set("dtype", "F64"), "[0, 48] (48 bytes) for shape [3, 4] of F64"),
+    "data_offsets as strings": (
+        _set("data_offsets", ["0", "48"]),
+        "header field 'data_offsets' of tensor 'outputs/y': ['0', '48'] is not [begin, end]",
+    ),
+    "data_offsets backwards": (_set("data_offsets", [48, 0]), "[48, 0] is not [begin, end]"),
+    "overlapping data_offsets": (
+        _set("data_offsets", [40, 52], "inputs/x"),
+        "'data_offsets' of tensor 'inputs/x': begins at 40, expected 48",
+    ),
+    "a gap between tensors": (
+        _set("data_offsets", [52, 64], "inputs/x"),
+        "'data_offsets' of tensor 'inputs/x': begins at 52, expected 48",
+    ),
+    "out-of-order data_offsets": (
+        lambda d: (
+            d["outputs/y"].__setitem__("data_offsets", [12, 60]),
+            d["inputs/x"].__setitem__("data_offsets", [0, 12]),
+        ),
+        "checksum of output 'y' does not match",
+    ),
+    "extra metadata entry": (
+        _metadata("note", "hello"),
+        "header field '__metadata__': unexpected entry 'note'",
+    ),
+    "metadata checksum removed": (
+        _metadata("xxh3:outputs/y"),
+        "tensor 'outputs/y' has no checksum",
+    ),
+    "metadata checksum renamed": (
+        _rename_sum("outputs/y", "outputs/w"),
+        "header field '__metadata__': unexpected entry 'xxh3:outputs/w'",
+    ),
+    "metadata value not a string": (
+        _metadata("xxh3:outputs/y", 5),
+        "header field '__metadata__': 'xxh3:outputs/y' is not a string",
+    ),
+    "our entry removed": (_metadata(OURS), "header field '__metadata__': no 'pytest_trtcompare'"),
+    "our entry not JSON": (_metadata(OURS, "{"), "header field 'pytest_trtcompare': not JSON"),
+    "our entry without inputs": (
+        ours(lambda o: o.pop("inputs")),
+        "header field 'pytest_trtcompare': keys",
+    ),
+    "format 4": (ours(lambda o: o.__setitem__("format", 4)), "header field 'format': 4"),
+    "stored as U8 of an unknown type": (
+        ours(lambda o: o["stored_as_u8"].__setitem__("outputs/y", "float4")),
+        "header field 'stored_as_u8': 'outputs/y': 'float4'",
+    ),
+    "checksum not hex": (
+        _metadata("xxh3:outputs/y", "zz" * 8),
+        "header field 'xxh3:outputs/y' of tensor 'outputs/y': 'zzzzzzzzzzzzzzzz' is not 16 hex",
+    ),
+    "checksum of other bytes": (
+        _metadata("xxh3:outputs/y", "0" * 16),
+        "checksum of output 'y' does not match",
+    ),
 }
 
 
@@ -113,27 +201,50 @@ def test_hand_crafted_headers_are_named_as_corrupt(small, case):
     change, message = HAND_CRAFTED[case]
     rewrite(path, change)
     _assert_detected(path, twin, case)
-    with pytest.raises(GoldenError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(GoldenError, match=re.escape(message)):
         read_golden(path)
 
 
-#: Cases that only a format-2 header can carry (rewrite() sets format 1 and drops checksums).
-FORMAT_2_ONLY = {"checksum not hex", "checksum of other bytes", "format 3"}
-
-
-@pytest.mark.parametrize("case", sorted(set(HAND_CRAFTED) - FORMAT_2_ONLY))
-def test_hand_crafted_headers_in_the_old_format_are_corrupt_too(small, case):
-    path, twin, _ = small
-    rewrite(path, HAND_CRAFTED[case][0], version=1)
-    _assert_detected(path, twin, case)
+def test_a_header_checksum_that_holds_does_not_excuse_other_bytes(small):
+    """Valid JSON with a valid checksum, but not the bytes we write: spaces, a key twice, a
+    damaged padding, a longer padding."""
+    path, twin, data = small
+    document, body = split(data)
+    canonical_header = join(document, body)[8:]
+    header = canonical_header[: canonical_header.rindex(b"}") + 1]
+    variants = {
+        "spaces": header.replace(b'":', b'": ', 1),
+        "a key twice": header[:-1]
+        + b',"inputs/x":'
+        + json.dumps(document["inputs/x"]).encode()
+        + b"}",
+        "long padding": header + b" " * 16,
+    }
+    for label, text in variants.items():
+        text += b" " * (-len(text) % 8)
+        path.write_bytes(struct.pack("<Q", len(text)) + text + body)
+        _assert_detected(path, twin, label)
+    path.write_bytes(data[:8] + data[8:].replace(b"} ", b"}x", 1))
+    with pytest.raises(GoldenError, match=r"corrupt golden \(the header is not JSON\)"):
+        read_golden(path)
 
 
 def test_a_header_length_beyond_the_file_never_allocates(small):
     path, twin, data = small
-    start = len(MAGIC)
-    path.write_bytes(data[:start] + b"8000000000000000" + data[start + 16 :])
+    path.write_bytes(struct.pack("<Q", 8 * 10**15) + data[8:])
     _assert_detected(path, twin, "huge length")
-    with pytest.raises(GoldenError, match=r"header of 8000000000000000 bytes in a file of 512"):
+    with pytest.raises(
+        GoldenError, match=rf"header of {8 * 10**15} bytes in a file of {len(data)}\)"
+    ):
+        read_golden(path)
+
+
+def test_a_safetensors_file_of_another_tool_is_not_taken_for_a_golden(tmp_path):
+    import safetensors.numpy
+
+    path = tmp_path / "model.safetensors"
+    safetensors.numpy.save_file(OUTPUTS, str(path), metadata={"format": "pt"})
+    with pytest.raises(GoldenError, match="a safetensors file, not a pytest-trtcompare golden"):
         read_golden(path)
 
 
@@ -143,6 +254,7 @@ def test_a_header_length_beyond_the_file_never_allocates(small):
         (b"", "an empty file, not a golden"),
         (b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 512\n", "git lfs pull"),
         (b"<<<<<<< HEAD\nPYTEST-TRTCOMPARE", "holds git merge-conflict markers, not a golden"),
+        (b"PK\x03\x04 a zip file of 32 bytes ......", "not a pytest-trtcompare golden"),
     ],
 )
 def test_what_real_life_leaves_instead_of_a_golden_is_named(small, content, message):
@@ -153,15 +265,74 @@ def test_what_real_life_leaves_instead_of_a_golden_is_named(small, content, mess
     assert _cli_exit("show", str(path))[0] == 2
 
 
-def test_format_1_goldens_still_load(small):
+# -- the old formats (.golden) ------------------------------------------------------------------
+def _set_old(key, value):
+    return lambda document: document["tensors"][0].__setitem__(key, value)
+
+
+OLD_HAND_CRAFTED = {
+    "no group key": (lambda d: d["tensors"][0].pop("group"), "tensor 0 has keys"),
+    "shape that wraps in int64": (_set_old("shape", [2**62, 4]), "header field 'nbytes'"),
+    "negative dim": (_set_old("shape", [-3, -4]), "header field 'shape' of tensor 'y'"),
+    "meta as a list": (lambda d: d.__setitem__("meta", [1, 2]), "header field 'meta'"),
+    "inputs group renamed": (
+        lambda d: d["tensors"][1].__setitem__("group", "inpuus"),
+        "header field 'group' of tensor 1: 'inpuus' is not one of outputs, inputs",
+    ),
+    "duplicate name": (
+        lambda d: d["tensors"].append(dict(d["tensors"][0])),
+        "header field 'name' of tensor 'y': outputs 'y' appears twice",
+    ),
+    "big-endian dtype": (_set_old("dtype", ">f4"), "'>f4' is big-endian; goldens are little"),
+    "unknown dtype": (_set_old("dtype", "float128x"), "header field 'dtype' of tensor 'y'"),
+    "extra header key": (lambda d: d.__setitem__("extra", 1), "header keys"),
+    "checksum of other bytes": (_set_old("xxh3", "0" * 16), "checksum of output 'y' does not"),
+}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("case", sorted(OLD_HAND_CRAFTED))
+def test_hand_crafted_headers_in_the_old_formats_are_corrupt_too(small, case, version):
+    path, twin, _ = small
+    old = as_format_2(path)
+    change, message = OLD_HAND_CRAFTED[case]
+    if version == 1 and case == "checksum of other bytes":
+        return  # format 1 has no checksums
+    rewrite_legacy(old, change, version=version)
+    _assert_detected(old, twin, case)
+    with pytest.raises(GoldenError, match=re.escape(message)):
+        read_golden(old)
+
+
+def test_bit_flips_and_truncations_of_a_format_2_golden_are_detected(small):
+    """Its reader is the one of 0.2 (fuzzed there bit by bit): every third bit and size."""
     path, _, _ = small
-    as_format_1(path)
-    golden = read_golden(path)
-    assert golden.version == 1
+    old = as_format_2(path)
+    data = old.read_bytes()
+    for bit in range(0, len(data) * 8, 3):
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        old.write_bytes(bytes(flipped))
+        with pytest.raises(GoldenError):
+            read_golden(old)
+    for size in range(0, len(data), 3):
+        old.write_bytes(data[:size])
+        with pytest.raises(GoldenError):
+            read_golden(old)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_old_format_goldens_still_load(small, version):
+    path, _, _ = small
+    old = as_format_2(path) if version == 2 else as_format_1(path)
+    golden = read_golden(old)
+    assert golden.version == version
     np.testing.assert_array_equal(golden.outputs["y"], OUTPUTS["y"])
     np.testing.assert_array_equal(golden.inputs["x"], INPUTS["x"])
-    assert write_golden(path, OUTPUTS, INPUTS, golden.meta) == "updated"  # upgraded
-    assert path.read_bytes().startswith(MAGIC) and read_golden(path).version == 2
+    assert golden.meta == {"test": "test_m.py::test_it", "seed": 1}
+    assert write_golden(old, OUTPUTS, INPUTS, golden.meta) == "updated"  # upgraded, beside it
+    assert not old.exists() and read_golden(path).version == 3
+    assert split(path.read_bytes())[0]["__metadata__"]["xxh3:outputs/y"]
 
 
 # -- through pytest ---------------------------------------------------------------------------
@@ -187,7 +358,7 @@ def _damage(path, how, rng):
     elif how == "cut":
         del data[rng.randrange(len(data)) :]
     else:  # a header rewritten with a valid checksum but a broken schema
-        rewrite(path, lambda d: d["tensors"][0].__setitem__("shape", [-1]))
+        rewrite(path, lambda d: d["outputs/y"].__setitem__("shape", [-1]))
         return
     path.write_bytes(bytes(data))
 
@@ -198,7 +369,7 @@ def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, 
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=MANY + 1)
     rng = random.Random(11)
     folder = pytester.path / "goldens" / "test_many"
-    goldens = sorted(folder.glob("*.golden"))
+    goldens = sorted(folder.glob("*.safetensors"))
     assert len(goldens) == MANY + 1
     for index, path in enumerate(goldens):
         _damage(path, ("flip", "cut", "schema")[index % 3], rng)
@@ -218,14 +389,45 @@ def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, 
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-def test_old_format_goldens_pass_and_update_upgrades_them(pytester, xdist):
+@pytest.mark.parametrize("version", [1, 2])
+def test_old_format_goldens_pass_are_named_and_update_rewrites_them(pytester, xdist, version):
     pytester.makepyfile(test_old="import numpy as np\n\n" + MANY_TESTS.split("\n\n")[0])
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
-    path = pytester.path / "goldens" / "test_old" / "test_g0.golden"
-    as_format_1(path)
+    path = pytester.path / "goldens" / "test_old" / "test_g0.safetensors"
+    old = as_format_2(path) if version == 2 else as_format_1(path)
+    result = run(pytester, *xdist)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*checked 1, unused 0",
+            "  old format: goldens/test_old/test_g0.golden",
+            "  (old .golden files; --trt-update-goldens rewrites them as .safetensors)",
+        ]
+    )
+    result = run(pytester, "--trt-update-goldens", *xdist)
+    result.stdout.fnmatch_lines(["*created 0, updated 1, unchanged 0*"])
+    assert "old format" not in result.stdout.str()
+    assert not old.exists() and read_golden(path).version == 3
     run(pytester, *xdist).assert_outcomes(passed=1)
-    run(pytester, "--trt-update-goldens", *xdist).stdout.fnmatch_lines(["*updated 1*"])
-    assert path.read_bytes().startswith(MAGIC)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_an_old_golden_beside_a_new_one_is_unused_and_pruned(pytester, xdist):
+    pytester.makepyfile(test_old="import numpy as np\n\n" + MANY_TESTS.split("\n\n")[0])
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
+    path = pytester.path / "goldens" / "test_old" / "test_g0.safetensors"
+    data = path.read_bytes()
+    old = as_format_2(path)
+    path.write_bytes(data)  # both: the new one wins, the old one is stale
+    result = run(pytester, *xdist)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*checked 1, unused 1", "  unused: goldens/test_old/test_g0.golden"]
+    )
+    run(pytester, "--trt-prune-goldens", *xdist).stdout.fnmatch_lines(
+        ["*pruned: goldens/test_old/test_g0.golden"]
+    )
+    assert not old.exists() and path.read_bytes() == data
 
 
 @pytest.mark.parametrize("xdist", XDIST)
@@ -237,7 +439,7 @@ def test_stored_inputs_of_other_shapes_fail_and_say_how_to_refresh(pytester, xdi
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*golden goldens/test_in/test_with_inputs.golden: its stored input 'x' has shape "
+            "*golden goldens/test_in/test_with_inputs.safetensors: its stored input 'x' has shape "
             "(2, 4), this test asks for (5, 4); refresh it with:",
             "  pytest --trt-update-goldens test_in.py::test_with_inputs",
         ]
@@ -295,7 +497,7 @@ def _golden_test(pytester):
         test_link="import numpy as np\n\ndef test_it(golden):\n"
         "    golden.check({'y': np.ones(3, np.float32)})\n"
     )
-    return pytester.path / "goldens" / "test_link" / "test_it.golden"
+    return pytester.path / "goldens" / "test_link" / "test_it.safetensors"
 
 
 @pytest.mark.parametrize("xdist", XDIST)
@@ -326,7 +528,7 @@ def test_update_replaces_a_dangling_link_with_the_golden(pytester, xdist, what):
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [f"*test_it.golden: is {what}, not a golden file; regenerate it with:", "  pytest *"]
+        [f"*test_it.safetensors: is {what}, not a golden file; regenerate it with:", "  pytest *"]
     )
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     assert not path.is_symlink() and read_golden(path).outputs["y"].tolist() == [1.0, 1.0, 1.0]
@@ -348,7 +550,7 @@ def test_something_else_where_a_golden_should_be_is_named(pytester, xdist, what)
         path.symlink_to(pytester.path / "nowhere")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *xdist, timeout=120)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*test_it.golden: is {what}, not a golden file*"])
+    result.stdout.fnmatch_lines([f"*test_it.safetensors: is {what}, not a golden file*"])
     if what in ("a directory", "a FIFO"):  # --trt-update-goldens cannot replace those: say so
         result.stdout.fnmatch_lines(
             [
@@ -365,7 +567,7 @@ def test_update_goldens_missing_writes_only_absent_ones(pytester, xdist):
         "    golden.check({'y': np.ones(3)})\n"
     )
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
-    old = pytester.path / "goldens" / "test_two" / "test_old.golden"
+    old = pytester.path / "goldens" / "test_two" / "test_old.safetensors"
     before = old.read_bytes()
     pytester.makepyfile(
         test_two="import numpy as np\n\ndef test_old(golden):\n"
@@ -376,7 +578,7 @@ def test_update_goldens_missing_writes_only_absent_ones(pytester, xdist):
     result.assert_outcomes(passed=1, failed=1)  # the stale golden still fails
     result.stdout.fnmatch_lines(["*created 1, checked 1*"])
     assert old.read_bytes() == before
-    assert (old.parent / "test_new.golden").is_file()
+    assert (old.parent / "test_new.safetensors").is_file()
 
 
 @pytest.mark.parametrize("xdist", XDIST)
@@ -397,7 +599,7 @@ def test_strict_goldens_fail_the_session_on_unused_goldens(pytester, xdist, how)
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*unused: goldens/test_s/test_b.golden", "*unused goldens fail the session*"]
+        ["*unused: goldens/test_s/test_b.safetensors", "*unused goldens fail the session*"]
     )
     result = run(pytester, *how, "--trt-prune-goldens", *xdist)
     assert result.ret == 0

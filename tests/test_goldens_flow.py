@@ -34,7 +34,7 @@ def test_two_goldens(golden):
 
 def _goldens(pytester):
     folder = pytester.path / "goldens" / "test_golden_flow"
-    return sorted(p.name for p in folder.glob("*.golden")) if folder.is_dir() else []
+    return sorted(p.name for p in folder.glob("*.safetensors")) if folder.is_dir() else []
 
 
 def _snapshot(pytester):
@@ -49,7 +49,7 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     missing.assert_outcomes(failed=4)
     missing.stdout.fnmatch_lines(
         [
-            "*golden goldens/test_golden_flow/test_model*.golden does not exist "
+            "*golden goldens/test_golden_flow/test_model*.safetensors does not exist "
             "(nothing was written)*",
             "*pytest --trt-update-goldens 'test_golden_flow.py::test_model[[]bs=1[]]'*",
         ]
@@ -61,7 +61,7 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
     created.stdout.fnmatch_lines(["*goldens*", "created 5, updated 0, unchanged 0, unused 0"])
     names = _goldens(pytester)
     assert len(names) == 5  # bs=1 / bs-1 / bs_1 each get their own file
-    assert "test_model[bs-1].golden" in names and "test_model[bs_1].golden" in names
+    assert "test_model[bs-1].safetensors" in names and "test_model[bs_1].safetensors" in names
     assert any(name.startswith("test_model[bs_1]~") for name in names)  # bs=1, sanitised
     before = _snapshot(pytester)
     assert not [n for n in before if n.endswith(".tmp") or n.startswith(".")]
@@ -78,7 +78,7 @@ def test_missing_update_rerun_regenerate_drift(pytester, monkeypatch, xdist):
         [
             "*1 of 2 outputs out of tolerance: y*",
             "*greatest abs error 0.01 at (1, 2)*",
-            "*golden: goldens/test_golden_flow/test_model*.golden*",
+            "*golden: goldens/test_golden_flow/test_model*.safetensors*",
         ]
     )
     assert _snapshot(pytester) == before  # a failing comparison never touches the golden
@@ -91,8 +91,8 @@ def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=4)
     folder = pytester.path / "goldens" / "test_golden_flow"
-    (folder / "test_removed_long_ago.golden").write_bytes(
-        (folder / "test_two_goldens.first.golden").read_bytes()
+    (folder / "test_removed_long_ago.safetensors").write_bytes(
+        (folder / "test_two_goldens.first.safetensors").read_bytes()
     )
     partial = run(pytester, "-k", "two_goldens", *xdist)  # -k: nothing can be called unused
     partial.stdout.fnmatch_lines(["checked 2, unused 0"])
@@ -106,13 +106,13 @@ def test_unused_goldens_reported_and_pruned_only_after_full_runs(pytester, xdist
     full.stdout.fnmatch_lines(
         [
             "*unused 1*",
-            "*unused: goldens/test_golden_flow/test_removed_long_ago.golden*",
+            "*unused: goldens/test_golden_flow/test_removed_long_ago.safetensors*",
             "*--trt-prune-goldens*",
         ]
     )
     pruned = run(pytester, "--trt-prune-goldens", *xdist)
     pruned.stdout.fnmatch_lines(["*unused 1 (pruned 1)*"])
-    assert not (folder / "test_removed_long_ago.golden").exists()
+    assert not (folder / "test_removed_long_ago.safetensors").exists()
     assert len(_goldens(pytester)) == 5
 
 
@@ -139,24 +139,24 @@ def test_goldens_dir_option_and_ini(pytester):
     pytester.runpytest("--trt-update-goldens", "--trt-goldens-dir", "store").assert_outcomes(
         passed=4
     )
-    assert len(list((pytester.path / "store" / "test_golden_flow").glob("*.golden"))) == 5
+    assert len(list((pytester.path / "store" / "test_golden_flow").glob("*.safetensors"))) == 5
     pytester.makeini("[pytest]\ntrtcompare_goldens_dir = ini_store\n")
     pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=4)
-    assert len(list((pytester.path / "ini_store" / "test_golden_flow").glob("*.golden"))) == 5
+    assert len(list((pytester.path / "ini_store" / "test_golden_flow").glob("*.safetensors"))) == 5
 
 
 @pytest.mark.parametrize("xdist", XDIST)
 def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=4)
-    broken = pytester.path / "goldens" / "test_golden_flow" / "test_two_goldens.first.golden"
+    broken = pytester.path / "goldens" / "test_golden_flow" / "test_two_goldens.first.safetensors"
     broken.write_bytes(broken.read_bytes()[:-8])
     result = run(pytester, *xdist)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
             # shown from the rootdir, as a missing or mismatched golden is
-            "goldens/test_golden_flow/test_two_goldens.first.golden: truncated golden (*); "
+            "goldens/test_golden_flow/test_two_goldens.first.safetensors: truncated golden (*); "
             "regenerate it with:",
             "  pytest --trt-update-goldens test_golden_flow.py::test_two_goldens",
         ]
@@ -167,7 +167,7 @@ def test_a_corrupt_golden_fails_only_its_test_naming_the_file(pytester, xdist):
 def test_update_regenerates_an_unreadable_golden(pytester):
     pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
     run(pytester, "--trt-update-goldens").assert_outcomes(passed=4)
-    broken = pytester.path / "goldens" / "test_golden_flow" / "test_model[bs-1].golden"
+    broken = pytester.path / "goldens" / "test_golden_flow" / "test_model[bs-1].safetensors"
     good = broken.read_bytes()
     broken.write_bytes(good[: len(good) // 2])
     run(pytester).assert_outcomes(passed=3, failed=1)  # names the file and the command

@@ -93,12 +93,12 @@ def test_polygraphy_run_accepts_our_exported_golden(tmp_path):
     onnx.save(fixed, str(tmp_path / "model.onnx"))
     runner = runners.create("onnxrt", fixed)
     feed = {"x": np.random.default_rng(0).random((2, 16), dtype=np.float32)}
-    write_golden(tmp_path / "model.golden", runner.infer(feed), feed)
+    write_golden(tmp_path / "model.safetensors", runner.infer(feed), feed)
     assert (
         main(
             [
                 "export-polygraphy",
-                str(tmp_path / "model.golden"),
+                str(tmp_path / "model.safetensors"),
                 str(tmp_path / "out.json"),
                 "--inputs",
                 str(tmp_path / "in.json"),
@@ -132,13 +132,13 @@ def test_import_polygraphy_makes_a_golden(tmp_path, capsys):
         [
             "import-polygraphy",
             str(tmp_path / "outputs.json"),
-            str(tmp_path / "g.golden"),
+            str(tmp_path / "g.safetensors"),
             "--inputs",
             str(tmp_path / "inputs.json"),
         ]
     )
     assert code == 0 and "created" in capsys.readouterr().out
-    golden = read_golden(tmp_path / "g.golden")
+    golden = read_golden(tmp_path / "g.safetensors")
     np.testing.assert_array_equal(golden.outputs["y"], OUTPUTS["y"])
     assert golden.inputs["x"].tolist() == [1.0, 1.0, 1.0]
     assert golden.meta["runner"] == "trt-runner"
@@ -146,11 +146,19 @@ def test_import_polygraphy_makes_a_golden(tmp_path, capsys):
 
 def test_diff_across_formats(tmp_path, capsys):
     _polygraphy_run_results({"trt-runner": [OUTPUTS]}).save(str(tmp_path / "outputs.json"))
-    write_golden(tmp_path / "g.golden", {**OUTPUTS, "y": OUTPUTS["y"] + 0.5})
-    assert main(["diff", str(tmp_path / "g.golden"), str(tmp_path / "outputs.json")]) == 1
+    write_golden(tmp_path / "g.safetensors", {**OUTPUTS, "y": OUTPUTS["y"] + 0.5})
+    assert main(["diff", str(tmp_path / "g.safetensors"), str(tmp_path / "outputs.json")]) == 1
     assert "greatest abs error 0.5" in capsys.readouterr().out
     assert (
-        main(["diff", str(tmp_path / "g.golden"), str(tmp_path / "outputs.json"), "--atol", "0.6"])
+        main(
+            [
+                "diff",
+                str(tmp_path / "g.safetensors"),
+                str(tmp_path / "outputs.json"),
+                "--atol",
+                "0.6",
+            ]
+        )
         == 0
     )
 
@@ -176,3 +184,35 @@ def test_cli_help_for_each_command(capsys):
             main([command, "--help"])
         assert info.value.code == 0
         assert f"usage: trtcompare {command}" in capsys.readouterr().out
+
+
+def test_every_command_reads_old_and_new_goldens_and_plain_safetensors(tmp_path, capsys):
+    """show, diff, import-polygraphy and export-polygraphy on a format-2 .golden, its
+    .safetensors twin, and a safetensors file of another tool (its tensors as outputs)."""
+    import safetensors.numpy
+
+    from .golden_bytes import as_format_2
+
+    new = tmp_path / "g.safetensors"
+    write_golden(new, OUTPUTS, {"x": np.ones(3)}, {"seed": 1})
+    write_golden(tmp_path / "old.safetensors", OUTPUTS, {"x": np.ones(3)}, {"seed": 1})
+    old = as_format_2(tmp_path / "old.safetensors")
+    plain = tmp_path / "plain.safetensors"
+    safetensors.numpy.save_file(dict(OUTPUTS), str(plain), metadata={"tool": "other"})
+    for path in (new, old, plain):
+        assert main(["show", str(path)]) == 0
+        shown = capsys.readouterr().out
+        assert "output y: float32 (3, 4)" in shown and "output ids: int64 (3,)" in shown, path
+        assert main(["diff", str(path), str(new)]) == 0, path
+        exported = tmp_path / f"{path.stem}.json"
+        assert main(["export-polygraphy", str(path), str(exported)]) == 0
+        np.testing.assert_array_equal(read_polygraphy_outputs(exported)["y"], OUTPUTS["y"])
+    assert load_reference(plain).meta == {"source": "safetensors", "tool": "other"}
+    capsys.readouterr()
+    # import-polygraphy given an old name writes the .safetensors beside it, removing the old
+    assert main(["import-polygraphy", str(tmp_path / "g.json"), str(old)]) == 0
+    assert f"updated: {tmp_path / 'old.safetensors'}" in capsys.readouterr().out
+    assert not old.exists()
+    np.testing.assert_array_equal(
+        read_golden(tmp_path / "old.safetensors").outputs["y"], OUTPUTS["y"]
+    )

@@ -132,7 +132,7 @@ def test_log_cli_level_info_shows_the_records_live(pytester):
             rf"ready in {SECONDS}",
             r"-+ live log call -+",
             r"INFO +pytest_trtcompare\.session\.golden_check:golden_check\.py:\d+ golden goldens/"
-            rf"test_records/test_golden\.golden created: outputs y, \d+ bytes, in {SECONDS}",
+            rf"test_records/test_golden\.safetensors created: outputs y, \d+ bytes, in {SECONDS}",
             r".*-+ live log sessionfinish -+",
             r"INFO +pytest_trtcompare\.runners\.isolated:isolated\.py:\d+ stopped isolated worker "
             r"pid \d+ of onnxref-fp32",
@@ -156,7 +156,7 @@ def test_records_are_in_the_captured_log_with_and_without_xdist(pytester, xdist)
         [
             r"-+ Captured log call -+",
             r"INFO +pytest_trtcompare\.session\.golden_check:golden_check\.py:\d+ golden goldens/"
-            r"test_records/test_golden\.golden created: outputs y, .*",
+            r"test_records/test_golden\.safetensors created: outputs y, .*",
         ],
     ):
         result.stdout.re_match_lines(section, consecutive=True)
@@ -174,8 +174,8 @@ def test_nothing_is_printed_by_default(pytester, xdist):
 def test_a_pruned_golden_is_recorded(pytester):
     _scenario(pytester)
     pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=2)
-    stale = pytester.path / "goldens" / "test_records" / "test_golden_old.golden"
-    (pytester.path / "goldens" / "test_records" / "test_golden.golden").rename(stale)
+    stale = pytester.path / "goldens" / "test_records" / "test_golden_old.safetensors"
+    (pytester.path / "goldens" / "test_records" / "test_golden.safetensors").rename(stale)
     pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=2)
     result = pytester.runpytest("--trt-prune-goldens", "--log-cli-level=INFO")
     result.assert_outcomes(passed=2)
@@ -183,7 +183,7 @@ def test_a_pruned_golden_is_recorded(pytester):
         [
             r".*-+ live log sessionfinish -+",
             r"INFO +pytest_trtcompare\.plugin\.goldens:goldens\.py:\d+ pruned unused golden "
-            r"goldens/test_records/test_golden_old\.golden",
+            r"goldens/test_records/test_golden_old\.safetensors",
         ]
     )
 
@@ -292,7 +292,7 @@ def _in_terminal(pytester, *args: str) -> str:
     return output.decode(errors="replace").replace("\r\n", "\n")
 
 
-WRITTEN = r"trtcompare: writing golden goldens/test_slow/test_golden\.golden \.\.\. \d+\.\d s"
+WRITTEN = r"trtcompare: writing golden goldens/test_slow/test_golden\.safetensors \.\.\. \d+\.\d s"
 
 
 def test_a_terminal_shows_progress_between_the_results(pytester):

@@ -85,7 +85,7 @@ def test_old_names_do_what_the_new_ones_do(pytester, xdist):
     old = ["--update-goldens", "--goldens-dir=store", "--trtcompare-report=r.json"]
     result = run(pytester, *old, *xdist)
     result.assert_outcomes(passed=1)
-    assert (pytester.path / "store" / "test_m" / "test_it.golden").is_file()
+    assert (pytester.path / "store" / "test_m" / "test_it.safetensors").is_file()
     assert (pytester.path / "r.json").is_file()
     assert sorted(_messages(result)) == [
         "--goldens-dir is deprecated: write --trt-goldens-dir (same meaning)",

@@ -221,7 +221,7 @@ def test_trtcompare_diff_and_check_say_nan_and_the_option(nan_pair, capsys):
     out = capsys.readouterr().out
     assert "  elemwise tolerance atol=0.5 (option) rtol=1e-05 (default)\n" in out
     assert "  NaN in actual at 1 position, first (1, 1)\n" in out
-    golden = str(nan_pair / "y.golden")
+    golden = str(nan_pair / "y.safetensors")
     assert main(["check", golden, expected, "--update"]) == 0
     capsys.readouterr()
     assert main(["check", golden, actual, "--precision", "fp16", "--rtol", "0.5"]) == 1

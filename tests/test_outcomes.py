@@ -135,12 +135,12 @@ def test_2_crashes_and_missing_goldens_fail_and_a_write_passes(pytester, xdist):
             "*about to read address 0*",
             "*assertion failed in a custom plugin*",
             "FAILED test_crashes.py::test_golden[[]onnxref-fp32[]] - *golden goldens/test_crashes/"
-            "test_golden[[]onnxref-fp32[]].golden does not exist (nothing was written)*",
+            "test_golden[[]onnxref-fp32[]].safetensors does not exist (nothing was written)*",
             "  pytest --trt-update-goldens 'test_crashes.py::test_golden[[]onnxref-fp32[]]'",
         ]
     )
     assert "nothing was compared" not in result.stdout.str()
-    assert not list(pytester.path.rglob("*.golden")), "a missing golden must write nothing"
+    assert not list(pytester.path.rglob("*.safetensors")), "a missing golden must write nothing"
     golden_test = "test_crashes.py::test_golden"
     result = run(pytester, "-rA", "--trt-update-goldens", golden_test, *xdist)
     result.assert_outcomes(passed=1)
@@ -492,7 +492,7 @@ def test_7_a_fifo_named_golden_does_not_hang_the_scan(pytester, xdist):
         test_m="import numpy as np\n\ndef test_it(golden):\n    golden.check({'y': np.ones(3)})\n"
     )
     pytester.runpytest("--trt-update-goldens").assert_outcomes(passed=1)
-    os.mkfifo(pytester.path / "goldens" / "test_m" / "stray.golden")
+    os.mkfifo(pytester.path / "goldens" / "test_m" / "stray.safetensors")
     args = ["-p", "no:cacheprovider", *xdist]
     result = pytester.runpytest_subprocess(*args, timeout=120)
     result.assert_outcomes(passed=1)
@@ -566,7 +566,7 @@ def test_a_damaged_golden_is_reported_once(pytester, xdist):
         "    golden.check({'y': feed['x']})\n"
     )
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
-    (pytester.path / "goldens" / "test_d" / "test_it.golden").write_bytes(b"garbage\n")
+    (pytester.path / "goldens" / "test_d" / "test_it.safetensors").write_bytes(b"garbage\n")
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=1)
     out = result.stdout.str()

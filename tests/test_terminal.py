@@ -305,7 +305,7 @@ y (float32 vs float32, shape (2, 3, 64, 64)): 9 / 24576 elements (0.0366%) excee
   error histogram (log10 |abs err|):
                    0          8   0.1% █
         [1e-3, 1e-2)        145   1.8% ████████████████████████████████  ← atol
-golden g.golden does not exist (nothing was written); create it with:
+golden g.safetensors does not exist (nothing was written); create it with:
   pytest --trt-update-goldens 'tests/a/rather/long/path/to/the/test_module.py::test_id[fp16-bs8]'"""
 
 

@@ -3,8 +3,8 @@ check saved outputs against a golden as the pytest entry points do (`check`,
 session/golden_check.py), and find the nodes a fp16/bf16 model must keep in fp32
 (`debug-precision`, cli/debug_precision.py).
 
-Every command reads any saved outputs: .golden, Polygraphy JSON (file or per-iteration
-directory), ONNX test-data directories, .npz and .npy.
+Every command reads any saved outputs: goldens (.safetensors, old .golden), Polygraphy JSON
+(file or per-iteration directory), ONNX test-data directories, .npz and .npy.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 from ..engine import PRECISIONS, RULES, STAT_CHECKS, ToleranceTable, compare_outputs, num, shortest
 from ..errors import TrtCompareError
 from ..goldens import (
+    current_path,
     iterate_json,
     load_reference,
     polygraphy_runs,
@@ -159,6 +160,13 @@ class _CommandGoldens:
     def compared(self, path: Path) -> None:
         """Nothing to count: one golden per command."""
 
+    def old_format(self, path: Path, version: int) -> None:
+        print(
+            f"trtcompare: {path} is a golden of the old format {version}; rewrite it as "
+            f"{current_path(path)} with:\n  {self.hint}",
+            file=sys.stderr,
+        )
+
 
 def _check(args: argparse.Namespace) -> int:
     """The golden check of the `golden` fixture and compare_frameworks(golden=True) on saved
@@ -201,7 +209,8 @@ def _import_polygraphy(args: argparse.Namespace) -> int:
         inputs = dict(feeds[args.iteration]) if feeds else {}
     meta = {"source": "polygraphy", "runner": runner, "iteration": args.iteration}
     outcome = write_golden(Path(args.golden), runs[runner][args.iteration], inputs, meta)
-    print(f"{outcome}: {args.golden} ({len(runs[runner][args.iteration])} outputs of {runner})")
+    written = current_path(Path(args.golden))  # an old .golden name: its .safetensors
+    print(f"{outcome}: {written} ({len(runs[runner][args.iteration])} outputs of {runner})")
     return 0
 
 
@@ -220,8 +229,8 @@ def _export_polygraphy(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trtcompare",
-        description="Inspect, compare and convert saved model outputs (.golden, Polygraphy "
-        "JSON, ONNX test data, .npz, .npy).",
+        description="Inspect, compare and convert saved model outputs (goldens: .safetensors, "
+        "old .golden; Polygraphy JSON, ONNX test data, .npz, .npy).",
     )
     parser.add_argument(
         "--version",
@@ -251,8 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="check saved outputs against a golden as the golden fixture does: exit 0 passed "
         "or written, 1 on mismatch, 2 missing or damaged",
     )
-    check.add_argument("golden", help="the .golden file")
-    check.add_argument("outputs", help="the outputs to check (.golden, Polygraphy JSON, .npz ...)")
+    check.add_argument(
+        "golden", help="the golden (.safetensors; an old .golden is read, rewritten as one)"
+    )
+    check.add_argument("outputs", help="the outputs to check (a golden, Polygraphy JSON, .npz ...)")
     check.add_argument(
         "--precision",
         default="fp32",
@@ -273,10 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_check)
 
     imp = commands.add_parser(
-        "import-polygraphy", help="make a .golden from polygraphy run --save-outputs/--save-inputs"
+        "import-polygraphy",
+        help="make a golden (.safetensors) from polygraphy run --save-outputs/--save-inputs",
     )
     imp.add_argument("outputs", help="Polygraphy --save-outputs JSON (file or directory)")
-    imp.add_argument("golden", help="the .golden file to write")
+    imp.add_argument("golden", help="the golden to write (.safetensors)")
     imp.add_argument("--inputs", help="Polygraphy --save-inputs JSON to store with it")
     imp.add_argument("--runner", help="which runner's outputs (default: the first)")
     imp.add_argument("--iteration", type=int, default=0)
@@ -285,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp = commands.add_parser(
         "export-polygraphy", help="write saved outputs as JSON polygraphy run --load-outputs reads"
     )
-    exp.add_argument("golden", help="saved outputs (.golden, .npz, ...)")
+    exp.add_argument("golden", help="saved outputs (a golden, .npz, ...)")
     exp.add_argument("outputs", help="the outputs JSON to write")
     exp.add_argument("--inputs", help="also write the golden's inputs as --load-inputs JSON")
     exp.add_argument("--runner-name", default="pytest-trtcompare")

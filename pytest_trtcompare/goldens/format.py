@@ -1,18 +1,23 @@
-"""The `.golden` byte format: layout, strict header schema, checksums. No pytest, no paths.
+"""The `.safetensors` golden (format 3): layout, strict header schema, checksums. No pytest,
+no paths. docs/GOLDEN_FORMAT.md describes it; legacy.py reads formats 1 and 2 (`.golden`).
 
-Format 2 (written by every version after 0.1.0), readable with numpy alone:
+A safetensors file (https://github.com/huggingface/safetensors), written byte for byte by us:
 
-    b"PYTEST-TRTCOMPARE-GOLDEN-2\\n"          magic (27 bytes)
-    b"%016d %016x\\n"                          header length, xxh3-64 of the header bytes
-    JSON header, sorted keys, no spaces: {"format": 2, "meta": {...}, "tensors": [
-        {"group": "outputs" | "inputs", "name", "dtype", "shape", "offset", "nbytes",
-         "xxh3": 16 hex digits of the tensor's bytes}, ...]}
-    zero padding, then each tensor's C-order little-endian bytes at its 64-byte aligned
-    offset, zero padding after each; the file ends with the last tensor's padding.
+    8 bytes: N, the header's length, little-endian u64
+    N bytes: the JSON header, keys sorted, no spaces, ASCII, then spaces up to a multiple of 8:
+      {"__metadata__": {"pytest_trtcompare": JSON of {"format": 3, "meta": {...},
+                                                      "outputs": [names], "inputs": [names],
+                                                      "stored_as_u8": {tensor: dtype name}},
+                        "xxh3:header": xxh3-64 of this header without this entry,
+                        "xxh3:outputs/<name>": xxh3-64 of the tensor's bytes, ...},
+       "outputs/<name>": {"data_offsets": [begin, end], "dtype": "F32", "shape": [...]}, ...}
+    the tensors' C-order little-endian bytes, one after another (widest item size first, so
+    each is aligned to its item size), offsets relative to the end of the header.
 
-Every byte is covered: the magic and prefix by their syntax, the header by its checksum, each
-tensor by its own, every padding byte by being zero, the end by the size. Format 1 (0.1.0:
-magic `PYTEST-TRTCOMPARE-GOLDEN\\n`, prefix `%016d\\n`, no checksums) still loads.
+Every byte is covered: the length by the file size, the header by being exactly what we write
+(canonical JSON, space padding) and by its checksum, each tensor by its own, the end by the
+size. Our own reader reads each tensor straight into its array (no copy, no mmap kept open);
+safetensors' own loaders read the same files (tests/test_goldens_safetensors.py).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,36 +33,62 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from ..engine import dtype_from_name
-from ..errors import TrtCompareError
+from .legacy import GROUPS, HASH_CHUNK, ForeignSafetensorsError, GoldenError, raw_bytes
 
-MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN-2\n"
-MAGIC_V1 = b"PYTEST-TRTCOMPARE-GOLDEN\n"
-FORMAT_VERSION = 2
-ALIGN = 64
-GROUPS = ("outputs", "inputs")
-ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
-_PREFIX = re.compile(rb"^(\d{16}) ([0-9a-f]{16})\n$")
-_PREFIX_V1 = re.compile(rb"^(\d{16})\n$")
+FORMAT_VERSION = 3
+ALIGN = 8  # the header's padding; safetensors pads with spaces to a multiple of 8
+OURS = "pytest_trtcompare"  # the __metadata__ entry holding our JSON
+HEADER_SUM = "xxh3:header"
+SUM_PREFIX = "xxh3:"
+#: numpy dtype name -> safetensors dtype code
+CODES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint64": "U64",
+    "uint32": "U32",
+    "uint16": "U16",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
+NUMPY_NAMES = {code: name for name, code in CODES.items()}
+#: dtypes safetensors has no code for: stored as U8 bytes, their dtype in our metadata
+AS_U8 = ("float8_e4m3fnuz", "float8_e5m2fnuz")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
-_TENSOR_KEYS = {"group", "name", "dtype", "shape", "offset", "nbytes"}
+_OUR_KEYS = {"format", "meta", "outputs", "inputs", "stored_as_u8"}
+_TENSOR_KEYS = {"data_offsets", "dtype", "shape"}
 _MAX_RANK = 64
-HASH_CHUNK = 16 << 20  # bytes hashed (and compared) at a time
-
-
-class GoldenError(TrtCompareError, ValueError):
-    """A golden file is missing, truncated, corrupt, or would hold something it must not."""
+_START = b'{"__metadata__":{'  # every golden's header starts so (sorted keys)
 
 
 @dataclass(frozen=True)
 class Header:
-    """A golden's header, checked: meta, tensor table, where the body starts."""
+    """A golden's header, checked: meta, the tensor table in golden order, where data starts.
+
+    Each tensor: {"group", "name", "dtype" (numpy name), "shape", "offset" (in the file),
+    "nbytes", "xxh3"}."""
 
     version: int
     meta: dict[str, Any]
     tensors: list[dict[str, Any]]
     body_start: int
     dtypes: list[np.dtype]
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", *AS_U8):
+        import ml_dtypes
+
+        low_precision: np.dtype = np.dtype(getattr(ml_dtypes, name))
+        return low_precision
+    return np.dtype(name)
 
 
 def checksum(array: np.ndarray) -> str:
@@ -67,217 +99,262 @@ def checksum(array: np.ndarray) -> str:
     return hasher.hexdigest()
 
 
-def raw_bytes(array: np.ndarray) -> memoryview:
-    """The array's bytes without a copy (a uint8 view: ml_dtypes arrays have no buffer)."""
-    return array.reshape(-1).view(np.uint8).data
+def canonical(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
-def aligned(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _code(array: np.ndarray, where: str) -> str:
+    name = array.dtype.name
+    if name in AS_U8:
+        return "U8"
+    if name not in CODES:
+        raise GoldenError(
+            f"{where} has dtype {array.dtype}; goldens hold bool, integer and float arrays"
+        )
+    return CODES[name]
 
 
-def dtype_text(array: np.ndarray, where: str) -> str:
-    dtype = array.dtype
-    if dtype.name in ML_DTYPES:
-        return dtype.name
-    if dtype.kind not in "biuf":
-        raise GoldenError(f"{where} has dtype {dtype}; goldens hold bool, integer and float arrays")
-    return dtype.newbyteorder("<").str if dtype.itemsize > 1 else dtype.str
+def data_order(entries: list[tuple[str, str, np.ndarray]]) -> list[int]:
+    """The order tensors are stored in: widest item first (each then aligned to its item
+    size, as safetensors writes them), else as given."""
+    return sorted(range(len(entries)), key=lambda i: -entries[i][2].dtype.itemsize)
 
 
 def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str, Any]) -> bytes:
-    """Magic, prefix, JSON header and padding, with offsets and checksums filled in."""
-    tensors: list[dict[str, Any]] = [
-        {
-            "group": group,
-            "name": name,
-            "dtype": dtype_text(a, f"{group} {name!r}"),
-            "shape": list(a.shape),
-            "nbytes": int(a.nbytes),
-            "offset": 0,
-            "xxh3": checksum(a),
+    """The 8-byte length and the padded JSON header; the data follows in data_order()."""
+    tensors: dict[str, Any] = {}
+    sums = {}
+    offset = 0
+    for index in data_order(entries):
+        group, name, array = entries[index]
+        key = f"{group}/{name}"
+        tensors[key] = {
+            "data_offsets": [offset, offset + array.nbytes],
+            "dtype": _code(array, f"{group[:-1]} {name!r}"),
+            "shape": list(array.shape),
         }
-        for group, name, a in entries
-    ]
-    prefix_size = len(MAGIC) + 34
-    header = b""
-    for _ in range(4):  # offsets depend on the header's size, which depends on their digits
-        offset = aligned(prefix_size + len(header))
-        for tensor in tensors:
-            tensor["offset"] = offset
-            offset += aligned(int(tensor["nbytes"]))
-        body = {"format": FORMAT_VERSION, "meta": dict(meta), "tensors": tensors}
-        new_header = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-        if new_header == header:
-            break
-        header = new_header
-    prefix = MAGIC + b"%016d %s\n" % (len(header), xxhash.xxh3_64_hexdigest(header).encode())
-    return (
-        prefix + header + b"\0" * (aligned(len(prefix) + len(header)) - len(prefix) - len(header))
-    )
+        sums[SUM_PREFIX + key] = checksum(array)
+        offset += array.nbytes
+    ours = {
+        "format": FORMAT_VERSION,
+        "meta": dict(meta),
+        **{group: [n for g, n, _ in entries if g == group] for group in GROUPS},
+        "stored_as_u8": {f"{g}/{n}": a.dtype.name for g, n, a in entries if a.dtype.name in AS_U8},
+    }
+    metadata = {OURS: canonical(ours).decode(), **sums}
+    unsummed = canonical({"__metadata__": metadata, **tensors})
+    metadata[HEADER_SUM] = xxhash.xxh3_64_hexdigest(unsummed)
+    header = canonical({"__metadata__": metadata, **tensors})
+    header += b" " * (-len(header) % ALIGN)
+    return struct.pack("<Q", len(header)) + header
+
+
+def starts_like_a_golden(start: bytes) -> bool:
+    """Whether a file's first bytes (8 + 17 of them, fewer in a short file) can begin a
+    format-3 golden."""
+    known = max(len(start) - 8, 0)
+    return start[8 : 8 + known] == _START[:known]
 
 
 def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
     """Read and check the header of an open golden of `size` bytes; GoldenError otherwise."""
-    magic = handle.read(len(MAGIC))
-    if magic == MAGIC:
-        version, prefix = 2, handle.read(34)
-        match = _PREFIX.match(prefix)
-    elif magic[: len(MAGIC_V1)] == MAGIC_V1:
-        handle.seek(len(MAGIC_V1))
-        version, prefix = 1, handle.read(17)
-        match = _PREFIX_V1.match(prefix)
-    else:
-        raise GoldenError(f"{source}: {_foreign(magic, size)}")
-    if match is None:
-        if handle.tell() == size:
-            raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its first line)")
-        raise GoldenError(f"{source}: corrupt golden (the header length line is damaged)")
-    start = handle.tell()
-    length = int(match.group(1))
-    if length > size - start:
+    start = handle.read(8 + len(_START))
+    if not starts_like_a_golden(start):
+        raise GoldenError(f"{source}: not a pytest-trtcompare golden, or a corrupt one")
+    if len(start) < 8 + len(_START):
+        raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its header)")
+    (length,) = struct.unpack("<Q", start[:8])
+    if length > size - 8:
         raise GoldenError(
             f"{source}: truncated or corrupt golden (header of {length} bytes in a file of {size})"
         )
-    header_bytes = handle.read(length)
-    if version == 2 and xxhash.xxh3_64_hexdigest(header_bytes).encode() != match.group(2):
-        raise GoldenError(f"{source}: corrupt golden (the header's checksum does not match)")
+    handle.seek(8)
+    document = _parse(handle.read(length), source)
+    metadata, ours = _check_metadata(document, source)
+    tensors, dtypes = _check_tensors(document, metadata, ours, 8 + length, source)
+    end = max((t["offset"] + t["nbytes"] for t in tensors), default=8 + length)
+    if size != end:
+        raise GoldenError(
+            f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
+            f"header describes {end})"
+        )
+    return Header(FORMAT_VERSION, ours["meta"], tensors, 8 + length, dtypes)
+
+
+def _parse(header: bytes, source: str) -> dict[str, Any]:
+    """The header document, when its bytes are exactly what we write and its checksum holds."""
+    text = header.rstrip(b" ")
+    if len(header) % ALIGN or len(header) - len(text) >= ALIGN:
+        raise GoldenError(f"{source}: corrupt golden (the header's padding is damaged)")
     try:
-        document = json.loads(header_bytes)
+        document = json.loads(text)
     except (ValueError, UnicodeDecodeError):
         raise GoldenError(f"{source}: corrupt golden (the header is not JSON)") from None
-    meta, tensors, dtypes = _check_document(document, version, source)
-    body_start = aligned(start + length)
-    _check_layout(tensors, dtypes, body_start, size, source)
-    padding = handle.read(body_start - start - length)
-    if padding.strip(b"\0"):
-        raise GoldenError(f"{source}: corrupt golden (non-zero bytes after the header)")
-    return Header(version, meta, tensors, body_start, dtypes)
-
-
-def _foreign(start: bytes, size: int) -> str:
-    """What a file without the golden magic is, where it is recognisable."""
-    if size == 0:
-        return "an empty file, not a golden"
-    if start.startswith(b"version https://git-lfs"):
-        return "a git-lfs pointer, not the golden itself (run: git lfs pull)"
-    if start.startswith(b"<<<<<<<"):
-        return "holds git merge-conflict markers, not a golden"
-    return "not a pytest-trtcompare golden, or a corrupt one (bad magic bytes)"
+    if not isinstance(document, dict) or not isinstance(document.get("__metadata__"), dict):
+        raise GoldenError(f"{source}: corrupt golden (the header has no __metadata__ object)")
+    metadata = document["__metadata__"]
+    if HEADER_SUM not in metadata and OURS not in metadata:
+        raise ForeignSafetensorsError(
+            f"{source}: a safetensors file, not a pytest-trtcompare golden (no {OURS!r} metadata)"
+        )
+    if canonical(document) != text:  # any byte outside the JSON's meaning changed
+        raise GoldenError(f"{source}: corrupt golden (the header is not as it was written)")
+    if HEADER_SUM not in metadata:
+        raise GoldenError(f"{source}: corrupt golden (the header's checksum is missing)")
+    expected = metadata.pop(HEADER_SUM)
+    if not isinstance(expected, str) or xxhash.xxh3_64_hexdigest(canonical(document)) != expected:
+        raise GoldenError(f"{source}: corrupt golden (the header's checksum does not match)")
+    return document
 
 
 def _field(source: str, where: str, name: str, problem: str) -> GoldenError:
     return GoldenError(f"{source}: corrupt golden (header field {name!r}{where}: {problem})")
 
 
-def _check_document(
-    document: Any, version: int, source: str
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[np.dtype]]:
-    if not isinstance(document, dict) or set(document) != {"format", "meta", "tensors"}:
-        found = sorted(document) if isinstance(document, dict) else type(document).__name__
-        raise GoldenError(f"{source}: corrupt golden (header keys {found})")
-    if document["format"] != version or isinstance(document["format"], bool):
-        raise _field(source, "", "format", f"{document['format']!r} in a format {version} file")
-    if not isinstance(document["meta"], dict):
-        raise _field(source, "", "meta", f"a {type(document['meta']).__name__}, not an object")
-    tensors = document["tensors"]
-    if not isinstance(tensors, list):
-        raise _field(source, "", "tensors", f"a {type(tensors).__name__}, not a list")
-    keys = _TENSOR_KEYS | ({"xxh3"} if version == 2 else set())
-    seen: set[tuple[str, str]] = set()
-    dtypes = []
-    for index, tensor in enumerate(tensors):
-        where = f" of tensor {index}"
-        if not isinstance(tensor, dict) or set(tensor) != keys:
-            got = sorted(tensor) if isinstance(tensor, dict) else type(tensor).__name__
-            raise GoldenError(f"{source}: corrupt golden (tensor {index} has keys {got})")
-        group, name = tensor["group"], tensor["name"]
-        if group not in GROUPS:
-            raise _field(source, where, "group", f"{group!r} is not one of {', '.join(GROUPS)}")
-        if not isinstance(name, str) or not name:
-            raise _field(source, where, "name", f"{name!r} is not a non-empty string")
-        where = f" of tensor {name!r}"
-        if (group, name) in seen:
-            raise _field(source, where, "name", f"{group} {name!r} appears twice")
-        seen.add((group, name))
-        shape = tensor["shape"]
+def _check_metadata(document: dict[str, Any], source: str) -> tuple[dict[str, str], Any]:
+    metadata = document["__metadata__"]
+    if OURS not in metadata:
+        raise _field(source, "", "__metadata__", f"no {OURS!r} entry")
+    for key, value in metadata.items():
+        if not isinstance(value, str):
+            raise _field(source, "", "__metadata__", f"{key!r} is not a string")
+    try:
+        ours = json.loads(metadata[OURS])
+    except ValueError:
+        raise _field(source, "", OURS, "not JSON") from None
+    if not isinstance(ours, dict) or set(ours) != _OUR_KEYS:
+        found = sorted(ours) if isinstance(ours, dict) else type(ours).__name__
+        raise _field(source, "", OURS, f"keys {found}")
+    if ours["format"] != FORMAT_VERSION or isinstance(ours["format"], bool):
+        raise _field(source, "", "format", f"{ours['format']!r} in a format 3 file")
+    for key in ("meta", "stored_as_u8"):
+        if not isinstance(ours[key], dict):
+            raise _field(source, "", key, f"a {type(ours[key]).__name__}, not an object")
+    for group in GROUPS:
+        names = ours[group]
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise _field(source, "", group, f"{names!r} is not a list of names")
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise _field(source, "", group, f"{twice!r} appears twice")
+    return metadata, ours
+
+
+def _check_tensors(
+    document: dict[str, Any], metadata: dict[str, str], ours: Any, body_start: int, source: str
+) -> tuple[list[dict[str, Any]], list[np.dtype]]:
+    """The tensor table in golden order (outputs, then inputs, as listed), every entry checked
+    and the data laid out without gaps or overlaps."""
+    listed = [f"{group}/{name}" for group in GROUPS for name in ours[group]]
+    keys = [key for key in document if key != "__metadata__"]
+    for key in keys:
+        if key not in listed:
+            raise GoldenError(
+                f"{source}: corrupt golden (tensor {key!r} is not listed in the golden's "
+                "outputs or inputs)"
+            )
+    for key in listed:
+        if key not in document:
+            raise GoldenError(f"{source}: corrupt golden (tensor {key!r} is missing)")
+    sums = {SUM_PREFIX + key for key in listed}
+    extra = sorted(set(metadata) - sums - {OURS})
+    if extra:
+        raise _field(source, "", "__metadata__", f"unexpected entry {extra[0]!r}")
+    for key in ours["stored_as_u8"]:
+        if key not in listed or ours["stored_as_u8"][key] not in AS_U8:
+            raise _field(source, "", "stored_as_u8", f"{key!r}: {ours['stored_as_u8'][key]!r}")
+    tensors, dtypes = [], []
+    for key in listed:
+        entry, where = document[key], f" of tensor {key!r}"
+        if not isinstance(entry, dict) or set(entry) != _TENSOR_KEYS:
+            got = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
+            raise GoldenError(f"{source}: corrupt golden (tensor {key!r} has keys {got})")
+        code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if code not in NUMPY_NAMES:
+            raise _field(source, where, "dtype", f"{code!r} is not a type goldens hold")
+        dtype_name = ours["stored_as_u8"].get(key, NUMPY_NAMES[code])
+        if dtype_name in AS_U8 and code != "U8":
+            raise _field(source, where, "dtype", f"{code!r} for a tensor stored as U8")
         if (
             not isinstance(shape, list)
             or len(shape) > _MAX_RANK
             or not all(type(d) is int and d >= 0 for d in shape)
         ):
             raise _field(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
-        for key in ("offset", "nbytes"):
-            if type(tensor[key]) is not int or tensor[key] < 0:
-                raise _field(source, where, key, f"{tensor[key]!r} is not an integer >= 0")
-        if version == 2 and not (isinstance(tensor["xxh3"], str) and _HEX16.match(tensor["xxh3"])):
-            raise _field(source, where, "xxh3", f"{tensor['xxh3']!r} is not 16 hex digits")
-        dtype_name = tensor["dtype"]
-        try:
-            dtype = dtype_from_name(dtype_name) if isinstance(dtype_name, str) else None
-        except ValueError:
-            dtype = None
-        if dtype is None or (dtype.name not in ML_DTYPES and dtype.kind not in "biuf"):
-            raise _field(source, where, "dtype", f"{dtype_name!r} is not a bool, int or float type")
-        if dtype.byteorder == ">":
-            problem = f"{dtype_name!r} is big-endian; goldens are little-endian"
-            raise _field(source, where, "dtype", problem)
-        dtypes.append(dtype)
-    return document["meta"], tensors, dtypes
-
-
-def _check_layout(
-    tensors: list[dict[str, Any]], dtypes: list[np.dtype], body_start: int, size: int, source: str
-) -> None:
-    """Sizes from shapes in Python ints (no overflow), tensors in order, aligned, no overlap,
-    and the file exactly as long as the header says."""
-    end = body_start
-    for tensor, dtype in zip(tensors, dtypes, strict=True):
-        where = f" of tensor {tensor['name']!r}"
+        if not (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(type(o) is int and o >= 0 for o in offsets)
+            and offsets[0] <= offsets[1]
+        ):
+            problem = f"{offsets!r} is not [begin, end] in integers >= 0"
+            raise _field(source, where, "data_offsets", problem)
+        dtype = _numpy_dtype(dtype_name)
         count = 1
-        for dim in tensor["shape"]:
+        for dim in shape:  # Python ints: no overflow
             count *= dim
-        if count * dtype.itemsize != tensor["nbytes"]:
-            raise _field(
-                source,
-                where,
-                "nbytes",
-                f"{tensor['nbytes']} for shape {tensor['shape']} of {dtype}",
-            )
-        if tensor["offset"] != end:
-            raise _field(source, where, "offset", f"{tensor['offset']}, expected {end}")
-        end += aligned(tensor["nbytes"])
-        if end > size:
-            raise GoldenError(
-                f"{source}: truncated golden (tensor {tensor['name']!r} runs past the end of the "
-                f"file: {size} bytes)"
-            )
-    if size != end:
-        raise GoldenError(
-            f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
-            f"header describes {end})"
+        nbytes = offsets[1] - offsets[0]
+        if count * dtype.itemsize != nbytes:
+            problem = f"{offsets} ({nbytes} bytes) for shape {shape} of {code}"
+            raise _field(source, where, "data_offsets", problem)
+        digest = metadata.get(SUM_PREFIX + key)
+        if digest is None:
+            raise GoldenError(f"{source}: corrupt golden (tensor {key!r} has no checksum)")
+        if not _HEX16.match(digest):
+            raise _field(source, where, SUM_PREFIX + key, f"{digest!r} is not 16 hex digits")
+        group, _, name = key.partition("/")
+        tensors.append(
+            {
+                "group": group,
+                "name": name,
+                "dtype": dtype_name,
+                "shape": shape,
+                "offset": body_start + offsets[0],
+                "nbytes": nbytes,
+                "xxh3": digest,
+            }
         )
+        dtypes.append(dtype)
+    _check_layout(tensors, body_start, source)
+    return tensors, dtypes
+
+
+def _check_layout(tensors: list[dict[str, Any]], body_start: int, source: str) -> None:
+    """The tensors' data one after another from the header's end: no gap, no overlap."""
+    end = body_start
+    for tensor in sorted(tensors, key=lambda t: (t["offset"], t["nbytes"])):
+        if tensor["offset"] != end:
+            key = f"{tensor['group']}/{tensor['name']}"
+            begin, expected = tensor["offset"] - body_start, end - body_start
+            problem = (
+                f"begins at {begin}, expected {expected} (the tensors' data must follow one "
+                "another without gaps or overlaps)"
+            )
+            raise _field(source, f" of tensor {key!r}", "data_offsets", problem)
+        end += tensor["nbytes"]
 
 
 def read_tensors(
-    handle: io.BufferedReader, header: Header, source: str
+    handle: io.BufferedReader, header: Any, source: str
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Every tensor, read straight into its own array and checked against its checksum."""
+    """Every tensor, read straight into its own array and checked against its checksum
+    (format 1 has none; formats 1 and 2 pad each tensor with zeros to 64 bytes)."""
     groups: dict[str, dict[str, np.ndarray]] = {group: {} for group in GROUPS}
     for tensor, dtype in zip(header.tensors, header.dtypes, strict=True):
         array = np.empty(tuple(tensor["shape"]), dtype=dtype)
         handle.seek(tensor["offset"])
         if array.nbytes and handle.readinto(raw_bytes(array)) != array.nbytes:
             raise GoldenError(f"{source}: truncated golden (tensor {tensor['name']!r})")
-        if header.version == 2 and checksum(array) != tensor["xxh3"]:
+        if header.version >= 2 and checksum(array) != tensor["xxh3"]:
             raise GoldenError(
                 f"{source}: corrupt golden (the checksum of {tensor['group'][:-1]} "
                 f"{tensor['name']!r} does not match its bytes)"
             )
-        padding = handle.read(aligned(array.nbytes) - array.nbytes)
-        if padding.strip(b"\0"):
-            raise GoldenError(
-                f"{source}: corrupt golden (non-zero padding after {tensor['name']!r})"
-            )
+        if header.version < 3:
+            padding = handle.read(-array.nbytes % 64)
+            if padding.strip(b"\0"):
+                raise GoldenError(
+                    f"{source}: corrupt golden (non-zero padding after {tensor['name']!r})"
+                )
         groups[tensor["group"]][tensor["name"]] = array
     return groups

@@ -19,9 +19,10 @@ import numpy as np
 
 from ..atomic import atomic_write_bytes
 from ..errors import InputDataError
+from .legacy import ForeignSafetensorsError
 from .onnx_test_data import load_onnx_test_data
 from .polygraphy_json import TYPE_MARKER, iterate_json
-from .store import SUFFIX, Golden, GoldenError, read_golden
+from .store import LEGACY_SUFFIX, SUFFIX, Golden, GoldenError, read_golden
 
 DEFAULT_RUNNER_NAME = "pytest-trtcompare"
 
@@ -109,18 +110,39 @@ def write_polygraphy_inputs(path: Path, feeds: Sequence[Mapping[str, np.ndarray]
 
 
 #: What `load_reference` reads, for messages.
-READABLE = ".golden, Polygraphy JSON .json, .npz, .npy, or a folder of ONNX test data"
+READABLE = (
+    ".safetensors and .golden goldens, Polygraphy JSON .json, .npz, .npy, or a folder of "
+    "ONNX test data"
+)
+
+
+def _plain_safetensors(path: Path) -> Golden:
+    """A safetensors file of another tool: every tensor an output, its metadata the meta."""
+    import safetensors
+    import safetensors.numpy
+
+    try:
+        with safetensors.safe_open(path, framework="np") as handle:
+            meta = dict(handle.metadata() or {})
+        outputs = safetensors.numpy.load_file(path)
+    except (OSError, ValueError, AttributeError, safetensors.SafetensorError) as exc:
+        raise GoldenError(f"{path}: not readable outputs ({exc})") from None
+    return Golden(outputs, {}, {"source": "safetensors", **meta}, path)
 
 
 def load_reference(
     path: Path, names: Sequence[str] | None = None, runner: str | None = None
 ) -> Golden:
-    """Any saved outputs as a Golden: .golden, Polygraphy JSON, ONNX test data, .npz, .npy."""
+    """Any saved outputs as a Golden: goldens (.safetensors, .golden), Polygraphy JSON, ONNX
+    test data, .npz, .npy."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise GoldenError(f"{path} does not exist")
-    if path.suffix == SUFFIX:
-        return read_golden(path)
+    if path.suffix in (SUFFIX, LEGACY_SUFFIX):
+        try:
+            return read_golden(path)
+        except ForeignSafetensorsError:
+            return _plain_safetensors(path)
     if not path.is_dir() and path.suffix not in (".json", ".npz", ".npy"):
         raise GoldenError(
             f"{path}: not a format of saved outputs that trtcompare reads ({READABLE})"

@@ -1,6 +1,9 @@
-"""Golden outputs on disk: one file per (test, name), binary, uncompressed, deterministic.
+"""Golden outputs on disk: one `.safetensors` file per (test, name), deterministic.
 
-The byte format (checksums, strict header) lives in format.py. No pickle, no timestamps, no
+The byte format (checksums, strict header) lives in format.py, the old `.golden` formats that
+are still read in legacy.py. A golden is looked for at its `.safetensors` path first, then at
+the old `.golden` beside it (stored_file); writing it removes that old file once the new one
+is in place. No pickle, no timestamps, no
 compression: the same data gives the same bytes. Writes go to a temp file in the same folder,
 are fsynced and renamed over the old file (or over a symlink to it), under a lock, so a reader
 sees the old golden or the new one, never a part of either.
@@ -23,11 +26,15 @@ import numpy as np
 
 from ..atomic import atomic_write, remove_stale_temps, start_writeback
 from ..engine import as_output_mapping
-from .format import ALIGN, encode_header, raw_bytes, read_tensors
-from .format import GoldenError as GoldenError
-from .format import read_header as read_format_header
+from . import format as safetensors_format
+from . import legacy
+from .format import FORMAT_VERSION as FORMAT_VERSION
+from .format import data_order, encode_header, read_tensors
+from .legacy import GoldenError as GoldenError
+from .legacy import raw_bytes
 
-SUFFIX = ".golden"
+SUFFIX = ".safetensors"
+LEGACY_SUFFIX = ".golden"  # formats 1 and 2, still read
 _COMPARE_CHUNK = 16 << 20  # bytes compared at a time when checking "unchanged"
 _WRITE_CHUNK = 4 << 20  # bytes written (and handed to writeback) at a time
 _SAFE = re.compile(r"[^A-Za-z0-9._\[\]-]")
@@ -39,7 +46,7 @@ class Golden:
     inputs: dict[str, np.ndarray]
     meta: dict[str, Any]
     path: Path | None = None
-    version: int = 2  # the file format it was read from (1: no checksums, from 0.1.0)
+    version: int = FORMAT_VERSION  # the format it was read from (1 and 2: an old .golden)
 
 
 # -- naming ------------------------------------------------------------------------------------
@@ -56,11 +63,42 @@ def safe_file_stem(text: str) -> str:
 
 
 def golden_path(folder: Path, test_id: str, name: str | None = None) -> Path:
-    """The file of one golden: folder / safe(test_id[.name]).golden, never outside `folder`."""
+    """The file of one golden: folder / safe(test_id[.name]).safetensors, never outside
+    `folder`."""
     stem = safe_file_stem(test_id if name is None else f"{test_id}.{name}")
     path = folder / f"{stem}{SUFFIX}"
     if path.parent.resolve() != folder.resolve():  # the file itself may be a symlink (DVC)
         raise GoldenError(f"golden name {name!r} of {test_id!r} would leave {folder}")
+    return path
+
+
+def current_path(path: Path) -> Path:
+    """Where a golden is written: its `.safetensors` path (for an old `.golden` path too)."""
+    path = Path(path)
+    if path.name.endswith(LEGACY_SUFFIX):
+        return path.with_name(path.name[: -len(LEGACY_SUFFIX)] + SUFFIX)
+    return path
+
+
+def legacy_path(path: Path) -> Path | None:
+    """The old `.golden` file a `.safetensors` golden replaces (None for other names)."""
+    path = Path(path)
+    if not path.name.endswith(SUFFIX):
+        return None
+    return path.with_name(path.name[: -len(SUFFIX)] + LEGACY_SUFFIX)
+
+
+def _something_at(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def stored_file(path: Path) -> Path:
+    """The file that holds the golden of `path`: the `.safetensors` file when anything stands
+    there, else an old `.golden` beside it when one does, else `path` (absent)."""
+    path = current_path(path)
+    old = legacy_path(path)
+    if not _something_at(path) and old is not None and _something_at(old):
+        return old
     return path
 
 
@@ -82,16 +120,13 @@ def _entries(
 
 def _write_body(handle: BinaryIO, entries: list[tuple[str, str, np.ndarray]]) -> None:
     """Tensor bytes in chunks, starting their writeback as we go (see atomic.start_writeback)."""
-    for _, _, array in entries:
-        raw = raw_bytes(array)
+    for index in data_order(entries):
+        raw = raw_bytes(entries[index][2])
         for start in range(0, len(raw), _WRITE_CHUNK):
             position = handle.tell()
             part = raw[start : start + _WRITE_CHUNK]
             handle.write(part)
             start_writeback(handle, position, len(part))
-        padding = -array.nbytes % ALIGN
-        if padding:
-            handle.write(b"\0" * padding)
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -108,12 +143,26 @@ def _open_checked(path: Path) -> tuple[io.BufferedReader, int]:
         raise GoldenError(f"{path}: cannot read golden ({exc})") from None
 
 
+def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> Any:
+    """The checked header of a golden of any format (told by its first bytes)."""
+    start = handle.read(8 + 17)
+    handle.seek(0)
+    if start.startswith(legacy.MAGIC_V1[:-1]):  # formats 1 and 2
+        return legacy.read_header(handle, size, source)
+    if size == 0 or start.startswith((b"version https://git-lfs", b"<<<<<<<")):
+        raise GoldenError(f"{source}: {legacy.foreign(start, size)}")
+    if safetensors_format.starts_like_a_golden(start):
+        return safetensors_format.read_header(handle, size, source)
+    raise GoldenError(f"{source}: not a pytest-trtcompare golden, or a corrupt one")
+
+
 def read_header(path: Path) -> dict[str, Any]:
     """The golden's header ({"format", "meta", "tensors"}), checked (schema, header checksum,
-    sizes against the file); the tensors' bytes are not read."""
+    sizes against the file); the tensors' bytes are not read. Each tensor: {"group", "name",
+    "dtype", "shape", "offset" (in the file), "nbytes", "xxh3" (none in format 1)}."""
     handle, size = _open_checked(Path(path))
     with handle:
-        header = read_format_header(handle, size, str(path))
+        header = _read_format_header(handle, size, str(path))
     return {"format": header.version, "meta": header.meta, "tensors": header.tensors}
 
 
@@ -122,7 +171,7 @@ def read_golden(path: Path) -> Golden:
     path = Path(path)
     handle, size = _open_checked(path)
     with handle:
-        header = read_format_header(handle, size, str(path))
+        header = _read_format_header(handle, size, str(path))
         try:
             groups = read_tensors(handle, header, str(path))
         except OSError as exc:
@@ -139,17 +188,14 @@ def same_content(path: Path, entries: list[tuple[str, str, np.ndarray]], head: b
             if handle.read(len(head)) != head:
                 return False
             buffer = np.empty(_COMPARE_CHUNK, dtype=np.uint8)
-            for _, _, array in entries:
-                raw = array.reshape(-1).view(np.uint8)
+            for index in data_order(entries):
+                raw = entries[index][2].reshape(-1).view(np.uint8)
                 for start in range(0, raw.size, _COMPARE_CHUNK):
                     part = raw[start : start + _COMPARE_CHUNK]
                     got = handle.readinto(buffer[: part.size].data)
                     if got != part.size or not np.array_equal(buffer[: part.size], part):
                         return False
-                padding = -array.nbytes % ALIGN
-                if handle.read(padding) != b"\0" * padding:  # "unchanged" means every byte
-                    return False
-            return handle.read(1) == b""
+            return handle.read(1) == b""  # "unchanged" means every byte
     except OSError:
         return False
 
@@ -161,24 +207,33 @@ def write_golden(
     inputs: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> str:
-    """Write atomically; returns "created", "updated" or "unchanged" (then nothing is written)."""
-    path = Path(path)
+    """Write atomically to current_path(path); returns "created", "updated" or "unchanged"
+    (then nothing is written). An old `.golden` beside it is removed once the new file is in
+    place (a rewrite of it counts as "updated")."""
+    path = current_path(path)
+    old = legacy_path(path)
+    replaced = old is not None and old.is_file()
     arrays = {name: item.array for name, item in as_output_mapping(outputs, "golden").items()}
     entries = _entries(arrays, dict(inputs or {}))
     head = encode_header(entries, dict(meta or {}))
-    if path.exists() and same_content(path, entries, head):
-        return "unchanged"
     existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(path.parent)
-    with _lock(path):
+    if existed and same_content(path, entries, head):
+        outcome = "unchanged"
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path.parent)
+        with _lock(path):
 
-        def write(handle: BinaryIO) -> None:
-            handle.write(head)
-            _write_body(handle, entries)
+            def write(handle: BinaryIO) -> None:
+                handle.write(head)
+                _write_body(handle, entries)
 
-        atomic_write(path, write)
-    return "updated" if existed else "created"
+            atomic_write(path, write)
+        outcome = "updated" if existed else "created"
+    if replaced and old is not None:
+        old.unlink(missing_ok=True)  # after the new golden is durable: none is ever lost
+        return "updated"
+    return outcome
 
 
 def _lock(path: Path) -> Any:
@@ -196,10 +251,12 @@ def _lock(path: Path) -> Any:
 
 
 def iter_goldens(folder: Path) -> Iterator[Path]:
-    """The golden files of a folder: regular files (or links to them) only, so a FIFO or a
-    directory named *.golden never blocks or breaks a scan."""
+    """The golden files of a folder, new and old (.safetensors, .golden): regular files (or
+    links to them) only, so a FIFO or a directory named like a golden never blocks or breaks
+    a scan."""
     if folder.is_dir():
-        for path in sorted(folder.glob(f"*{SUFFIX}")):
+        paths = [*folder.glob(f"*{SUFFIX}"), *folder.glob(f"*{LEGACY_SUFFIX}")]
+        for path in sorted(paths):
             if _file_kind(path) == "file":
                 yield path
 
@@ -253,6 +310,7 @@ class GoldenStats:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
+    old_format: set[str] = field(default_factory=set)  # old .golden files read
 
     def record(self, outcome: str, path: Path) -> None:
         getattr(self, outcome).append(str(path))
@@ -263,6 +321,7 @@ class GoldenStats:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "used": sorted(self.used),
+            "old_format": sorted(self.old_format),
         }
 
     def merge(self, data: Mapping[str, Any]) -> None:
@@ -270,3 +329,4 @@ class GoldenStats:
         self.updated += data.get("updated", [])
         self.unchanged += data.get("unchanged", [])
         self.used.update(data.get("used", []))
+        self.old_format.update(data.get("old_format", []))

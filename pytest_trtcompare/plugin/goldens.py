@@ -164,7 +164,7 @@ class GoldenSession:
     def noteworthy(self) -> bool:
         """Something to do or done (written, unused, pruned): shown under -q and -qq too."""
         stats = self.stats
-        return bool(stats.created or stats.updated or self.unused)
+        return bool(stats.created or stats.updated or self.unused or stats.old_format)
 
     def summary_lines(self) -> list[str]:
         stats = self.stats
@@ -186,6 +186,12 @@ class GoldenSession:
         for path in sorted(self.unused):
             verb = "pruned" if path in self.pruned else "unused"
             lines.append(f"  {verb}: {self.show(path)}")
+        old = sorted(set(stats.old_format) - set(stats.updated))
+        lines += [f"  old format: {self.show(path)}" for path in old]
+        if old:
+            lines.append(
+                f"  (old .golden files; {self.settings.update_flag} rewrites them as .safetensors)"
+            )
         if self.unused and not self.settings.prune_goldens:
             if self.settings.strict_goldens:
                 lines.append(self.FAILING_LINE)
@@ -220,6 +226,9 @@ class ItemGoldens:
 
     def compared(self, path: Path) -> None:
         self.session.stats.used.add(str(path))
+
+    def old_format(self, path: Path, version: int) -> None:
+        self.session.stats.old_format.add(str(path))
 
     def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str:
         """Write (or find unchanged) one golden, recording the test's id with it."""

@@ -5,6 +5,9 @@ fixture (plugin/golden_fixture.py), `compare_frameworks(golden=True)` (cases.py)
 `trtcompare check` (cli/__init__.py). They differ only in their `GoldenAccess`: how a golden's
 path is shown, the command that regenerates it, what is added to its metadata and counted.
 
+- old format: a `.golden` (formats 1 and 2) is read where no `.safetensors` golden is; the
+  store is told (`old_format`), so the summary names it and how to rewrite it, and a write
+  replaces it with the `.safetensors` file.
 - damaged (or something else where the golden should be): the outcome GOLDEN_MISSING with the
   store's message and the regenerating command; nothing is compared. Under --trt-update-goldens a
   damaged golden (or a dangling link) is replaced, as if it were missing.
@@ -31,7 +34,16 @@ from typing import Any, Protocol
 from .. import progress
 from ..engine import ComparisonResult, Entry, compare_outputs, entry_record
 from ..errors import FeedError, TrtCompareError
-from ..goldens import Golden, GoldenError, golden_file_problem, model_change_note, read_golden
+from ..goldens import (
+    FORMAT_VERSION,
+    Golden,
+    GoldenError,
+    current_path,
+    golden_file_problem,
+    model_change_note,
+    read_golden,
+    stored_file,
+)
 from ..inputs import Feed
 from ..runners import TensorSpec, check_feed
 from .outcome import Kind, Outcome, compared
@@ -72,18 +84,25 @@ class GoldenAccess(Protocol):
         """The golden was used (unused goldens are reported, or fail --trt-strict-goldens)."""
         ...
 
+    def old_format(self, path: Path, version: int) -> None:
+        """An old `.golden` (format `version`) was read and is not being rewritten."""
+        ...
+
 
 def updating(store: GoldenAccess, path: Path) -> bool:
     """Whether this check writes the golden instead of comparing with it."""
     if store.update_all:
         return True
-    return store.update_missing and golden_file_problem(path) is None and not path.exists()
+    file = stored_file(path)
+    return store.update_missing and golden_file_problem(file) is None and not file.exists()
 
 
 def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
-    """The golden at `path`; None when there is none, or when it is unreadable and
-    --trt-update-goldens is about to replace it. Otherwise an unreadable golden raises
-    GoldenError naming the file and the command that regenerates it."""
+    """The golden of `path` (its .safetensors file, else an old .golden beside it); None when
+    there is none, or when it is unreadable and --trt-update-goldens is about to replace it.
+    Otherwise an unreadable golden raises GoldenError naming the file and the command that
+    regenerates it."""
+    path = stored_file(path)
     problem = golden_file_problem(path)
     if problem is None and not path.exists():
         return None
@@ -91,7 +110,7 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
     try:
         if problem:
             raise GoldenError(problem)
-        return read_golden(path)
+        golden = read_golden(path)
     except GoldenError as exc:
         if store.update_all and replaceable:
             return None  # damaged, or a dangling link: --trt-update-goldens replaces it
@@ -100,6 +119,9 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
         if not replaceable:
             raise GoldenError(f"{why}; remove it, then regenerate it with:\n  {hint}") from None
         raise GoldenError(f"{why}; regenerate it with:\n  {hint}") from None
+    if golden.version < FORMAT_VERSION and not store.update_all:
+        store.old_format(path, golden.version)
+    return golden
 
 
 def inputs_problem(
@@ -161,7 +183,9 @@ def check_golden(
     making it) is what a written golden stores. `tolerance` is the resolved table ("" the
     default). `target` is the runner (described after it ran) or its describe(): recorded in
     the golden and checked for a changed model. Errors of the runner propagate; the
-    comparison's and the write's are outcomes."""
+    comparison's and the write's are outcomes. An old `.golden` path stands for the
+    `.safetensors` golden that replaces it."""
+    path = current_path(path)
     try:
         stored = read_stored(store, path)
     except GoldenError as exc:  # damaged, or not a file: nothing to compare with
@@ -194,8 +218,8 @@ def check_golden(
             if isinstance(done, Outcome):
                 return done
             written, stored = done
-        assert stored is not None
-        store.compared(path)
+        assert stored is not None and stored.path is not None
+        store.compared(stored.path)
         result = compare(produced, stored.outputs, tolerance)
     except TrtCompareError as exc:
         return Outcome.error(exc, "golden")
@@ -203,9 +227,9 @@ def check_golden(
         [result],
         source="golden",
         target=runner if isinstance(runner, Mapping) else None,
-        reference={"runner": f"golden {path.name}"},
+        reference={"runner": f"golden {stored.path.name}"},
         arrays=(produced, stored.outputs),
-        golden=store.show(path),
+        golden=store.show(stored.path),
         header=model_change_note(stored.meta, runner) if not result.passed else "",
     )
     if written is None:

@@ -147,7 +147,7 @@ def compare_spec(
                 "reference",
                 reference,
                 f"one of frameworks={list(frameworks)}, or saved outputs (Polygraphy JSON, "
-                ".golden, .npz, .npy or an ONNX test-data folder)",
+                "a golden, .npz, .npy or an ONNX test-data folder)",
             )
         if golden:
             raise check.fail("reference", reference, "no saved outputs together with golden=True")
@@ -241,7 +241,7 @@ def _check_layer_pairs(frameworks: tuple[str, ...], reference: str | None, check
         )
 
 
-_SAVED_SUFFIXES = (".json", ".golden", ".npz", ".npy")
+_SAVED_SUFFIXES = (".json", ".safetensors", ".golden", ".npz", ".npy")
 
 
 def _looks_saved(reference: str | os.PathLike[str], base: Path | None) -> bool:

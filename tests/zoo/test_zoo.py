@@ -271,14 +271,14 @@ def test_golden_{name}():
     first.assert_outcomes(failed=7, skipped=1)
     first.stdout.fnmatch_lines_random(
         [
-            "*test_golden_gpt2*bf16*.golden does not exist (nothing was*",
+            "*test_golden_gpt2*bf16*.safetensors does not exist (nothing was*",
             "*onnxruntime CPU has no bfloat16 kernel for *",
         ]
     )
     written = run(zoo_pytester, "--trt-update-goldens", "--trt-precision=fp32,bf16", *xdist)
     written.assert_outcomes(passed=7, skipped=1)
-    goldens = sorted(p.name for p in (zoo_pytester.path / "goldens").rglob("*.golden"))
-    assert len(goldens) == 7 and "test_bert[torch-bf16-bs2].golden" in goldens
+    goldens = sorted(p.name for p in (zoo_pytester.path / "goldens").rglob("*.safetensors"))
+    assert len(goldens) == 7 and "test_bert[torch-bf16-bs2].safetensors" in goldens
     again = run(zoo_pytester, "--trt-precision=fp32,bf16", *xdist)
     again.assert_outcomes(passed=7, skipped=1)
 

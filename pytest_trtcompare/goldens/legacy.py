@@ -1,0 +1,266 @@
+"""The legacy `.golden` byte formats 1 and 2 (0.1.0 up to the safetensors goldens): still
+read (format.read_tensors reads their tensors), and written only by the benchmark and the
+tests that prove they are read. No pytest, no paths.
+
+Format 2:
+
+    b"PYTEST-TRTCOMPARE-GOLDEN-2\\n"          magic (27 bytes)
+    b"%016d %016x\\n"                          header length, xxh3-64 of the header bytes
+    JSON header, sorted keys, no spaces: {"format": 2, "meta": {...}, "tensors": [
+        {"group": "outputs" | "inputs", "name", "dtype", "shape", "offset", "nbytes",
+         "xxh3": 16 hex digits of the tensor's bytes}, ...]}
+    zero padding, then each tensor's C-order little-endian bytes at its 64-byte aligned
+    offset, zero padding after each; the file ends with the last tensor's padding.
+
+Every byte is covered: the magic and prefix by their syntax, the header by its checksum, each
+tensor by its own, every padding byte by being zero, the end by the size. Format 1 (0.1.0:
+magic `PYTEST-TRTCOMPARE-GOLDEN\\n`, prefix `%016d\\n`, no checksums) still loads.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from ..engine import dtype_from_name
+from ..errors import TrtCompareError
+
+MAGIC = b"PYTEST-TRTCOMPARE-GOLDEN-2\n"
+MAGIC_V1 = b"PYTEST-TRTCOMPARE-GOLDEN\n"
+FORMAT_VERSION = 2
+ALIGN = 64
+GROUPS = ("outputs", "inputs")
+ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+_PREFIX = re.compile(rb"^(\d{16}) ([0-9a-f]{16})\n$")
+_PREFIX_V1 = re.compile(rb"^(\d{16})\n$")
+_HEX16 = re.compile(r"^[0-9a-f]{16}$")
+_TENSOR_KEYS = {"group", "name", "dtype", "shape", "offset", "nbytes"}
+_MAX_RANK = 64
+HASH_CHUNK = 16 << 20  # bytes hashed (and compared) at a time
+
+
+class GoldenError(TrtCompareError, ValueError):
+    """A golden file is missing, truncated, corrupt, or would hold something it must not."""
+
+
+class ForeignSafetensorsError(GoldenError):
+    """A safetensors file that is not a golden (no metadata of ours): saved outputs to read
+    with safetensors itself, not a damaged golden."""
+
+
+@dataclass(frozen=True)
+class Header:
+    """A golden's header, checked: meta, tensor table, where the body starts."""
+
+    version: int
+    meta: dict[str, Any]
+    tensors: list[dict[str, Any]]
+    body_start: int
+    dtypes: list[np.dtype]
+
+
+def checksum(array: np.ndarray) -> str:
+    hasher = xxhash.xxh3_64()
+    raw = raw_bytes(array)
+    for start in range(0, len(raw), HASH_CHUNK):
+        hasher.update(raw[start : start + HASH_CHUNK])
+    return hasher.hexdigest()
+
+
+def raw_bytes(array: np.ndarray) -> memoryview:
+    """The array's bytes without a copy (a uint8 view: ml_dtypes arrays have no buffer)."""
+    return array.reshape(-1).view(np.uint8).data
+
+
+def aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def dtype_text(array: np.ndarray, where: str) -> str:
+    dtype = array.dtype
+    if dtype.name in ML_DTYPES:
+        return dtype.name
+    if dtype.kind not in "biuf":
+        raise GoldenError(f"{where} has dtype {dtype}; goldens hold bool, integer and float arrays")
+    return dtype.newbyteorder("<").str if dtype.itemsize > 1 else dtype.str
+
+
+def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str, Any]) -> bytes:
+    """Magic, prefix, JSON header and padding, with offsets and checksums filled in."""
+    tensors: list[dict[str, Any]] = [
+        {
+            "group": group,
+            "name": name,
+            "dtype": dtype_text(a, f"{group} {name!r}"),
+            "shape": list(a.shape),
+            "nbytes": int(a.nbytes),
+            "offset": 0,
+            "xxh3": checksum(a),
+        }
+        for group, name, a in entries
+    ]
+    prefix_size = len(MAGIC) + 34
+    header = b""
+    for _ in range(4):  # offsets depend on the header's size, which depends on their digits
+        offset = aligned(prefix_size + len(header))
+        for tensor in tensors:
+            tensor["offset"] = offset
+            offset += aligned(int(tensor["nbytes"]))
+        body = {"format": FORMAT_VERSION, "meta": dict(meta), "tensors": tensors}
+        new_header = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        if new_header == header:
+            break
+        header = new_header
+    prefix = MAGIC + b"%016d %s\n" % (len(header), xxhash.xxh3_64_hexdigest(header).encode())
+    return (
+        prefix + header + b"\0" * (aligned(len(prefix) + len(header)) - len(prefix) - len(header))
+    )
+
+
+def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
+    """Read and check the header of an open golden of `size` bytes; GoldenError otherwise."""
+    magic = handle.read(len(MAGIC))
+    if magic == MAGIC:
+        version, prefix = 2, handle.read(34)
+        match = _PREFIX.match(prefix)
+    elif magic[: len(MAGIC_V1)] == MAGIC_V1:
+        handle.seek(len(MAGIC_V1))
+        version, prefix = 1, handle.read(17)
+        match = _PREFIX_V1.match(prefix)
+    else:
+        raise GoldenError(f"{source}: {foreign(magic, size)}")
+    if match is None:
+        if handle.tell() == size:
+            raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its first line)")
+        raise GoldenError(f"{source}: corrupt golden (the header length line is damaged)")
+    start = handle.tell()
+    length = int(match.group(1))
+    if length > size - start:
+        raise GoldenError(
+            f"{source}: truncated or corrupt golden (header of {length} bytes in a file of {size})"
+        )
+    header_bytes = handle.read(length)
+    if version == 2 and xxhash.xxh3_64_hexdigest(header_bytes).encode() != match.group(2):
+        raise GoldenError(f"{source}: corrupt golden (the header's checksum does not match)")
+    try:
+        document = json.loads(header_bytes)
+    except (ValueError, UnicodeDecodeError):
+        raise GoldenError(f"{source}: corrupt golden (the header is not JSON)") from None
+    meta, tensors, dtypes = _check_document(document, version, source)
+    body_start = aligned(start + length)
+    _check_layout(tensors, dtypes, body_start, size, source)
+    padding = handle.read(body_start - start - length)
+    if padding.strip(b"\0"):
+        raise GoldenError(f"{source}: corrupt golden (non-zero bytes after the header)")
+    return Header(version, meta, tensors, body_start, dtypes)
+
+
+def foreign(start: bytes, size: int) -> str:
+    """What a file without the golden magic is, where it is recognisable."""
+    if size == 0:
+        return "an empty file, not a golden"
+    if start.startswith(b"version https://git-lfs"):
+        return "a git-lfs pointer, not the golden itself (run: git lfs pull)"
+    if start.startswith(b"<<<<<<<"):
+        return "holds git merge-conflict markers, not a golden"
+    return "not a pytest-trtcompare golden, or a corrupt one (bad magic bytes)"
+
+
+def _field(source: str, where: str, name: str, problem: str) -> GoldenError:
+    return GoldenError(f"{source}: corrupt golden (header field {name!r}{where}: {problem})")
+
+
+def _check_document(
+    document: Any, version: int, source: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[np.dtype]]:
+    if not isinstance(document, dict) or set(document) != {"format", "meta", "tensors"}:
+        found = sorted(document) if isinstance(document, dict) else type(document).__name__
+        raise GoldenError(f"{source}: corrupt golden (header keys {found})")
+    if document["format"] != version or isinstance(document["format"], bool):
+        raise _field(source, "", "format", f"{document['format']!r} in a format {version} file")
+    if not isinstance(document["meta"], dict):
+        raise _field(source, "", "meta", f"a {type(document['meta']).__name__}, not an object")
+    tensors = document["tensors"]
+    if not isinstance(tensors, list):
+        raise _field(source, "", "tensors", f"a {type(tensors).__name__}, not a list")
+    keys = _TENSOR_KEYS | ({"xxh3"} if version == 2 else set())
+    seen: set[tuple[str, str]] = set()
+    dtypes = []
+    for index, tensor in enumerate(tensors):
+        where = f" of tensor {index}"
+        if not isinstance(tensor, dict) or set(tensor) != keys:
+            got = sorted(tensor) if isinstance(tensor, dict) else type(tensor).__name__
+            raise GoldenError(f"{source}: corrupt golden (tensor {index} has keys {got})")
+        group, name = tensor["group"], tensor["name"]
+        if group not in GROUPS:
+            raise _field(source, where, "group", f"{group!r} is not one of {', '.join(GROUPS)}")
+        if not isinstance(name, str) or not name:
+            raise _field(source, where, "name", f"{name!r} is not a non-empty string")
+        where = f" of tensor {name!r}"
+        if (group, name) in seen:
+            raise _field(source, where, "name", f"{group} {name!r} appears twice")
+        seen.add((group, name))
+        shape = tensor["shape"]
+        if (
+            not isinstance(shape, list)
+            or len(shape) > _MAX_RANK
+            or not all(type(d) is int and d >= 0 for d in shape)
+        ):
+            raise _field(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
+        for key in ("offset", "nbytes"):
+            if type(tensor[key]) is not int or tensor[key] < 0:
+                raise _field(source, where, key, f"{tensor[key]!r} is not an integer >= 0")
+        if version == 2 and not (isinstance(tensor["xxh3"], str) and _HEX16.match(tensor["xxh3"])):
+            raise _field(source, where, "xxh3", f"{tensor['xxh3']!r} is not 16 hex digits")
+        dtype_name = tensor["dtype"]
+        try:
+            dtype = dtype_from_name(dtype_name) if isinstance(dtype_name, str) else None
+        except ValueError:
+            dtype = None
+        if dtype is None or (dtype.name not in ML_DTYPES and dtype.kind not in "biuf"):
+            raise _field(source, where, "dtype", f"{dtype_name!r} is not a bool, int or float type")
+        if dtype.byteorder == ">":
+            problem = f"{dtype_name!r} is big-endian; goldens are little-endian"
+            raise _field(source, where, "dtype", problem)
+        dtypes.append(dtype)
+    return document["meta"], tensors, dtypes
+
+
+def _check_layout(
+    tensors: list[dict[str, Any]], dtypes: list[np.dtype], body_start: int, size: int, source: str
+) -> None:
+    """Sizes from shapes in Python ints (no overflow), tensors in order, aligned, no overlap,
+    and the file exactly as long as the header says."""
+    end = body_start
+    for tensor, dtype in zip(tensors, dtypes, strict=True):
+        where = f" of tensor {tensor['name']!r}"
+        count = 1
+        for dim in tensor["shape"]:
+            count *= dim
+        if count * dtype.itemsize != tensor["nbytes"]:
+            raise _field(
+                source,
+                where,
+                "nbytes",
+                f"{tensor['nbytes']} for shape {tensor['shape']} of {dtype}",
+            )
+        if tensor["offset"] != end:
+            raise _field(source, where, "offset", f"{tensor['offset']}, expected {end}")
+        end += aligned(tensor["nbytes"])
+        if end > size:
+            raise GoldenError(
+                f"{source}: truncated golden (tensor {tensor['name']!r} runs past the end of the "
+                f"file: {size} bytes)"
+            )
+    if size != end:
+        raise GoldenError(
+            f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
+            f"header describes {end})"
+        )
