@@ -1,18 +1,25 @@
-"""Loading ONNX models from a path, bytes or a ModelProto, with a digest and clear errors."""
+"""Loading ONNX models from a path, bytes or a ModelProto, with a digest and clear errors.
+
+A model file is read, hashed and parsed once per process for each (path, size, mtime) of it
+and of the external data files beside it: the runners of one session share the parsed model
+(`load_model`) and the session's runner cache its digest (`file_digest`). Nothing here
+changes a loaded model: every runner that needs another copies it first.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import onnx
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelLoadError
 
-ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
+if TYPE_CHECKING:  # onnx is imported on first use: the plugin's import stays light
+    import onnx
 
 
 @dataclass(frozen=True)
@@ -29,23 +36,80 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_digest(path: Path, data: bytes | None = None) -> str:
-    """sha256 of a model file and of the external data files it names (the weights that
-    torch.onnx.export writes beside `model.onnx`): a re-export with new weights and the same
-    graph is another model."""
-    data = path.read_bytes() if data is None else data
+#: A file's identity: resolved path, size and modification time in nanoseconds.
+FileKey = tuple[str, int, int]
+
+
+@dataclass
+class _KnownFile:
+    digest: str
+    external: tuple[tuple[str, FileKey | None], ...]  # the weights beside it, as last seen
+    loaded: LoadedModel | None = None  # parsed on first load_model
+
+
+#: Files read in this process, the most recently used last (see _remember).
+_FILES: OrderedDict[FileKey, _KnownFile] = OrderedDict()
+#: How many parsed models stay held once their runners are gone (digests are all kept).
+PARSED_KEPT = 16
+
+
+def _file_key(path: Path) -> FileKey | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def _known(path: Path, key: FileKey) -> _KnownFile | None:
+    known = _FILES.get(key)
+    if known is None:
+        return None
+    if any(_file_key(path.parent / name) != seen for name, seen in known.external):
+        del _FILES[key]  # new weights beside an unchanged graph: another model
+        return None
+    _FILES.move_to_end(key)
+    return known
+
+
+def _remember(key: FileKey, known: _KnownFile) -> _KnownFile:
+    _FILES[key] = known
+    _FILES.move_to_end(key)
+    parsed = [entry for entry in _FILES.values() if entry.loaded is not None]
+    for entry in parsed[: max(0, len(parsed) - PARSED_KEPT)]:
+        entry.loaded = None
+    return known
+
+
+def _read(path: Path, key: FileKey, data: bytes) -> _KnownFile:
+    """Hash a model file's bytes and the weights files they name."""
     digest = hashlib.sha256(data)
+    external = []
     for name in external_files(data):
         digest.update(b"\0" + name.encode())
         weights = path.parent / name
         digest.update(weights.read_bytes() if weights.is_file() else b"\0missing")
-    return digest.hexdigest()
+        external.append((name, _file_key(weights)))
+    return _remember(key, _KnownFile(digest.hexdigest(), tuple(external)))
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a model file and of the external data files it names (the weights that
+    torch.onnx.export writes beside `model.onnx`): a re-export with new weights and the same
+    graph is another model. Hashed once per (path, size, mtime) in a process."""
+    key = _file_key(path)
+    if key is None:
+        raise ModelLoadError(f"model file {str(path)!r} does not exist")
+    known = _known(path, key)
+    return (known or _read(path, key, path.read_bytes())).digest
 
 
 def external_files(data: bytes) -> list[str]:
     """The `location`s of a serialized model's externally stored tensors, sorted."""
     if b"location" not in data:  # a model with every tensor inline: no parse needed
         return []
+    import onnx
+
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(data)
@@ -68,6 +132,8 @@ def external_files(data: bytes) -> list[str]:
 
 def load_model(model: Any) -> LoadedModel:
     """Accept a path, serialized bytes or an onnx.ModelProto; errors name the file."""
+    import onnx
+
     if isinstance(model, onnx.ModelProto):
         return LoadedModel(model, "<ModelProto>", _digest(model.SerializeToString()), None)
     if isinstance(model, (bytes, bytearray)):
@@ -75,28 +141,46 @@ def load_model(model: Any) -> LoadedModel:
             _parse(bytes(model), "<model bytes>"), "<model bytes>", _digest(bytes(model)), None
         )
     if isinstance(model, (str, os.PathLike)):
-        path = Path(model)
-        if not path.is_file():
-            shown = str(path) if path.is_absolute() else f"{path} (from {Path.cwd()})"
-            raise ModelLoadError(f"model file {shown!r} does not exist")
-        data = path.read_bytes()
-        try:
-            proto = onnx.load_model(str(path))  # resolves external data beside the file
-        except Exception as exc:  # onnx raises DecodeError, OSError, ValueError ...
-            raise ModelLoadError(
-                f"model file {str(path)!r} is not a readable ONNX model "
-                f"({type(exc).__name__}: {exc})"
-            ) from None
-        if not proto.graph.node and not proto.graph.output:
-            raise ModelLoadError(f"model file {str(path)!r} holds no ONNX graph")
-        return LoadedModel(proto, str(path), file_digest(path, data), path)
+        return _load_file(Path(model))
     raise ModelLoadError(
         f"model must be a path, bytes or onnx.ModelProto, got {type(model).__name__} (a "
         "framework's own model, such as a torch twin, goes in models={'torch': module})"
     )
 
 
+def _load_file(path: Path) -> LoadedModel:
+    """The file's model, parsed once per (path, size, mtime) while PARSED_KEPT allow."""
+    import onnx
+
+    key = _file_key(path) if path.is_file() else None
+    if key is None:
+        shown = str(path) if path.is_absolute() else f"{path} (from {Path.cwd()})"
+        raise ModelLoadError(f"model file {shown!r} does not exist")
+    known = _known(path, key)
+    if known is not None and known.loaded is not None:
+        return dataclasses.replace(known.loaded, source=str(path), path=path)
+    data = path.read_bytes()
+    if known is None:
+        known = _read(path, key, data)
+    try:
+        if known.external:
+            proto = onnx.load_model(str(path))  # resolves external data beside the file
+        else:
+            proto = onnx.ModelProto()
+            proto.ParseFromString(data)
+    except Exception as exc:  # onnx raises DecodeError, OSError, ValueError ...
+        raise ModelLoadError(
+            f"model file {str(path)!r} is not a readable ONNX model ({type(exc).__name__}: {exc})"
+        ) from None
+    if not proto.graph.node and not proto.graph.output:
+        raise ModelLoadError(f"model file {str(path)!r} holds no ONNX graph")
+    known.loaded = LoadedModel(proto, str(path), known.digest, path)
+    return known.loaded
+
+
 def _parse(data: bytes, source: str) -> onnx.ModelProto:
+    import onnx
+
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(data)
@@ -109,6 +193,8 @@ def _parse(data: bytes, source: str) -> onnx.ModelProto:
 
 def check_model(loaded: LoadedModel) -> None:
     """onnx.checker with the error naming the model."""
+    import onnx
+
     try:
         onnx.checker.check_model(loaded.proto)
     except onnx.checker.ValidationError as exc:

@@ -131,14 +131,29 @@ class TorchRunner(Runner):
             )
             if not needs_cast and not model.training:
                 return model  # used as it is: nothing to cast, nothing to switch to eval
-            copied = copy.deepcopy(model)  # never change the user's module
-            return copied.to(device=self.device, dtype=self.dtype).eval()
+            # never change the user's module: copy its structure, with its tensors shared
+            # when only the eval switch differs, else cast (Module.to would cast the user's
+            # parameters in place through the shared Parameter objects)
+            tensors = [*model.parameters(), *model.buffers()]
+            memo = {id(t): t if not needs_cast else self._cast(t) for t in tensors}
+            return copy.deepcopy(model, memo).eval()
         if callable(model):
             return model  # a function: its inputs are cast, its weights are its own business
         raise FeedError(
             "torch runner needs an nn.Module, ExportedProgram or callable, "
             f"got {type(model).__name__}"
         )
+
+    def _cast(self, tensor: Any) -> Any:
+        """A tensor of the runner's own, as Module.to(device, dtype) would make it (float
+        tensors cast to the precision, the others moved), never the user's."""
+        torch = self.torch
+        with torch.no_grad():
+            dtype = self.dtype if tensor.is_floating_point() else tensor.dtype
+            cast = tensor.detach().to(device=self.device, dtype=dtype, copy=True)
+        if isinstance(tensor, torch.nn.Parameter):
+            return torch.nn.Parameter(cast, requires_grad=tensor.requires_grad)
+        return cast
 
     def _forward(self) -> Any:
         return self.module.forward if isinstance(self.module, self.torch.nn.Module) else self.module
