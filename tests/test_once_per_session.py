@@ -163,3 +163,28 @@ def test_a_module_in_training_mode_is_run_in_eval_and_left_as_it_was(precision):
 def test_a_module_ready_as_it_is_is_used_as_it_is():
     module = _Block().eval()
     assert runners.create("torch", module).module is module
+
+
+def test_collecting_groups_items_by_model_without_reading_the_model(pytester, hashes_of):
+    onnx.save_model(layer_chain(), str(pytester.path / "chain.onnx"))
+    pytester.makeconftest(
+        """
+        def pytest_collection_finish(session):
+            for item in session.items:
+                print("GROUP", [m.kwargs["name"] for m in item.iter_markers("xdist_group")])
+        """
+    )
+    pytester.makepyfile(
+        test_model="""
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="chain.onnx", frameworks=["onnxrt", "onnxref"])
+        @pytest.mark.shapes({"x": (1, 16)}, {"x": (2, 16)})
+        def test_chain():
+            pass
+        """
+    )
+    result = pytester.runpytest_inprocess("--collect-only", "-s", "-p", "no:cacheprovider")
+    groups = [line for line in result.stdout.lines if line.startswith("GROUP")]
+    assert len(groups) == 2 and len(set(groups)) == 1 and "['trtcompare-" in groups[0]
+    assert hashes_of.get((pytester.path / "chain.onnx").stat().st_size, 0) == 0
