@@ -146,18 +146,38 @@ def _untouched(module, snapshot) -> bool:
     )
 
 
+class _Recording(_Block):
+    """Records the mode each call ran in; raises when asked to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.modes: list[bool] = []
+
+    def forward(self, x):
+        self.modes.append(self.norm.training)
+        if x.shape[0] == 3:
+            raise RuntimeError("three is too many")
+        return super().forward(x)
+
+
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_a_module_in_training_mode_is_run_in_eval_and_left_as_it_was(precision):
     torch.manual_seed(0)
-    module = _Block()  # training mode: batch norm would update its running statistics
+    module = _Recording()  # training mode: batch norm would update its running statistics
     snapshot = _snapshot(module)
     runner = runners.create("torch", module, precision)
     (out,) = runner.infer({"x": np.ones((2, 3, 8, 8), np.float32)}).values()
     assert out.dtype == {"fp32": np.float32, "fp16": np.float16}[precision]
-    assert _untouched(module, snapshot)
-    assert not runner.module.training
-    shared = next(runner.module.parameters()) is next(module.parameters())
-    assert shared == (precision == "fp32")  # fp32: nothing copied but the structure
+    with pytest.raises(Exception, match="three is too many"):
+        runner.infer({"x": np.ones((3, 3, 8, 8), np.float32)})
+    assert _untouched(module, snapshot)  # modes, tensors, dtypes: after a failing call too
+    if precision == "fp32":  # nothing to cast: the module itself, switched for each call
+        assert runner.module is module and module.modes == [False, False]
+    else:  # cast: a copy with tensors of its own, in eval mode for good
+        assert module.modes == [] and runner.module.modes == [False, False]
+        assert not {id(t) for t in runner.module.parameters()} & {
+            id(t) for t in module.parameters()
+        }
 
 
 def test_a_module_ready_as_it_is_is_used_as_it_is():

@@ -72,7 +72,10 @@ def check_framework_name(name: str) -> None:
         if module and sep and function:
             return
         raise UnknownFrameworkError(f"{name!r} is not 'callable:package.module:function'")
-    if canonical_framework(name) not in known_runners():
+    if (
+        canonical_framework(name) not in _BUILTIN
+        and canonical_framework(name) not in known_runners()
+    ):
         aliases = ", ".join(f"{alias} = {runner}" for alias, runner in FRAMEWORK_ALIASES.items())
         raise UnknownFrameworkError(
             f"unknown framework {name!r}; known frameworks: "
