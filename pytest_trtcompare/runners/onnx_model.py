@@ -1,6 +1,6 @@
 """Loading ONNX models from a path, bytes or a ModelProto, with a digest and clear errors.
 
-A model file is read, hashed and parsed once per process for each (path, size, mtime) of it
+A model file is read, parsed and hashed once per process for each (path, size, mtime) of it
 and of the external data files beside it: the runners of one session share the parsed model
 (`load_model`) and the session's runner cache its digest (`file_digest`). Nothing here
 changes a loaded model: every runner that needs another copies it first.
@@ -44,13 +44,15 @@ FileKey = tuple[str, int, int]
 class _KnownFile:
     digest: str
     external: tuple[tuple[str, FileKey | None], ...]  # the weights beside it, as last seen
-    loaded: LoadedModel | None = None  # parsed on first load_model
+    loaded: LoadedModel | None = None  # the parsed model, while PARSED_BYTES allow
+    problem: str | None = None  # why the bytes are no ONNX model
 
 
 #: Files read in this process, the most recently used last (see _remember).
 _FILES: OrderedDict[FileKey, _KnownFile] = OrderedDict()
-#: How many parsed models stay held once their runners are gone (digests are all kept).
-PARSED_KEPT = 16
+#: Parsed models stay held, newest first, up to this many bytes of model files (the newest
+#: always); digests are all kept.
+PARSED_BYTES = 1 << 30
 
 
 def _file_key(path: Path) -> FileKey | None:
@@ -75,46 +77,52 @@ def _known(path: Path, key: FileKey) -> _KnownFile | None:
 def _remember(key: FileKey, known: _KnownFile) -> _KnownFile:
     _FILES[key] = known
     _FILES.move_to_end(key)
-    parsed = [entry for entry in _FILES.values() if entry.loaded is not None]
-    for entry in parsed[: max(0, len(parsed) - PARSED_KEPT)]:
-        entry.loaded = None
+    held = 0
+    for entry_key, entry in reversed(_FILES.items()):
+        if entry.loaded is not None:
+            held += entry_key[1]
+            if held > PARSED_BYTES and entry is not known:
+                entry.loaded = None
     return known
 
 
-def _read(path: Path, key: FileKey, data: bytes) -> _KnownFile:
-    """Hash a model file's bytes and the weights files they name."""
+def _read(path: Path, key: FileKey) -> _KnownFile:
+    """Read a model file once: parse it, hash it and the weights files it names."""
+    import onnx
+
+    data = path.read_bytes()
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # protobuf's DecodeError and others
+        return _remember(key, _KnownFile(_digest(data), (), problem=f"{type(exc).__name__}: {exc}"))
     digest = hashlib.sha256(data)
     external = []
-    for name in external_files(data):
+    for name in external_files(proto):
         digest.update(b"\0" + name.encode())
         weights = path.parent / name
         digest.update(weights.read_bytes() if weights.is_file() else b"\0missing")
         external.append((name, _file_key(weights)))
-    return _remember(key, _KnownFile(digest.hexdigest(), tuple(external)))
+    known = _KnownFile(digest.hexdigest(), tuple(external))
+    if not external:  # external weights are read into the model by onnx.load_model
+        known.loaded = LoadedModel(proto, str(path), known.digest, path)
+    return _remember(key, known)
 
 
 def file_digest(path: Path) -> str:
     """sha256 of a model file and of the external data files it names (the weights that
     torch.onnx.export writes beside `model.onnx`): a re-export with new weights and the same
-    graph is another model. Hashed once per (path, size, mtime) in a process."""
+    graph is another model. Read once per (path, size, mtime) in a process."""
     key = _file_key(path)
     if key is None:
         raise ModelLoadError(f"model file {str(path)!r} does not exist")
-    known = _known(path, key)
-    return (known or _read(path, key, path.read_bytes())).digest
+    return (_known(path, key) or _read(path, key)).digest
 
 
-def external_files(data: bytes) -> list[str]:
-    """The `location`s of a serialized model's externally stored tensors, sorted."""
-    if b"location" not in data:  # a model with every tensor inline: no parse needed
-        return []
+def external_files(proto: onnx.ModelProto) -> list[str]:
+    """The `location`s of a model's externally stored tensors, sorted."""
     import onnx
 
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except Exception:
-        return []  # load_model names the unreadable file
     found: set[str] = set()
     graphs = [proto.graph]
     while graphs:
@@ -149,33 +157,36 @@ def load_model(model: Any) -> LoadedModel:
 
 
 def _load_file(path: Path) -> LoadedModel:
-    """The file's model, parsed once per (path, size, mtime) while PARSED_KEPT allow."""
+    """The file's model, read once per (path, size, mtime) while PARSED_BYTES allow."""
     import onnx
 
     key = _file_key(path) if path.is_file() else None
     if key is None:
         shown = str(path) if path.is_absolute() else f"{path} (from {Path.cwd()})"
         raise ModelLoadError(f"model file {shown!r} does not exist")
-    known = _known(path, key)
-    if known is not None and known.loaded is not None:
-        return dataclasses.replace(known.loaded, source=str(path), path=path)
-    data = path.read_bytes()
-    if known is None:
-        known = _read(path, key, data)
-    try:
-        if known.external:
-            proto = onnx.load_model(str(path))  # resolves external data beside the file
-        else:
-            proto = onnx.ModelProto()
-            proto.ParseFromString(data)
-    except Exception as exc:  # onnx raises DecodeError, OSError, ValueError ...
+    known = _known(path, key) or _read(path, key)
+    if known.problem is not None:
         raise ModelLoadError(
-            f"model file {str(path)!r} is not a readable ONNX model ({type(exc).__name__}: {exc})"
-        ) from None
-    if not proto.graph.node and not proto.graph.output:
+            f"model file {str(path)!r} is not a readable ONNX model ({known.problem})"
+        )
+    if known.loaded is None:
+        try:
+            proto = onnx.load_model(str(path))  # resolves external data beside the file
+        except Exception as exc:  # onnx raises DecodeError, OSError, ValueError ...
+            raise ModelLoadError(
+                f"model file {str(path)!r} is not a readable ONNX model "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        known.loaded = LoadedModel(proto, str(path), known.digest, path)
+        _remember(key, known)
+    loaded = known.loaded
+    if not loaded.proto.graph.node and not loaded.proto.graph.output:
         raise ModelLoadError(f"model file {str(path)!r} holds no ONNX graph")
-    known.loaded = LoadedModel(proto, str(path), known.digest, path)
-    return known.loaded
+    return (
+        loaded
+        if loaded.source == str(path)
+        else dataclasses.replace(loaded, source=str(path), path=path)
+    )
 
 
 def _parse(data: bytes, source: str) -> onnx.ModelProto:
