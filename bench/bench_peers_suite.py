@@ -24,7 +24,9 @@ First use: a torch runner built and run once on resnet18 (torchvision, seeded ra
 weights, training mode as constructed) and a small Hugging Face BertModel, against the same
 first inference by hand (`module.eval()` and a call under `torch.no_grad()`), each in a fresh
 process with torch and the model ready before the clock starts.
-BLAS and OpenMP are held to one thread in every process.
+BLAS and OpenMP are held to one thread in every process. Last, a plain suite (40 trivial
+tests) with the plugin installed but unused against `-p no:trtcompare`, and the plugin's
+import as `python -X importtime` reports it (`--plain-only` runs just that part).
 """
 
 from __future__ import annotations
@@ -314,12 +316,70 @@ def _marked(output: str, marker: str) -> float:
     return float(next(line for line in output.splitlines() if line.startswith(marker)).split()[1])
 
 
+PLAIN_TEST = """
+def test_a():
+    assert 1
+
+
+def test_b():
+    assert [1, 2] == [1, 2]
+"""
+
+
+def _import_seconds(folder: Path, code: str) -> float:
+    """`python -X importtime`'s cumulative time of the last module `code` imports."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=folder,
+        env=_env(folder),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stderr.strip().splitlines()[-1].split("|")[1]) / 1e6
+
+
+def plain_suite(folder: Path, rounds: int) -> dict[str, float]:
+    """A plain suite (40 tests, no marker, no fixture of ours) with the plugin installed and
+    with `-p no:trtcompare`, and the plugin's import."""
+    plain = folder / "plain"
+    plain.mkdir()
+    for i in range(20):
+        (plain / f"test_plain{i}.py").write_text(PLAIN_TEST)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "plain"]
+    runs: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
+    imports: dict[str, list[float]] = {"alone": [], "after pytest": []}
+    for _ in range(rounds):
+        runs["with"].append(_run(folder, command)[:2])
+        runs["without"].append(_run(folder, [*command, "-p", "no:trtcompare"])[:2])
+        imports["alone"].append(_import_seconds(folder, "import pytest_trtcompare.plugin"))
+        imports["after pytest"].append(
+            _import_seconds(folder, "import pytest; import pytest_trtcompare.plugin")
+        )
+    wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
+    return {
+        "plain suite with the plugin, wall s": wall["with"],
+        "plain suite -p no:trtcompare, wall s": wall["without"],
+        "plugin installed but unused, wall s more": wall["with"] - wall["without"],
+        "plugin installed but unused, CPU s more": cpu["with"] - cpu["without"],
+        "import pytest_trtcompare.plugin (importtime), s": statistics.median(imports["alone"]),
+        "the same after import pytest, s": statistics.median(imports["after pytest"]),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--no-first-use", action="store_true")
+    parser.add_argument("--plain-only", action="store_true", help="only the plain suite")
     args = parser.parse_args()
+    if args.plain_only:
+        with tempfile.TemporaryDirectory() as name:
+            for label, value in plain_suite(Path(name), args.rounds).items():
+                print(f"| {label} | {value:.3f} |")
+        return
     python = sys.executable
     pytest_cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"]
     # the suite with this plugin and pytest-xdist only, and with every pytest plugin
@@ -362,6 +422,7 @@ def main() -> None:
                 for how in ("hand", "ours"):
                     _, _, output = _run(folder, [python, "first_use.py", model, how])
                     first.setdefault(f"{model} {how}", []).append(_marked(output, "FIRST_USE"))
+        plain = plain_suite(folder, args.rounds)
     median = {name: statistics.median(values) for name, values in times.items()}
     cpu = {name: statistics.median(values) for name, values in cpus.items()}
     rows = {
@@ -391,9 +452,12 @@ def main() -> None:
     print("\n| ratio | value |\n|---|---:|")
     for label, ratio in rows.items():
         print(f"| {label} | {ratio:.2f}x |")
+    print("\n| plain suite, plugin unused | value |\n|---|---:|")
+    for label, value in plain.items():
+        print(f"| {label} | {value:.3f} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"times": times, "cpu": cpus, "first_use": first, "ratios": rows}
+        payload = {"times": times, "cpu": cpus, "first_use": first, "ratios": rows, "plain": plain}
         args.json.write_text(json.dumps(payload, indent=2))
 
 
