@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +96,21 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("input_shapes", list(sets), ids=list(ids or shape_set_ids(sets)))
 
 
+def _model_identity(model: Any) -> str:
+    """Which model an item runs, the same in every process and read without hashing a model
+    file (each worker collects every item; a group shared by two models costs nothing)."""
+    if isinstance(model, (str, os.PathLike)):
+        return f"path:{Path(model).resolve()}"
+    if isinstance(model, (bytes, bytearray)):
+        return f"bytes:{hashlib.sha1(model).hexdigest()}"
+    if type(model).__name__ == "ModelProto":
+        return f"proto:{model.graph.name}:{model.ByteSize()}"
+    return f"object:{type(model).__module__}.{type(model).__qualname__}"
+
+
 def group_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Items of one model share an xdist_group: --dist loadgroup keeps its runners on one
     worker, so each is built once."""
-    runner_cache = state_of(config).cases.runners
     for item in items:
         callspec = getattr(item, "callspec", None)
         param = callspec.params.get(CASE_FIXTURE) if callspec else None
@@ -112,6 +124,5 @@ def group_items(config: pytest.Config, items: list[pytest.Item]) -> None:
         if not isinstance(case, Case) or item.get_closest_marker("xdist_group") is not None:
             continue
         # the same name in every worker process (hash() is salted per process)
-        key = repr(runner_cache.model_key(spec.model)).encode()
-        group = hashlib.sha1(key).hexdigest()[:12]
+        group = hashlib.sha1(_model_identity(spec.model).encode()).hexdigest()[:12]
         item.add_marker(pytest.mark.xdist_group(name=f"trtcompare-{group}"))

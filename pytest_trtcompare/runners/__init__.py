@@ -10,16 +10,14 @@ a submodule (ARCHITECTURE.md, enforced by tests/test_layout.py).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FrameworkUnavailable
 from .base import Layer, Runner, TensorSpec, check_feed, shape_fits
 from .frameworks import header_line
 from .isolated import IsolatedRunner, RunnerCrashed
-from .onnx_graph import graph_input_specs
 from .onnx_model import LoadedModel, file_digest, load_model
-from .onnx_scopes import Scope, module_exits, node_scopes
-from .precision import convert_mixed, topological_sort
 from .registry import (
     ENTRY_POINT_GROUP,
     canonical_framework,
@@ -30,6 +28,29 @@ from .registry import (
     runner_factory,
     runner_options,
 )
+
+#: Names whose modules import onnx, bound on first use: importing the plugin (every pytest
+#: run where it is installed) imports no framework.
+_ONNX_NAMES = {
+    "Scope": "onnx_scopes",
+    "convert_mixed": "precision",
+    "graph_input_specs": "onnx_graph",
+    "module_exits": "onnx_scopes",
+    "node_scopes": "onnx_scopes",
+    "topological_sort": "precision",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ONNX_NAMES:
+        return getattr(importlib.import_module(f".{_ONNX_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from .onnx_graph import graph_input_specs
+    from .onnx_scopes import Scope, module_exits, node_scopes
+    from .precision import convert_mixed, topological_sort
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -60,7 +60,7 @@ class OnnxRuntimeRunner(OnnxModelRunner):
             )
         try:
             self.session = ort.InferenceSession(
-                self.proto.SerializeToString(), sess_options=session_options, providers=wanted
+                self._session_source(), sess_options=session_options, providers=wanted
             )
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             text = str(exc)
@@ -80,6 +80,14 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         self._run = self.session.run
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
         self._version = ort.__version__
+
+    def _session_source(self) -> str | bytes:
+        """The file itself when the model runs as saved (onnxruntime reads it and the weights
+        beside it, as `polygraphy run` does); else the converted model's bytes."""
+        if self.loaded.path is not None and self.proto is self.loaded.proto:
+            return str(self.loaded.path)
+        serialized: bytes = self.proto.SerializeToString()
+        return serialized
 
     def _runtime_versions(self) -> RuntimeVersions:
         return onnxruntime_versions(self._ort)

@@ -6,6 +6,7 @@ import importlib
 import importlib.metadata
 import inspect
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -41,10 +42,25 @@ def _load(target: str) -> Callable[..., Runner]:
     return factory
 
 
+#: The registered entry points by the sys.path they were read under: reading them scans every
+#: installed distribution (milliseconds each time), and a marker is checked per test.
+_ENTRY_POINTS: dict[tuple[str, ...], tuple[importlib.metadata.EntryPoint, ...]] = {}
+
+
+def _entry_points() -> tuple[importlib.metadata.EntryPoint, ...]:
+    """The group's entry points, read once per process for each sys.path (a package put on
+    the path later, as a test does, is found)."""
+    key = tuple(sys.path)
+    found = _ENTRY_POINTS.get(key)
+    if found is None:
+        found = _ENTRY_POINTS[key] = tuple(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    return found
+
+
 def known_runners() -> dict[str, str]:
     """Runner name -> where it comes from ('builtin' or the entry point's value)."""
     names = dict.fromkeys(_BUILTIN, "builtin")
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry_point in _entry_points():
         names.setdefault(entry_point.name, entry_point.value)
     return names
 
@@ -56,7 +72,10 @@ def check_framework_name(name: str) -> None:
         if module and sep and function:
             return
         raise UnknownFrameworkError(f"{name!r} is not 'callable:package.module:function'")
-    if canonical_framework(name) not in known_runners():
+    if (
+        canonical_framework(name) not in _BUILTIN
+        and canonical_framework(name) not in known_runners()
+    ):
         aliases = ", ".join(f"{alias} = {runner}" for alias, runner in FRAMEWORK_ALIASES.items())
         raise UnknownFrameworkError(
             f"unknown framework {name!r}; known frameworks: "
@@ -70,7 +89,7 @@ def runner_factory(name: str) -> Callable[..., Runner]:
     name = canonical_framework(name)
     if name in _BUILTIN:
         return _load(_BUILTIN[name])
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry_point in _entry_points():
         if entry_point.name == name:
             try:
                 factory: Callable[..., Runner] = entry_point.load()

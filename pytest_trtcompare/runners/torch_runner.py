@@ -129,16 +129,30 @@ class TorchRunner(Runner):
                 t.is_floating_point() and (t.dtype != self.dtype or t.device != self.device)
                 for t in [*model.parameters(), *model.buffers()]
             )
-            if not needs_cast and not model.training:
-                return model  # used as it is: nothing to cast, nothing to switch to eval
-            copied = copy.deepcopy(model)  # never change the user's module
-            return copied.to(device=self.device, dtype=self.dtype).eval()
+            if not needs_cast:
+                return model  # used as it is (in eval mode for each call: _evaluating)
+            # never change the user's module: a copy of its structure with tensors of its own
+            # (Module.to would cast the user's parameters in place, through the Parameter
+            # objects a plain copy shares)
+            tensors = [*model.parameters(), *model.buffers()]
+            return copy.deepcopy(model, {id(t): self._cast(t) for t in tensors}).eval()
         if callable(model):
             return model  # a function: its inputs are cast, its weights are its own business
         raise FeedError(
             "torch runner needs an nn.Module, ExportedProgram or callable, "
             f"got {type(model).__name__}"
         )
+
+    def _cast(self, tensor: Any) -> Any:
+        """A tensor of the runner's own, as Module.to(device, dtype) would make it (float
+        tensors cast to the precision, the others moved), never the user's."""
+        torch = self.torch
+        with torch.no_grad():
+            dtype = self.dtype if tensor.is_floating_point() else tensor.dtype
+            cast = tensor.detach().to(device=self.device, dtype=dtype, copy=True)
+        if isinstance(tensor, torch.nn.Parameter):
+            return torch.nn.Parameter(cast, requires_grad=tensor.requires_grad)
+        return cast
 
     def _forward(self) -> Any:
         return self.module.forward if isinstance(self.module, self.torch.nn.Module) else self.module
@@ -216,6 +230,25 @@ class TorchRunner(Runner):
             self.infer(feed)
 
     @contextlib.contextmanager
+    def _evaluating(self) -> Iterator[None]:
+        """A module the user left in training mode runs in eval mode (dropout off, batch
+        norm statistics read, not updated) and is given back in the modes it had: switching
+        costs far less than copying the module."""
+        module = self.module
+        if not isinstance(module, self.torch.nn.Module) or not any(
+            m.training for m in module.modules()
+        ):
+            yield
+            return
+        modes = [(m, m.training) for m in module.modules()]
+        module.train(False)
+        try:
+            yield
+        finally:
+            for submodule, training in modes:
+                submodule.training = training
+
+    @contextlib.contextmanager
     def _matmul_mode(self) -> Iterator[None]:
         backends = self.torch.backends
         if self.device.type != "cuda":
@@ -245,7 +278,7 @@ class TorchRunner(Runner):
         )
         wanted = None if self._selection is None else set(self._selection)
         taps = self._taps.recording(wanted) if self._taps is not None else contextlib.nullcontext()
-        with self.torch.inference_mode(), self._matmul_mode(), taps:
+        with self.torch.inference_mode(), self._matmul_mode(), self._evaluating(), taps:
             result = self.module(*args, **kwargs)
         named = self._name_outputs(result)
         outputs = {name: _array(value) for name, value in named if wanted is None or name in wanted}

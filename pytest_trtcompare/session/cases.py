@@ -28,12 +28,9 @@ from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
 from .outcome import Kind, Outcome, compared
-from .precision_debug import explain_failure
 from .runs import RunnerCache, _freeze, make_feeds
 from .settings import ToleranceSettings
 from .spec import CompareSpec
-from .torch_layers import TorchLayers
-from .twins import ExportSpecs, as_twin
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
@@ -166,6 +163,9 @@ class CaseRunner:
     def _twin(self, spec: CompareSpec, target: Any, reference: Any) -> Any:
         """A framework's own model under the reference's names; per layer, a torch model's
         modules matched to the ONNX export's tensors."""
+        from .torch_layers import TorchLayers  # these import onnx: not at the plugin's import
+        from .twins import as_twin
+
         kinds = [getattr(runner, "inner", runner.framework) for runner in (target, reference)]
         if spec.outputs == "all" and kinds[0] == "torch" and kinds[1] != "torch":
             loaded = getattr(reference, "loaded", None)
@@ -209,6 +209,8 @@ class CaseRunner:
         """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
         if outcome.kind is not Kind.MISMATCH or not self._debuggable(spec, case):
             return outcome
+        from .precision_debug import explain_failure
+
         note = explain_failure(
             spec.model_for(case.target),
             case.precision,
@@ -304,6 +306,8 @@ class CaseRunner:
         # first the runner: what cannot run here skips, whether or not its golden exists
         target = self.runner(spec, case.target, case.precision, case)
         if case.target.split(":")[0] in spec.models and _is_onnx(spec.model):
+            from .twins import ExportSpecs, as_twin
+
             target = as_twin(target, ExportSpecs(self._export(spec.model)))
         return check_golden(
             goldens,

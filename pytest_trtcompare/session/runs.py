@@ -43,7 +43,6 @@ class RunnerCache:
 
     def __init__(self) -> None:
         self._runners: dict[Hashable, Runner] = {}
-        self._digests: dict[tuple[str, float, int], str] = {}
         self._proto_digests: dict[int, tuple[Any, str]] = {}  # id -> (ModelProto, digest)
         self.builds: Counter[tuple[str, str]] = Counter()
         self.models: dict[tuple[str, str], set[Hashable]] = {}  # distinct models per runner kind
@@ -53,11 +52,8 @@ class RunnerCache:
             path = Path(model)
             if not path.is_file():
                 return ("path", str(path))  # the runner reports the missing file
-            stat = path.stat()
-            file_key = (str(path.resolve()), stat.st_mtime, stat.st_size)
-            if file_key not in self._digests:  # the weights beside it count (file_digest)
-                self._digests[file_key] = file_digest(path)
-            return ("onnx", self._digests[file_key])
+            # hashed once per (path, size, mtime), the weights beside it included
+            return ("onnx", file_digest(path))
         if type(model).__name__ == "ModelProto" and hasattr(model, "SerializeToString"):
             # hashing a big model costs; do it once per object (kept alive, so ids stay unique)
             known = self._proto_digests.get(id(model))
