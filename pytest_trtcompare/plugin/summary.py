@@ -8,7 +8,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import (
@@ -23,7 +23,7 @@ from ..engine import (
     num,
 )
 from ..session.layout import abbreviate, wrap
-from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, jsonable
+from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, record_fields
 
 
 @dataclass(frozen=True)
@@ -283,7 +283,7 @@ def report_json(
     document = {
         "plugin_version": version,
         "layers": layers or [],
-        "outputs": [jsonable(asdict(r)) for r in sorted(items, key=lambda r: -r.margin)],
+        "outputs": [record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
         "runners": dict(sorted(runners.items())),
         "runner_builds": builds,
     }
