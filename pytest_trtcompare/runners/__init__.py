@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import FrameworkUnavailable
-from .base import Layer, Runner, TensorSpec, check_feed, shape_fits
+from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
 from .frameworks import header_line
 from .isolated import IsolatedRunner, RunnerCrashed
 from .onnx_graph import graph_input_specs
@@ -50,6 +50,7 @@ __all__ = [
     "header_line",
     "known_runners",
     "load_model",
+    "median_ms",
     "module_exits",
     "node_scopes",
     "runner_factory",

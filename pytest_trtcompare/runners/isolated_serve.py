@@ -145,7 +145,8 @@ def serve(connection: Any, stderr_path: str, folder: str, log_level: int) -> Non
                     outputs = runner.infer(unpack(message[2]))
             calls += 1
             packed = pack(outputs, Path(folder), f"out{calls}")
-            connection.send(("outputs", packed, runner.output_names(), runner.layers))
+            seconds = runner.inference_times[-1]  # the framework's time, not the pipe's
+            connection.send(("outputs", packed, runner.output_names(), runner.layers, seconds))
         except BaseException as exc:  # the parent re-raises it with its type name
             connection.send(("error", type(exc).__name__, str(exc)))
 
