@@ -9,9 +9,11 @@ summary). The peer runs twice: with our plugin loaded, as a suite that uses it w
 with `-p no:trtcompare`, as a suite without it. Each file runs as one pytest process, in
 three report settings: none, `--junitxml`, and `--junitxml` plus `--trt-report` (what CI
 turns on). Per item: the items phase (pytest's run loop, timed by a conftest hook) divided
-by the number of tests; whole processes are timed too. The runs interleave (one of each per
+by the number of tests, in wall time and in the pytest process's CPU time (steadier on a
+loaded machine); whole processes are timed too. The runs interleave (one of each per
 round, in turn) and every figure is the median over the rounds; ratios are against the peer
-with the plugin loaded, in the same report setting.
+with the plugin loaded, in the same report setting. `--baseline DIR` also runs our two kinds
+with the package found in DIR (the code before a change, `git worktree add DIR COMMIT`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ import pytest
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         return (yield)
     finally:
-        print(f"ITEMS_PHASE {time.perf_counter() - start:.6f}")
+        print(f"ITEMS_PHASE {time.perf_counter() - start:.6f} {time.process_time() - cpu:.6f}")
 """
 
 HEAD = """
@@ -68,12 +70,12 @@ def test_fixture(i, compare):
 """,
 }
 
-#: (label, test file, extra pytest arguments)
-KINDS = [
-    ("np.testing.assert_allclose", "numpy", []),
-    ("same, -p no:trtcompare", "numpy", ["-p", "no:trtcompare"]),
-    ("assert_outputs_close", "assert_outputs_close", []),
-    ("compare fixture", "compare", []),
+#: (label, test file, extra pytest arguments, the package's folder: None for this one)
+KINDS: list[tuple[str, str, list[str], str | None]] = [
+    ("np.testing.assert_allclose", "numpy", [], None),
+    ("same, -p no:trtcompare", "numpy", ["-p", "no:trtcompare"], None),
+    ("assert_outputs_close", "assert_outputs_close", [], None),
+    ("compare fixture", "compare", [], None),
 ]
 REPORTS = {
     "no report": [],
@@ -87,16 +89,20 @@ REPORTS = {
 }
 
 
-def _run(folder: Path, command: list[str]) -> tuple[float, float]:
+def _run(
+    folder: Path, command: list[str], package: str | None = None
+) -> tuple[float, float, float]:
+    """(whole process wall s, items phase wall s, items phase CPU s of the pytest process)"""
     inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), *inherited])}
+    paths = [str(folder), *([package] if package else inherited)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     line = next(line for line in done.stdout.splitlines() if "ITEMS_PHASE" in line)
-    return seconds, float(line.split()[-1])
+    return seconds, float(line.split()[-2]), float(line.split()[-1])
 
 
 def main() -> None:
@@ -104,12 +110,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tests", type=int, default=200)
     parser.add_argument("--reports", default=",".join(REPORTS), help="which report settings")
+    parser.add_argument("--baseline", type=Path, default=None, help="the code before, to compare")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    kinds = list(KINDS)
+    if args.baseline:
+        before = str(args.baseline.resolve())
+        kinds += [(f"{label} (before)", kind, [], before) for label, kind, *_ in KINDS[2:]]
     reports = [name for name in REPORTS if name in args.reports.split(",")]
     base = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     base += ["-p", "no:randomly", "-p", "no:xdist"]
-    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    times: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         (folder / "conftest.py").write_text(textwrap.dedent(TIMING_CONFTEST))
@@ -119,36 +130,44 @@ def main() -> None:
         for _ in range(args.rounds):
             for report in reports:
                 flags = [flag.replace("{folder}", name) for flag in REPORTS[report]]
-                for label, kind, extra in KINDS:
+                for label, kind, extra, package in kinds:
                     if extra and "--trt-report" in flags:
                         continue  # the option is ours
                     command = [*base, *extra, f"test_{kind}.py", *flags]
-                    times.setdefault((report, label), []).append(_run(folder, command))
+                    times.setdefault((report, label), []).append(_run(folder, command, package))
     rows = []
-    print("| reports | tests | per item (µs) | ratio | whole process (s) | ratio |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(
+        "| reports | tests | per item (µs) | ratio | per item, CPU (µs) | ratio "
+        "| whole process (s) | ratio |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for report in reports:
         peer = times[(report, KINDS[0][0])]
         peer_item = statistics.median(t[1] for t in peer) / args.tests
         peer_whole = statistics.median(t[0] for t in peer)
-        for label, _, _ in KINDS:
+        peer_cpu = statistics.median(t[2] for t in peer) / args.tests
+        for label, *_ in kinds:
             runs = times.get((report, label))
             if runs is None:
                 continue
             item = statistics.median(t[1] for t in runs) / args.tests
             whole = statistics.median(t[0] for t in runs)
+            cpu = statistics.median(t[2] for t in runs) / args.tests
             rows.append(
                 {
                     "reports": report,
                     "tests": label,
                     "per_item_us": item * 1e6,
                     "per_item_ratio": item / peer_item,
+                    "per_item_cpu_us": cpu * 1e6,
+                    "per_item_cpu_ratio": cpu / peer_cpu,
                     "process_s": whole,
                     "process_ratio": whole / peer_whole,
                 }
             )
             print(
                 f"| {report} | {label} | {item * 1e6:.0f} | {item / peer_item:.2f}x "
+                f"| {cpu * 1e6:.0f} | {cpu / peer_cpu:.2f}x "
                 f"| {whole:.2f} | {whole / peer_whole:.2f}x |"
             )
     if args.json:
