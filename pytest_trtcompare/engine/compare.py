@@ -15,7 +15,6 @@ import numpy as np
 
 from ..errors import InvalidOutputError, ToleranceError
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
-from .chunks import Arithmetic
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
@@ -217,8 +216,7 @@ def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
 
 def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
     """One element's values and errors, by the arithmetic of every chunk."""
-    one = Arithmetic(*pair.kinds, pair.tol, 1)
-    chunk = one.compute(pair.a[flat : flat + 1], pair.e[flat : flat + 1], flat)
+    chunk = pair.element(flat)
     compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
     return ElementError(
         index=tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else (),
@@ -291,7 +289,13 @@ def _values_result(
         max_abs_error=None if none_compared else s.max_abs,
         max_rel_error=None if none_compared else s.max_rel,
         greatest_abs=greatest_abs,
-        greatest_rel=_element_at(pair, shape, s.max_rel_at) if s.max_rel_at >= 0 else None,
+        greatest_rel=(
+            greatest_abs
+            if s.max_rel_at == s.max_abs_at
+            else _element_at(pair, shape, s.max_rel_at)
+            if s.max_rel_at >= 0
+            else None
+        ),
         mean_abs_error=s.mean_abs,
         mean_rel_error=s.mean_rel,
         nan_errors=s.nan_errors,

@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FrameworkUnavailable
-from .base import Layer, Runner, TensorSpec, check_feed, shape_fits
+from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
 from .frameworks import header_line
 from .isolated import IsolatedRunner, RunnerCrashed
 from .onnx_model import LoadedModel, file_digest, load_model
@@ -71,6 +71,7 @@ __all__ = [
     "header_line",
     "known_runners",
     "load_model",
+    "median_ms",
     "module_exits",
     "node_scopes",
     "runner_factory",
