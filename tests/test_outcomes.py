@@ -215,7 +215,7 @@ def test_3_a_runner_package_that_fails_to_import_skips(pytester, xdist, monkeypa
     )
 
 
-# 4. every marker mistake is one collection error naming the test and the argument -----------
+# 4. every marker mistake is one error of its test, at setup, naming the test and the argument
 MARKER_MISTAKES = {
     "frameworks_int": (
         "compare_frameworks(model='model.onnx', frameworks=123)",
@@ -285,6 +285,14 @@ MARKER_MISTAKES = {
         "compare_frameworks(model='model.onnx', frameworks='onnxrt,onnxref')",
         "it takes a list: frameworks=['onnxrt', 'onnxref']",
     ),
+    "frameworks_one_str": (
+        "compare_frameworks(model='model.onnx', frameworks='onnxrt')",
+        "(frameworks=...) got 'onnxrt' (str); it takes a list: frameworks=['onnxrt']",
+    ),
+    "frameworks_joined_item": (
+        "compare_frameworks(model='model.onnx', frameworks=['onnxrt,onnxref'])",
+        "it takes one name per item: frameworks=['onnxrt', 'onnxref']",
+    ),
     "positional": (
         "compare_frameworks('model.onnx', frameworks=['onnxref', 'onnxrt'])",
         "got ('model.onnx',) (tuple); it takes keyword arguments only",
@@ -293,7 +301,7 @@ MARKER_MISTAKES = {
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-def test_4_marker_mistakes_are_clear_collection_errors(pytester, xdist):
+def test_4_marker_mistakes_are_clear_errors_of_their_test(pytester, xdist):
     pytester.makeconftest(STATIC)
     for name, (marker, _) in MARKER_MISTAKES.items():
         pytester.makepyfile(
@@ -303,11 +311,60 @@ def test_4_marker_mistakes_are_clear_collection_errors(pytester, xdist):
             }
         )
     result = run(pytester, *xdist)
-    result.assert_outcomes(errors=len(MARKER_MISTAKES) * _per_worker(xdist))
-    out = result.stdout.str()
+    result.assert_outcomes(errors=len(MARKER_MISTAKES))
+    out = result.stdout.str().replace("\n  ", " ")  # a long message wraps, indented
     for name, (_, message) in MARKER_MISTAKES.items():
         line = next((x for x in out.splitlines() if x.startswith(f"test_{name}.py::test_it: ")), "")
         assert message in line, (name, line)
+    _no_plugin_frames(result)
+
+
+BAD_MARKER_BESIDE_GOOD = f"""
+import pytest
+
+@pytest.mark.compare_frameworks({COMPARE}, seed=-1)
+def test_bad():
+    pass
+
+@pytest.mark.compare_frameworks({COMPARE}, seed=-1)
+@pytest.mark.parametrize("n", [1, 2])
+def test_bad_parametrized(n):
+    pass
+
+@pytest.mark.compare_frameworks({COMPARE})
+def test_good(comparison):
+    assert comparison.passed
+
+class TestGroup:
+    @pytest.mark.shapes((2, 4))
+    def test_bad_shapes(self):
+        pass
+
+    def test_plain(self):
+        pass
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_4_a_bad_marker_errors_its_test_and_the_module_runs(pytester, xdist):
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(test_m=BAD_MARKER_BESIDE_GOOD)
+    result = run(pytester, "-rA", *xdist)
+    result.assert_outcomes(passed=2, errors=4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # not an interrupted collection
+    seed = "@pytest.mark.compare_frameworks(seed=...) got -1 (int); it takes an int >= 0"
+    result.stdout.fnmatch_lines_random(
+        [
+            f"ERROR*test_m.py::test_bad - Failed: test_m.py::test_bad: {seed}",
+            f"ERROR*test_m.py::test_bad_parametrized[[]1[]] - Failed: "
+            f"test_m.py::test_bad_parametrized: {seed}",
+            "ERROR*test_m.py::test_bad_parametrized[[]2[]]*",
+            "ERROR*test_m.py::TestGroup::test_bad_shapes - Failed: "
+            "test_m.py::TestGroup::test_bad_shapes: @pytest.mark.shapes got (2, 4) (tuple)*",
+            "PASSED*test_m.py::test_good[[]onnxref-fp32[]]",
+            "PASSED*test_m.py::TestGroup::test_plain",
+        ]
+    )
     _no_plugin_frames(result)
 
 

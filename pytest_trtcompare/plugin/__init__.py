@@ -108,6 +108,11 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state_of(items[0].config).goldens.collected(items, partial=True)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    markers.raise_marker_error(item)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A compare_frameworks verdict comes before the body's own checks; an
