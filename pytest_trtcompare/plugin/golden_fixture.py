@@ -6,6 +6,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ..engine import ComparisonResult, ToleranceSpec, check_shape_check, compare_outputs
 from ..errors import TrtCompareError
 from ..goldens import Golden
@@ -16,6 +18,27 @@ from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens
 from .options import Settings
 from .outcome import fail, settle
+
+#: the test's golden fixture, for the check after its body (unchecked_inputs)
+GOLDEN_FIXTURE = pytest.StashKey["GoldenFixture"]()
+
+
+def unchecked_inputs(item: pytest.Item) -> None:
+    """After a test body that returned: fail when it took `golden.inputs()` without a
+    `golden.check()` of the same name, which compares and stores nothing."""
+    __tracebackhide__ = True
+    fixture = item.stash.get(GOLDEN_FIXTURE, None)
+    names = [] if fixture is None else fixture.unchecked()
+    if names:
+        calls = ", ".join(
+            "golden.inputs(...)" if n is None else f"golden.inputs(..., name={n!r})" for n in names
+        )
+        which = "golden.check(outputs)" if names == [None] else "golden.check(outputs, name=...)"
+        fail(
+            f"{calls} without a {which} after it: nothing was compared or stored; check the "
+            "outputs made from those inputs with golden.check (or make inputs without a "
+            "golden: pytest_trtcompare.session.make_feeds)"
+        )
 
 
 class GoldenFixture:
@@ -29,6 +52,10 @@ class GoldenFixture:
         self._inputs: dict[str | None, dict[str, Any]] = {}
         self._meta: dict[str | None, dict[str, Any]] = {}
         self._checked: set[str | None] = set()
+
+    def unchecked(self) -> list[str | None]:
+        """The names given to inputs() that no check() used (None: the unnamed golden)."""
+        return [name for name in self._inputs if name not in self._checked]
 
     def __repr__(self) -> str:  # what a failure's traceback shows of the argument
         return "<golden fixture>"
