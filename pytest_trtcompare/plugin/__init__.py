@@ -32,7 +32,7 @@ from .fixtures import (
     trt_precision,
     trtcompare_case,
 )
-from .golden_fixture import GoldenFixture
+from .golden_fixture import GoldenFixture, unchecked_inputs
 from .outcome import (
     ARTIFACT_FILES,
     LIBRARY_TRACEBACK,
@@ -66,17 +66,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> Generator[None, None, None]:
-    withdrawn = names.withdraw_update_goldens(parser)
     try:
         yield
     finally:
-        names.restore_update_goldens(parser, withdrawn)
+        names.claim_update_goldens_alias(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for text in markers.MARKERS.values():
         config.addinivalue_line("markers", text)
     names.warn_deprecated(config)
+    names.release_update_goldens_alias(config)
     state = PluginState.build(options.build_settings(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_SessionHooks(state), "trtcompare-session")
@@ -124,10 +124,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         item.stash[OUTCOME] = dataclasses.replace(outcome, arrays=None)  # items live on
         settle(item, settings, outcome, in_body=False)
     try:
-        return (yield)
+        result = yield
     except OutputMismatchError as error:
         enrich_bare_mismatch(item, settings, error)
         raise
+    unchecked_inputs(item)
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
