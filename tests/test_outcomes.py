@@ -448,6 +448,49 @@ def test_5_own_errors_show_the_message_alone(pytester, xdist):
     assert all("pytest_trtcompare/runners/" in line for line in own), own
 
 
+ERRORS_IN_A_BODY = """
+import numpy as np
+from pytest_trtcompare import assert_outputs_close
+
+def close(a):
+    return assert_outputs_close(a, a, atol=-1)
+
+def test_compare(compare):
+    compare(np.ones(3), np.ones(3), atol=-1)
+
+def test_helper():
+    close(np.ones(3))
+
+def test_golden(golden):
+    golden.check({"y": np.ones(3)}, rtol=float("nan"))
+
+def test_infer(runners):
+    runners.callable(lambda feed: feed).infer(np.ones(3))
+"""
+
+
+def test_5_an_error_of_ours_in_a_body_names_the_line_that_called(pytester):
+    pytester.makepyfile(test_body=ERRORS_IN_A_BODY)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "ToleranceError: atol must be finite and >= 0, got -1.0",
+            "  at test_body.py:8 in test_compare: compare(np.ones(3), np.ones(3), atol=-1)",
+            "ToleranceError: atol must be finite and >= 0, got -1.0",
+            "  at test_body.py:5 in close: return assert_outputs_close(a, a, atol=-1)",
+            "ToleranceError: rtol must be finite and >= 0, got nan",
+            '  at test_body.py:14 in test_golden: golden.check({"y": np.ones(3)}, '
+            'rtol=float("nan"))',
+            "FeedError: callable-fp32.infer() takes a dict of input name to array, got ndarray; "
+            "pass {input_name: array}",
+            "  at test_body.py:17 in test_infer: runners.callable(lambda feed: feed)"
+            ".infer(np.ones(3))",
+        ]
+    )
+    _no_plugin_frames(result)
+
+
 # 6. path options written with a space ---------------------------------------------------------
 @pytest.mark.parametrize("xdist", XDIST)
 def test_6_path_option_with_a_space_that_moves_the_rootdir_is_a_usage_error(pytester, xdist):

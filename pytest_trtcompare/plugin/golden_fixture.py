@@ -18,9 +18,22 @@ from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens
 from .options import Settings
 from .outcome import fail, settle
+from .terminal import OUR_ERROR
 
 #: the test's golden fixture, for the check after its body (unchecked_inputs)
 GOLDEN_FIXTURE = pytest.StashKey["GoldenFixture"]()
+
+
+def settle_call(item: pytest.Item, settings: Settings, outcome: Outcome) -> None:
+    """settle() for a call in a test body (golden.check, compare): an error of that call (a
+    ToleranceError ...) is marked, so that its report names the user's line."""
+    __tracebackhide__ = True
+    try:
+        settle(item, settings, outcome)
+    except pytest.fail.Exception as failure:
+        if outcome.kind is Kind.ERROR:
+            setattr(failure, OUR_ERROR, True)
+        raise
 
 
 def unchecked_inputs(item: pytest.Item) -> None:
@@ -136,7 +149,7 @@ class GoldenFixture:
         self._checked.add(name)
         shape_check = shape_check or self._settings.shape_check or "strict"
         outcome = self._outcome(outputs, tolerance, name, precision, shape_check, fields)
-        settle(self._goldens.item, self._settings, outcome)
+        settle_call(self._goldens.item, self._settings, outcome)
         return None if outcome.kind is Kind.GOLDEN_WRITTEN else outcome.worst
 
     def _outcome(
