@@ -31,7 +31,6 @@ from typing import Any, Protocol
 
 from .. import progress
 from ..engine import ComparisonResult, Entry, compare_outputs, entry_record
-from ..engine.report import plural
 from ..errors import FeedError, TrtCompareError
 from ..goldens import Golden, GoldenError, golden_file_problem, model_change_note, read_golden
 from ..inputs import Feed
@@ -235,7 +234,7 @@ def _never_matches_itself(
     if itself.passed:
         return None
     why = "; ".join(
-        f"{out.name} has NaN at {plural(out.nan_actual, 'position', 'positions')}"
+        f"{out.name} has NaN at {out.nan_actual} position{'' if out.nan_actual == 1 else 's'}"
         if out.nan_actual
         else f"{out.name}: {out.failure or out.problem}"
         for out in itself.failed_outputs
