@@ -69,9 +69,8 @@ def compare_outputs(
     actual, expected, structures, expanded = flatten_structured(actual, expected)
     actual_map = as_output_mapping(actual, "actual")
     expected_map = as_output_mapping(expected, "expected")
-    if isinstance(names, str):
-        names = [names]  # one name, not its characters
-    restricted = None if names is None else tuple(dict.fromkeys(str(n) for n in names))
+    _nothing_compared(actual_map, expected_map, structures)
+    restricted = _restricted_names(names)
     selected = [*order, *actual_map, *expected_map] if restricted is None else list(restricted)
     # a sequence `seq` is compared as itself (its length) and seq[0], seq[1] ...
     selected = list(dict.fromkeys(e for n in selected for e in expanded.get(n, [n])))
@@ -92,6 +91,46 @@ def compare_outputs(
         actual_names=tuple(actual_map),
         expected_names=tuple(expected_map),
         restricted_to=restricted,
+    )
+
+
+def _restricted_names(names: Any) -> tuple[str, ...] | None:
+    """`names=` as a tuple of output names: one name (a str, not its characters) or an
+    iterable of them; anything else is an error naming what it got."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        return (names,)
+    if isinstance(names, (Mapping, bytes)) or not isinstance(names, Iterable):
+        raise InvalidOutputError(
+            f"names={names!r} ({type(names).__name__}): takes an output name or a list of "
+            "output names, e.g. names=['logits']"
+        )
+    listed = list(names)
+    if not all(isinstance(name, (str, int)) and not isinstance(name, bool) for name in listed):
+        raise InvalidOutputError(
+            f"names={listed!r}: takes output names (str), e.g. names=['logits']"
+        )
+    return tuple(dict.fromkeys(str(name) for name in listed))
+
+
+def _nothing_compared(
+    actual_map: Mapping[str, Any],
+    expected_map: Mapping[str, Any],
+    structures: Mapping[str, Structure],
+) -> None:
+    """An error when neither side holds one array: `{}` against `{}`, or only empty optionals
+    (None) on both sides. Such a comparison compares no value, and passing it would
+    hide the mistake that emptied both sides (a function that returns None)."""
+    if actual_map or expected_map or any(s.problem for s in structures.values()):
+        return  # values to compare, or a structure that differs (a failure that says so)
+    if not structures:
+        raise InvalidOutputError("actual and expected have no outputs: nothing to compare")
+    empty = ", ".join(map(repr, structures))
+    raise InvalidOutputError(
+        f"no array to compare: {empty} {'is' if len(structures) == 1 else 'are'} empty "
+        "(None: an empty optional) on both sides; compare them with "
+        "at least one array output"
     )
 
 

@@ -32,7 +32,7 @@ from .fixtures import (
     trt_precision,
     trtcompare_case,
 )
-from .golden_fixture import GoldenFixture
+from .golden_fixture import GoldenFixture, unchecked_inputs
 from .outcome import (
     ARTIFACT_FILES,
     LIBRARY_TRACEBACK,
@@ -66,17 +66,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> Generator[None, None, None]:
-    withdrawn = names.withdraw_update_goldens(parser)
     try:
         yield
     finally:
-        names.restore_update_goldens(parser, withdrawn)
+        names.claim_update_goldens_alias(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for text in markers.MARKERS.values():
         config.addinivalue_line("markers", text)
     names.warn_deprecated(config)
+    names.release_update_goldens_alias(config)
     state = PluginState.build(options.build_settings(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_SessionHooks(state), "trtcompare-session")
@@ -108,6 +108,11 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state_of(items[0].config).goldens.collected(items, partial=True)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    markers.raise_marker_error(item)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A compare_frameworks verdict comes before the body's own checks; an
@@ -119,10 +124,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         item.stash[OUTCOME] = dataclasses.replace(outcome, arrays=None)  # items live on
         settle(item, settings, outcome, in_body=False)
     try:
-        return (yield)
+        result = yield
     except OutputMismatchError as error:
         enrich_bare_mismatch(item, settings, error)
         raise
+    unchecked_inputs(item)
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
@@ -141,8 +148,13 @@ def pytest_runtest_makereport(
         report.outcome = "skipped"
         report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {error}")
     elif isinstance(error, TrtCompareError) and report.failed:
-        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}")
+        site = terminal.call_site(item, call.excinfo) if report.when == "call" else ""
+        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}{site}")
         details = getattr(error, "details", "")
+    elif report.failed and report.when == "call" and getattr(error, terminal.OUR_ERROR, False):
+        site = terminal.call_site(item, call.excinfo)
+        if site:
+            report.longrepr = _message_only(item, f"{error}{site}")
     if report.failed:
         add_library_traceback(report, state_of(item.config).settings, details)
         terminal.shape_failure(report, error, item)

@@ -15,7 +15,7 @@ from ..errors import TrtCompareError
 from ..runners import Runner
 from ..session.outcome import Kind, Outcome, compared
 from ..session.runs import RunnerCache
-from .golden_fixture import GoldenFixture
+from .golden_fixture import GOLDEN_FIXTURE, GoldenFixture, settle_call
 from .outcome import settle
 from .state import state_of
 
@@ -62,7 +62,7 @@ class CompareFixture:
             outcome = Outcome.error(exc)
         else:
             outcome = compared([result], source="compare", arrays=(actual, expected))
-        settle(self._item, settings, outcome)
+        settle_call(self._item, settings, outcome)
         worst = outcome.worst
         assert worst is not None
         return worst
@@ -133,7 +133,9 @@ def runners(request: pytest.FixtureRequest) -> RunnersFixture:
 def golden(request: pytest.FixtureRequest) -> GoldenFixture:
     """Saved reference outputs of this test: `golden.inputs(runner)`, `golden.check(out)`."""
     state = state_of(request.config)
-    return GoldenFixture(state.goldens.for_item(request.node), state.settings)
+    fixture = GoldenFixture(state.goldens.for_item(request.node), state.settings)
+    request.node.stash[GOLDEN_FIXTURE] = fixture
+    return fixture
 
 
 @pytest.fixture

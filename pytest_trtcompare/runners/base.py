@@ -302,6 +302,8 @@ class Runner(abc.ABC):
         if checker is not None and type(feed) is dict and checker.fits(feed):
             arrays: dict[str, Any] = feed  # the hot path: a dict of fitting ndarrays, as is
         else:
+            if not isinstance(feed, Mapping):
+                raise self._not_a_feed(feed)
             structured = (
                 {spec.name for spec in checker.specs if spec.kind != "tensor"} if checker else set()
             )
@@ -337,6 +339,18 @@ class Runner(abc.ABC):
 
     def _timed(self, seconds: float) -> None:
         self.inference_times.append(seconds)
+
+    def _not_a_feed(self, feed: Any) -> FeedError:
+        """infer(array) instead of infer({name: array}): the error says what to pass."""
+        try:
+            names = [spec.name for spec in self.input_specs()]
+        except Exception:  # a runner that cannot list its inputs: say it without names
+            names = []
+        example = "{" + ", ".join(f"{name!r}: array" for name in names[:4]) + "}"
+        return FeedError(
+            f"{self.name}.infer() takes a dict of input name to array, got "
+            f"{type(feed).__name__}; pass {example if names else '{input_name: array}'}"
+        )
 
     def describe(self) -> dict[str, Any]:
         """Framework version, device, precision route: recorded with goldens and reports."""
