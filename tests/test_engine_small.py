@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine import scan
@@ -27,13 +27,31 @@ def _both(monkeypatch: pytest.MonkeyPatch, actual: np.ndarray, expected: np.ndar
     return small, screened
 
 
+def _norm_underflows_float32(values: np.ndarray) -> bool:
+    """Whether the float32 screen sees a zero vector where float64 does not: squares below
+    float32's smallest subnormal (|x| < ~4e-23) add up to 0 there, and the cosine of a zero
+    vector is a convention (1 against a zero vector, else 0), not an estimate."""
+    wide = values.astype(np.float64)
+    return bool(np.any(wide)) and not np.any(np.square(wide.astype(np.float32)))
+
+
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pair=edge_pairs())
+@example(  # found by the derandomized CI profile: bf16 -1e-30 squares to 0 in float32
+    pair=(
+        np.array([-9.98402e-31], dtype=np.float32).astype("bfloat16"),
+        np.array([0.0], dtype=np.float16),
+        Tolerance(atol=1e-30, rtol=0.0),
+    )
+)
 def test_small_outputs_give_the_screens_result(monkeypatch, pair):
     actual, expected, tol = pair
     small, screened = _both(monkeypatch, actual, expected, tol)
+    underflows = _norm_underflows_float32(actual) or _norm_underflows_float32(expected)
     if screened.passed:  # a failing output's margin is float64's on both paths
         for name in _ESTIMATES:
+            if name == "cosine_similarity" and underflows:  # float64's is the right one
+                continue
             assert getattr(small, name) == pytest.approx(getattr(screened, name), rel=1e-5)
     for name in ("mean_abs_error", "mean_rel_error", "cosine_similarity", "margin"):
         object.__setattr__(screened, name, getattr(small, name))

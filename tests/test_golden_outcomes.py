@@ -29,12 +29,12 @@ def test_nan_outputs_are_not_written_unless_nan_equal(pytester, xdist):
     result = run(pytester, "--trt-update-goldens", "-rA", *xdist)
     result.assert_outcomes(passed=1, failed=1)
     assert (
-        "golden goldens/test_m/test_nan.golden not written: y has NaN at 1 position, and NaN "
+        "golden goldens/test_m/test_nan.safetensors not written: y has NaN at 1 position, and NaN "
         "fail every comparison unless nan_equal=True, so the next check would fail against this "
         "golden; pass nan_equal=True if the NaN are expected, else fix what makes them"
     ) in result.stdout.str().replace("\n  ", " ")  # a long message wraps, indented
     assert sorted(p.name for p in _folder(pytester, "test_m").iterdir()) == [
-        "test_nan_expected.golden"
+        "test_nan_expected.safetensors"
     ]
     again = run(pytester, "test_m.py::test_nan_expected", *xdist)  # it matches its next run
     again.assert_outcomes(passed=1)
@@ -59,11 +59,12 @@ def test_an_output_whose_dtype_changed_fails_naming_both(pytester, monkeypatch, 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*dtype changed since the golden was recorded: ids is int64, the golden has int32",
-            "*ids: int64, the golden has int32 (the values match)",
-            "*ids (int64 vs int32): int64, the golden has int32 (the values match)",
+            "*ids: dtype changed since the golden was recorded (the values match)",
+            "*ids (int64 vs int32): dtype changed since the golden was recorded (the values match)",
             "*if the new outputs are right, update the golden with:",
             "*  pytest --trt-update-goldens test_m.py::test_ids",
+            "*accuracy summary*",
+            "inf*FAIL  test_ids :: ids  dtype int64, the golden has int32 *",
         ]
     )
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
@@ -112,4 +113,4 @@ def test_golden_inputs_without_a_check_fails_saying_so(pytester, xdist):
             ]
         )
     written = sorted(p.name for p in _folder(pytester, "test_m").iterdir())
-    assert written == ["test_checked.golden", "test_forgot_named_check.golden"]
+    assert written == ["test_checked.safetensors", "test_forgot_named_check.safetensors"]

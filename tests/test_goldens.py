@@ -115,6 +115,17 @@ def test_corrupt_header_and_foreign_files_name_the_file(tmp_path):
     foreign.write_bytes(foreign.with_suffix(".npy").read_bytes())
     with pytest.raises(GoldenError, match=r"f\.safetensors: not a pytest-trtcompare golden"):
         read_golden(foreign)
+    flipped = tmp_path / "k.safetensors"
+    write_golden(flipped, {"y": np.ones(4)})
+    data = bytearray(flipped.read_bytes())
+    data[12] ^= 0x01  # inside the key "__metadata__"
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(GoldenError) as raised:
+        read_golden(flipped)
+    assert "k.safetensors: not a pytest-trtcompare golden, or a corrupt one (it starts with " in (
+        str(raised.value)
+    )
+    assert """where a golden has '{"__metadata__":{')""" in str(raised.value)
 
 
 def test_object_arrays_are_refused_both_ways(tmp_path):

@@ -282,7 +282,7 @@ LATE_CLASH = (
     "was not named on the command line), so --update-goldens went to pytest-trtcompare (its "
     "deprecated alias of --trt-update-goldens). Register the option in the rootdir's "
     "conftest.py (pytest-trtcompare then leaves --update-goldens to it), or run pytest with "
-    "that folder, or write --trt-update-goldens for pytest-trtcompare's"
+    "that folder, or write --trt-update-goldens to update pytest-trtcompare's goldens"
 )
 
 

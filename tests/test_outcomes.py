@@ -287,6 +287,10 @@ MARKER_MISTAKES = {
         "compare_frameworks(model='model.onnx', frameworks=['onnxrt,onnxref'])",
         "it takes one name per item: frameworks=['onnxrt', 'onnxref']",
     ),
+    "internal_field": (
+        f"compare_frameworks({COMPARE}, reference_path='out.json')",
+        "got unknown argument(s) reference_path; it takes frameworks, golden, inputs,",
+    ),
     "positional": (
         "compare_frameworks('model.onnx', frameworks=['onnxref', 'onnxrt'])",
         "got ('model.onnx',) (tuple); it takes keyword arguments only",

@@ -65,7 +65,7 @@ _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 _OUR_KEYS = {"format", "meta", "outputs", "inputs", "stored_as_u8"}
 _TENSOR_KEYS = {"data_offsets", "dtype", "shape"}
 _MAX_RANK = 64
-_START = b'{"__metadata__":{'  # every golden's header starts so (sorted keys)
+START = b'{"__metadata__":{'  # every golden's header starts so (sorted keys)
 
 
 @dataclass(frozen=True)
@@ -153,15 +153,15 @@ def starts_like_a_golden(start: bytes) -> bool:
     """Whether a file's first bytes (8 + 17 of them, fewer in a short file) can begin a
     format-3 golden."""
     known = max(len(start) - 8, 0)
-    return start[8 : 8 + known] == _START[:known]
+    return start[8 : 8 + known] == START[:known]
 
 
 def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
     """Read and check the header of an open golden of `size` bytes; GoldenError otherwise."""
-    start = handle.read(8 + len(_START))
+    start = handle.read(8 + len(START))
     if not starts_like_a_golden(start):
         raise GoldenError(f"{source}: not a pytest-trtcompare golden, or a corrupt one")
-    if len(start) < 8 + len(_START):
+    if len(start) < 8 + len(START):
         raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its header)")
     (length,) = struct.unpack("<Q", start[:8])
     if length > size - 8:

@@ -153,7 +153,11 @@ def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> An
         raise GoldenError(f"{source}: {legacy.foreign(start, size)}")
     if safetensors_format.starts_like_a_golden(start):
         return safetensors_format.read_header(handle, size, source)
-    raise GoldenError(f"{source}: not a pytest-trtcompare golden, or a corrupt one")
+    raise GoldenError(
+        f"{source}: not a pytest-trtcompare golden, or a corrupt one (it starts with "
+        f"{start[8:].decode('ascii', 'backslashreplace')!r} after its 8 length bytes where a "
+        f"golden has {safetensors_format.START.decode()!r})"
+    )
 
 
 def read_header(path: Path) -> dict[str, Any]:

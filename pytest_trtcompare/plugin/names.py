@@ -204,7 +204,7 @@ class LateUpdateGoldens:
             "pytest-trtcompare (its deprecated alias of --trt-update-goldens). Register the "
             "option in the rootdir's conftest.py (pytest-trtcompare then leaves "
             "--update-goldens to it), or run pytest with that folder, or write "
-            "--trt-update-goldens for pytest-trtcompare's"
+            "--trt-update-goldens to update pytest-trtcompare's goldens"
         )
 
     @pytest.hookimpl(tryfirst=True)

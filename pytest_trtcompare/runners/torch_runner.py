@@ -107,6 +107,7 @@ class TorchRunner(Runner):
         self.device = torch.device(device)
         self.dtype = getattr(torch, _DTYPES[precision])
         self._model = model
+        self._modes_fixed = False
         self.module = self._prepare(model)
         self.signature = ForwardSignature.of(self._forward(), input_names)
         self._output_names = list(output_names) if output_names else None
@@ -123,6 +124,7 @@ class TorchRunner(Runner):
         torch = self.torch
         exported_type: Any = getattr(getattr(torch, "export", None), "ExportedProgram", None)
         if exported_type is not None and isinstance(model, exported_type):
+            self._modes_fixed = True  # its modes were fixed at export: train() raises
             model = model.module()
         if isinstance(model, torch.nn.Module):
             needs_cast = any(
@@ -235,8 +237,10 @@ class TorchRunner(Runner):
         norm statistics read, not updated) and is given back in the modes it had: switching
         costs far less than copying the module."""
         module = self.module
-        if not isinstance(module, self.torch.nn.Module) or not any(
-            m.training for m in module.modules()
+        if (
+            self._modes_fixed
+            or not isinstance(module, self.torch.nn.Module)
+            or not any(m.training for m in module.modules())
         ):
             yield
             return

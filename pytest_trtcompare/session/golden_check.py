@@ -225,9 +225,11 @@ def check_golden(
         assert stored is not None and stored.path is not None
         store.compared(stored.path)
         result = compare(produced, stored.outputs, tolerance)
-        changed = _dtype_changes(result) if written is None else ""
-        if changed:
-            result = _fail_changed_dtypes(result)
+        changed = ""
+        if written is None:  # outputs that also fail name the change in the header
+            changed = _dtype_changes(result, failing=True)
+            if _dtype_changes(result, failing=False):
+                result = _fail_changed_dtypes(result)
     except TrtCompareError as exc:
         return Outcome.error(exc, "golden")
     outcome = compared(
@@ -290,13 +292,14 @@ def _changed(out: Any) -> bool:
     )
 
 
-def _dtype_changes(result: ComparisonResult) -> str:
-    """'dtype changed since the golden was recorded: y int64 (the golden has int32)' lines."""
+def _dtype_changes(result: ComparisonResult, failing: bool) -> str:
+    """'dtype changed since the golden was recorded: y is int64, the golden has int32' lines
+    for the outputs whose dtype changed and that fail (`failing`) or pass on their values."""
     return "".join(
         f"dtype changed since the golden was recorded: {out.name} is {out.actual_dtype}, "
         f"the golden has {out.expected_dtype}\n"
         for out in result.outputs.values()
-        if _changed(out)
+        if _changed(out) and out.passed != failing
     )
 
 
@@ -308,7 +311,8 @@ def _fail_changed_dtypes(result: ComparisonResult) -> ComparisonResult:
         name: dataclasses.replace(
             out,
             passed=False,
-            problem=f"{out.actual_dtype}, the golden has {out.expected_dtype} (the values match)",
+            problem="dtype changed since the golden was recorded (the values match)",
+            failure=f"dtype {out.actual_dtype}, the golden has {out.expected_dtype}",
             margin=math.inf,
         )
         if _changed(out) and out.passed

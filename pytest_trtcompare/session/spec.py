@@ -79,7 +79,8 @@ class CompareSpec:
         return self.models.get(framework.split(":")[0], self.model)
 
 
-ARGUMENTS = tuple(CompareSpec.__dataclass_fields__)
+# reference_path is derived from `reference` (a saved-outputs file), never given.
+ARGUMENTS = tuple(name for name in CompareSpec.__dataclass_fields__ if name != "reference_path")
 
 
 def _check_framework_keys(
