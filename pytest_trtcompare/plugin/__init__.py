@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import TrtCompareError
-from . import argv, names, progress_lines
+from . import argv, names, progress_lines, properties
 from .fixtures import (
     CASE_FIXTURE,
     OUTCOME,
@@ -38,7 +38,7 @@ from .fixtures import (
     trt_precision,
     trtcompare_case,
 )
-from .state import ACTIVATE, PENDING, Pending, PluginState, active, state_of
+from .state import ACTIVATE, PENDING, WORKER_KEY, Pending, PluginState, active, state_of
 
 if TYPE_CHECKING:
     from .golden_fixture import GoldenFixture
@@ -73,18 +73,15 @@ def _activate(config: pytest.Config) -> PluginState:
 
 
 def _in_use_from_start(config: pytest.Config) -> bool:
-    """Any option or ini key of ours set (checked now: a bad value is a usage error), or an
-    xdist controller (it merges what its workers did)."""
+    """Any option or ini key of ours set: checked now, a bad value is a usage error. (An
+    xdist controller waits for a worker's report or payload of ours.)"""
     if any(
         value is not None and value is not False
         for dest, value in vars(config.option).items()
         if dest.startswith(("trt_", "trtcompare_"))
     ):
         return True
-    if any(config.getini(name) != default for name, default in argv.INI_DEFAULTS.items()):
-        return True
-    workers = getattr(config.option, "numprocesses", None) or getattr(config.option, "tx", None)
-    return bool(workers) and not hasattr(config, "workerinput")
+    return any(config.getini(name) != default for name, default in argv.INI_DEFAULTS.items())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -116,15 +113,41 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _BeforeUse:
-    """Until the plugin is in use: which tests passed (find_unused needs them); after, the
-    session's hooks keep them."""
+    """Until the plugin is in use: which tests passed (find_unused needs them), and in an
+    xdist controller the first report of a worker's comparison, which puts it to use; after,
+    the session's hooks keep them."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and report.passed and not active(self.config):
+        if active(self.config):
+            return
+        if any(str(key).startswith(_OUR_PROPERTIES) for key, _ in report.user_properties):
+            from . import session_hooks
+
+            session_hooks.SessionHooks(state_of(self.config)).pytest_runtest_logreport(report)
+        elif report.when == "call" and report.passed:
             self.config.stash[PENDING].passed.add(report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker's payload (only one that used the plugin sends it) puts it to use here."""
+        data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+        if data and not active(self.config):
+            from . import session_hooks
+
+            session_hooks.merge_worker(state_of(self.config), node, data)
+
+
+_OUR_PROPERTIES = f"{properties.PROPERTY}."
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    from . import terminal
+
+    terminal.hand_width_to(node, node.config)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -22,9 +22,7 @@ from .outcome import (
     enrich_bare_mismatch,
     settle,
 )
-from .state import PENDING, STATE, PluginState, state_of
-
-WORKER_KEY = "trtcompare"
+from .state import PENDING, STATE, WORKER_KEY, PluginState, state_of
 
 
 def activate(config: pytest.Config) -> PluginState:
@@ -105,6 +103,11 @@ def _html_pictures(report: pytest.TestReport, files: list[Any]) -> None:
     setattr(report, "extras", [*getattr(report, "extras", []), *pictures])  # noqa: B010
 
 
+def merge_worker(state: PluginState, node: Any, data: dict[str, Any]) -> None:
+    state.goldens.merge_worker(data["goldens"])
+    state.reporter.merge_worker(str(node.gateway.id), data["report"])
+
+
 class SessionHooks:
     """Hooks that need the session's state and receive no config (logreport, nodedown)."""
 
@@ -117,15 +120,10 @@ class SessionHooks:
         self.state.reporter.logreport(report)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        terminal.hand_width_to(node, node.config)
-
-    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
         if data:
-            self.state.goldens.merge_worker(data["goldens"])
-            self.state.reporter.merge_worker(str(node.gateway.id), data["report"])
+            merge_worker(self.state, node, data)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config

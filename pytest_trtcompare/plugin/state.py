@@ -51,6 +51,8 @@ class Pending:
 
 
 STATE = pytest.StashKey[PluginState]()
+#: Where a worker puts what it did, for the controller.
+WORKER_KEY = "trtcompare"
 PENDING = pytest.StashKey[Pending]()
 #: Builds the state and registers the session's hooks (set by the plugin in pytest_configure).
 ACTIVATE = pytest.StashKey[Callable[[pytest.Config], PluginState]]()
