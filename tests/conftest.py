@@ -3,18 +3,45 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+# Timing health checks and deadlines are off: the suite shares loaded machines (CI, xdist).
 settings.register_profile(
     "default",
     deadline=None,
     max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "200")),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile("default")
+# CI: the same examples on every run (derandomize: seeded from each test), so a red build is
+# a change of the code, not of the draw; no example database to carry between runs, and a
+# failure prints the blob that reproduces it (@reproduce_failure).
+settings.register_profile(
+    "ci",
+    parent=settings.get_profile("default"),
+    derandomize=True,
+    database=None,
+    print_blob=True,
+)
+
+
+#: HYPOTHESIS_PROFILE picks one; else "ci" where the CI variable is set (GitHub Actions,
+#: GitLab, tox's CI passenv), else "default". pytest's header names the one loaded.
+def hypothesis_profile(environ: Mapping[str, str]) -> str:
+    return environ.get("HYPOTHESIS_PROFILE") or ("ci" if environ.get("CI") else "default")
+
+
+PROFILE = hypothesis_profile(os.environ)
+settings.load_profile(PROFILE)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    derandomized = " (derandomized)" if settings.default.derandomize else ""
+    return f"hypothesis profile: {PROFILE}{derandomized}"
+
 
 # pytester's in-process runs (runpytest) drop the modules first imported inside them when they
 # end, and native extensions cannot load twice in one process (onnx aborts it; onnxruntime and

@@ -147,7 +147,7 @@ def test_precisions_marker_frameworks_option_and_unsupported(pytester):
     only.assert_outcomes(skipped=1)
 
 
-def test_bad_marker_arguments_are_clear_collection_errors(pytester):
+def test_bad_marker_arguments_are_clear_errors_of_their_test(pytester):
     pytester.makepyfile(
         test_model="""
         import pytest

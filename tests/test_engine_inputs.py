@@ -63,10 +63,66 @@ def test_bfloat16_torch_tensors_keep_their_values_and_dtype_name():
 @pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max, reason="no x87")
 def test_long_double_beyond_float64_is_refused_not_passed_as_inf():
     big = np.array([1.0, np.longdouble("1e4000")])
-    with pytest.raises(InvalidOutputError, match=r"beyond float64's range \(e\.g\. at \(1,\)\)"):
+    with pytest.raises(InvalidOutputError, match=r"beyond float64's range, e\.g\. .* at \(1,\)"):
         compare_outputs({"y": big}, {"y": big * 2})
     in_range = np.array([1.0, 2.0], np.longdouble)
     assert compare_outputs({"y": in_range}, {"y": in_range}).passed
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).tiny >= np.finfo(np.float64).tiny, reason="no x87")
+def test_long_double_below_float64_is_refused_not_passed_as_zero():
+    tiny = np.array([0.0, np.longdouble("1e-400")])
+    message = r"below float64's smallest subnormal \(they become 0\), e\.g\. .*1e-400.* at \(1,\)"
+    with pytest.raises(InvalidOutputError, match=message):
+        compare_outputs({"y": tiny}, {"y": np.zeros(2)}, atol=0, rtol=0)
+    with pytest.raises(InvalidOutputError, match=r"output 'y' \(expected\)"):
+        compare_outputs({"y": np.zeros(2)}, {"y": tiny}, atol=0, rtol=0)
+    subnormal = np.array([np.longdouble("1e-310")])  # a float64 subnormal: kept
+    assert not compare_outputs({"y": subnormal}, {"y": np.zeros(1)}, atol=0, rtol=0).passed
+
+
+def test_a_nested_torch_tensor_is_refused_with_what_to_pass():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype and warn so
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    message = (
+        r"output 'y' \(actual\) is a nested \(ragged\) torch tensor: pass list\(tensor\.unbind"
+    )
+    with pytest.raises(InvalidOutputError, match=message):
+        compare_outputs({"y": nested}, {"y": ONES})
+    unbound = list(nested.unbind())  # what the message says to pass: a sequence output
+    expected = [np.ones(2, np.float32), np.ones(3, np.float32)]
+    assert compare_outputs({"y": unbound}, {"y": expected}).passed
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (5, r"names=5 \(int\): takes an output name or a list of output names"),
+        ({"y": 1}, r"names=\{'y': 1\} \(dict\): takes an output name or a list"),
+        ([None], r"names=\[None\]: takes output names \(str\)"),
+    ],
+)
+def test_names_that_are_not_output_names_are_refused(names, message):
+    with pytest.raises(InvalidOutputError, match=message):
+        compare_outputs({"y": ONES}, {"y": ONES}, names=names)
+
+
+def test_nothing_to_compare_is_an_error_not_a_pass():
+    with pytest.raises(InvalidOutputError, match=r"no array to compare: 'y' is empty \(None"):
+        compare_outputs({"y": None}, {"y": None})
+    with pytest.raises(InvalidOutputError, match=r"'a', 'b' are empty"):
+        compare_outputs({"a": None, "b": None}, {"a": None, "b": None})
+    with pytest.raises(InvalidOutputError, match=r"have no outputs: nothing to compare"):
+        compare_outputs({}, {})
+    with pytest.raises(InvalidOutputError, match=r"actual must be a mapping .* got NoneType"):
+        compare_outputs(None, None)
+    # beside an array, an optional empty on both sides passes (ONNX optional outputs)
+    assert compare_outputs({"o": None, "y": ONES}, {"o": None, "y": ONES}).passed
+    # empty on one side only is a failure that says so
+    assert compare_outputs({"y": None}, {"y": ONES}).outputs["y"].problem == (
+        "empty optional, expected tensor"
+    )
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+
 import numpy as np
 import pytest
 
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import ModelLoadError
+from pytest_trtcompare.runners import isolated
 from pytest_trtcompare.runners.isolated import RunnerCrashed
 
 from .onnx_models import layer_chain
@@ -175,3 +180,99 @@ def test_a_timeout_that_is_not_positive_seconds_is_an_option_error(timeout):
 
     with pytest.raises(RunnerOptionError, match=r"timeout=.*; it takes seconds > 0"):
         runners.create("callable:tests.crashers:echo", isolate=True, timeout=timeout)
+
+
+# -- warm workers (issue 25 item 5) ---------------------------------------------------------------
+def test_runners_of_one_kind_share_one_warm_worker(caplog):
+    """Two models' onnxrt runners: one worker start; the second model is built in it."""
+    caplog.set_level(logging.INFO, logger="pytest_trtcompare.runners.isolated")
+    first, second = layer_chain(seed=1), layer_chain(seed=2)
+    feed = {"x": np.random.default_rng(0).random((2, 16), dtype=np.float32)}
+    outside = [runners.create("onnxrt", model, isolate=True) for model in (first, second)]
+    try:
+        assert len(isolated.live_workers()) == 2  # and a spare, for another kind of runner
+        for model, runner in zip((first, second), outside, strict=True):
+            want = runners.create("onnxrt", model).infer(feed)["y"]
+            np.testing.assert_array_equal(runner.infer(feed)["y"], want)
+    finally:
+        for runner in outside:
+            runner.close()
+    messages = [r.getMessage() for r in caplog.records]
+    assert len([m for m in messages if m.startswith("started isolated worker")]) == 1
+    (pid,) = {int(m.split()[4]) for m in messages if m.startswith("started isolated worker")}
+    assert f"isolated worker pid {pid}, warm, builds the onnxrt runner of " in "\n".join(messages)
+    assert messages[-1] == f"stopped isolated worker pid {pid} of onnxrt-fp32"  # the last one
+    assert isolated.live_workers() == []
+
+
+CRASH_ON_ITEM_TWO = """
+import numpy as np
+import pytest
+from tests import crashers
+
+SPECS = {"x": ("float32", (3,))}
+FEED = {"x": np.array([1.0, 2.0, 3.0], np.float32)}
+
+@pytest.mark.parametrize("function", ["double", "segfault", "echo"])
+def test_item(runners, function):
+    runner = runners.callable(getattr(crashers, function), isolate=True, input_specs=SPECS)
+    assert runner.infer(FEED)
+"""
+
+LIVE_WORKERS_AT_THE_END = """
+import sys
+sys.path.insert(0, {root!r})
+
+def pytest_unconfigure(config):
+    from pytest_trtcompare.runners import isolated
+    print("LIVE WORKERS AFTER THE SESSION", isolated.live_workers())
+"""
+
+
+def test_a_crash_on_item_two_of_three_fails_only_item_two(pytester):
+    """The three runners share one worker; item 2 kills it; item 3 gets a fresh one and
+    passes; no worker outlives the session."""
+    root = __import__("pathlib").Path(__file__).parents[1]
+    pytester.makeconftest(LIVE_WORKERS_AT_THE_END.format(root=str(root)))
+    pytester.makepyfile(test_crash=CRASH_ON_ITEM_TWO)
+    result = pytester.runpytest_inprocess("-s", "-p", "no:randomly", "--log-level=INFO", "-rA")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "PASSED test_crash.py::test_item[[]double[]]",
+            "PASSED test_crash.py::test_item[[]echo[]]",
+            "FAILED test_crash.py::test_item[[]segfault[]] - *RunnerCrashed: runner callable-fp32 "
+            "crashed with SIGSEGV*",
+        ]
+    )
+    output = result.stdout.str()
+    assert len(re.findall(r"isolated worker pid \d+, warm, builds", output)) == 1  # item 2
+    assert "replacing the lost worker: started isolated worker" not in output  # a new runner
+    assert len(re.findall(r"started isolated worker pid \d+", output)) == 2
+    assert "LIVE WORKERS AFTER THE SESSION []" in output
+    assert "INTERNALERROR" not in output
+
+
+def test_no_worker_outlives_the_pytest_process(pytester):
+    root = __import__("pathlib").Path(__file__).parents[1]
+    pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(root)!r})\n")
+    pytester.makepyfile(
+        test_isolated="""
+        from tests.onnx_models import layer_chain
+        import pytest
+
+        @pytest.mark.compare_frameworks(
+            model=layer_chain(seed=7), frameworks=["onnxrt", "onnxref"], isolate=True,
+        )
+        @pytest.mark.shapes({"x": (2, 16)}, {"x": (3, 16)})
+        def test_isolated():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("--log-level=INFO", "-rP")
+    result.assert_outcomes(passed=2)
+    pids = {int(p) for p in re.findall(r"started isolated worker pid (\d+)", result.stdout.str())}
+    assert len(pids) == 2  # onnxrt and onnxref, each once for both items
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

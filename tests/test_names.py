@@ -248,3 +248,60 @@ def test_the_tensorrt_extras():
     extras = _extras()
     assert extras["tensorrt"] == extras["tensorrt-cu12"]
     assert set(extras) == {"tensorrt", "tensorrt-cu12", "tensorrt-cu13"}
+
+
+# --update-goldens owned by another plugin or conftest (issue 27) ----------------------------
+OTHER_PLUGIN = (
+    "def pytest_addoption(parser):\n"
+    "    parser.addoption('--update-goldens', action='store_true', dest='mine')\n"
+)
+WHO_GOT_IT = (
+    "def test_x(request):\n"
+    "    print('mine', request.config.getoption('mine', None),\n"
+    "          'ours', request.config.getoption('trtcompare_update_goldens'))\n"
+)
+
+
+@pytest.mark.parametrize(
+    "order", [["-p", "trtcompare", "-p", "other"], ["-p", "other", "-p", "trtcompare"]]
+)
+def test_a_plugin_loaded_after_ours_owns_update_goldens(pytester, monkeypatch, order):
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # -p decides the order
+    pytester.makepyfile(other=OTHER_PLUGIN, test_m=WHO_GOT_IT)
+    pytester.syspathinsert()
+    result = pytester.runpytest(*order, "-s", "--update-goldens")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*mine True ours False"])
+    result = pytester.runpytest(*order, "-s", "--trt-update-goldens")
+    result.stdout.fnmatch_lines(["*mine False ours True"])
+
+
+LATE_CLASH = (
+    "--update-goldens: */sub/conftest.py registers its own --update-goldens, but pytest read "
+    "the command line before it loaded that conftest (it is below the rootdir and its folder "
+    "was not named on the command line), so --update-goldens went to pytest-trtcompare (its "
+    "deprecated alias of --trt-update-goldens). Register the option in the rootdir's "
+    "conftest.py (pytest-trtcompare then leaves --update-goldens to it), or run pytest with "
+    "that folder, or write --trt-update-goldens for pytest-trtcompare's"
+)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_conftest_loaded_during_collection_that_owns_update_goldens(pytester, xdist):
+    """A conftest below the rootdir registers its options after pytest read the command line:
+    it loads (no crash of pytest's parser), and --update-goldens given is a clear error."""
+    sub = pytester.mkdir("sub")
+    (sub / "conftest.py").write_text(OTHER_PLUGIN)
+    (sub / "test_m.py").write_text(WHO_GOT_IT)
+    result = run(pytester, "--update-goldens", *xdist)
+    if xdist:  # a worker cannot end the session: each test errors with the message
+        result.assert_outcomes(errors=1)
+        assert LATE_CLASH.replace("*/", f"{pytester.path}/") in result.stdout.str()
+    else:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: {LATE_CLASH}"])
+    for args in ([], ["--trt-update-goldens"]):
+        run(pytester, *args, *xdist).assert_outcomes(passed=1)
+    result = run(pytester, "sub", "-s", "--update-goldens")  # now an initial conftest: its own
+    result.stdout.fnmatch_lines(["*mine True ours False*"])
+    assert "INTERNALERROR" not in result.stdout.str()

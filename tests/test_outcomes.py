@@ -22,11 +22,6 @@ def _summary(result: pytest.RunResult) -> str:
     return result.stdout.str()
 
 
-def _per_worker(xdist: list[str]) -> int:
-    """pytest-xdist reports a collection error once per worker."""
-    return 2 if xdist else 1
-
-
 def _no_plugin_frames(result: pytest.RunResult) -> None:
     out = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in out
@@ -149,10 +144,10 @@ def test_2_crashes_and_missing_goldens_fail_and_a_write_passes(pytester, xdist):
     _no_plugin_frames(result)
 
 
-# 3. a framework typo is a collection error; an uninstalled framework skips ------------------
+# 3. a framework typo is an error of its test; an uninstalled framework skips ----------------
 @pytest.mark.parametrize("xdist", XDIST)
 @pytest.mark.parametrize("typo", ["onnxruntim", "onxref", "pytoch"])
-def test_3_framework_typo_is_a_collection_error(pytester, xdist, typo):
+def test_3_framework_typo_is_an_error_of_its_test(pytester, xdist, typo):
     pytester.makeconftest(STATIC)
     pytester.makepyfile(
         test_typo=f"""
@@ -167,9 +162,8 @@ def test_3_framework_typo_is_a_collection_error(pytester, xdist, typo):
         """
     )
     result = run(pytester, *xdist)
-    outcomes = result.parseoutcomes()
-    assert "passed" not in outcomes and outcomes["errors"] == _per_worker(xdist)
-    assert result.ret == (pytest.ExitCode.TESTS_FAILED if xdist else pytest.ExitCode.INTERRUPTED)
+    result.assert_outcomes(passed=1, errors=1)  # the module's other test runs
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             "test_typo.py::test_model: @pytest.mark.compare_frameworks: unknown framework "
@@ -215,7 +209,7 @@ def test_3_a_runner_package_that_fails_to_import_skips(pytester, xdist, monkeypa
     )
 
 
-# 4. every marker mistake is one collection error naming the test and the argument -----------
+# 4. every marker mistake is one error of its test, at setup, naming the test and the argument
 MARKER_MISTAKES = {
     "frameworks_int": (
         "compare_frameworks(model='model.onnx', frameworks=123)",
@@ -285,6 +279,14 @@ MARKER_MISTAKES = {
         "compare_frameworks(model='model.onnx', frameworks='onnxrt,onnxref')",
         "it takes a list: frameworks=['onnxrt', 'onnxref']",
     ),
+    "frameworks_one_str": (
+        "compare_frameworks(model='model.onnx', frameworks='onnxrt')",
+        "(frameworks=...) got 'onnxrt' (str); it takes a list: frameworks=['onnxrt']",
+    ),
+    "frameworks_joined_item": (
+        "compare_frameworks(model='model.onnx', frameworks=['onnxrt,onnxref'])",
+        "it takes one name per item: frameworks=['onnxrt', 'onnxref']",
+    ),
     "positional": (
         "compare_frameworks('model.onnx', frameworks=['onnxref', 'onnxrt'])",
         "got ('model.onnx',) (tuple); it takes keyword arguments only",
@@ -293,7 +295,7 @@ MARKER_MISTAKES = {
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-def test_4_marker_mistakes_are_clear_collection_errors(pytester, xdist):
+def test_4_marker_mistakes_are_clear_errors_of_their_test(pytester, xdist):
     pytester.makeconftest(STATIC)
     for name, (marker, _) in MARKER_MISTAKES.items():
         pytester.makepyfile(
@@ -303,11 +305,60 @@ def test_4_marker_mistakes_are_clear_collection_errors(pytester, xdist):
             }
         )
     result = run(pytester, *xdist)
-    result.assert_outcomes(errors=len(MARKER_MISTAKES) * _per_worker(xdist))
-    out = result.stdout.str()
+    result.assert_outcomes(errors=len(MARKER_MISTAKES))
+    out = result.stdout.str().replace("\n  ", " ")  # a long message wraps, indented
     for name, (_, message) in MARKER_MISTAKES.items():
         line = next((x for x in out.splitlines() if x.startswith(f"test_{name}.py::test_it: ")), "")
         assert message in line, (name, line)
+    _no_plugin_frames(result)
+
+
+BAD_MARKER_BESIDE_GOOD = f"""
+import pytest
+
+@pytest.mark.compare_frameworks({COMPARE}, seed=-1)
+def test_bad():
+    pass
+
+@pytest.mark.compare_frameworks({COMPARE}, seed=-1)
+@pytest.mark.parametrize("n", [1, 2])
+def test_bad_parametrized(n):
+    pass
+
+@pytest.mark.compare_frameworks({COMPARE})
+def test_good(comparison):
+    assert comparison.passed
+
+class TestGroup:
+    @pytest.mark.shapes((2, 4))
+    def test_bad_shapes(self):
+        pass
+
+    def test_plain(self):
+        pass
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_4_a_bad_marker_errors_its_test_and_the_module_runs(pytester, xdist):
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(test_m=BAD_MARKER_BESIDE_GOOD)
+    result = run(pytester, "-rA", *xdist)
+    result.assert_outcomes(passed=2, errors=4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # not an interrupted collection
+    seed = "@pytest.mark.compare_frameworks(seed=...) got -1 (int); it takes an int >= 0"
+    result.stdout.fnmatch_lines_random(
+        [
+            f"ERROR*test_m.py::test_bad - Failed: test_m.py::test_bad: {seed}",
+            f"ERROR*test_m.py::test_bad_parametrized[[]1[]] - Failed: "
+            f"test_m.py::test_bad_parametrized: {seed}",
+            "ERROR*test_m.py::test_bad_parametrized[[]2[]]*",
+            "ERROR*test_m.py::TestGroup::test_bad_shapes - Failed: "
+            "test_m.py::TestGroup::test_bad_shapes: @pytest.mark.shapes got (2, 4) (tuple)*",
+            "PASSED*test_m.py::test_good[[]onnxref-fp32[]]",
+            "PASSED*test_m.py::TestGroup::test_plain",
+        ]
+    )
     _no_plugin_frames(result)
 
 
@@ -389,6 +440,49 @@ def test_5_own_errors_show_the_message_alone(pytester, xdist):
     own = [line for line in out.splitlines() if "pytest_trtcompare/" in line]
     # only the runner's own call frames, between the user's test and the user's function
     assert all("pytest_trtcompare/runners/" in line for line in own), own
+
+
+ERRORS_IN_A_BODY = """
+import numpy as np
+from pytest_trtcompare import assert_outputs_close
+
+def close(a):
+    return assert_outputs_close(a, a, atol=-1)
+
+def test_compare(compare):
+    compare(np.ones(3), np.ones(3), atol=-1)
+
+def test_helper():
+    close(np.ones(3))
+
+def test_golden(golden):
+    golden.check({"y": np.ones(3)}, rtol=float("nan"))
+
+def test_infer(runners):
+    runners.callable(lambda feed: feed).infer(np.ones(3))
+"""
+
+
+def test_5_an_error_of_ours_in_a_body_names_the_line_that_called(pytester):
+    pytester.makepyfile(test_body=ERRORS_IN_A_BODY)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "ToleranceError: atol must be finite and >= 0, got -1.0",
+            "  at test_body.py:8 in test_compare: compare(np.ones(3), np.ones(3), atol=-1)",
+            "ToleranceError: atol must be finite and >= 0, got -1.0",
+            "  at test_body.py:5 in close: return assert_outputs_close(a, a, atol=-1)",
+            "ToleranceError: rtol must be finite and >= 0, got nan",
+            '  at test_body.py:14 in test_golden: golden.check({"y": np.ones(3)}, '
+            'rtol=float("nan"))',
+            "FeedError: callable-fp32.infer() takes a dict of input name to array, got ndarray; "
+            "pass {input_name: array}",
+            "  at test_body.py:17 in test_infer: runners.callable(lambda feed: feed)"
+            ".infer(np.ones(3))",
+        ]
+    )
+    _no_plugin_frames(result)
 
 
 # 6. path options written with a space ---------------------------------------------------------

@@ -282,3 +282,19 @@ def test_weights_beside_the_model_file_are_part_of_its_digest(tmp_path):
     assert first.describe()["model_digest"] != second.describe()["model_digest"]
     feed = synthetic_feed(first.input_specs(), shapes={"x": (2, 16)})
     assert not np.allclose(first.infer(feed)["y"], second.infer(feed)["y"])
+
+
+@pytest.mark.parametrize("name", ["onnxrt", "onnxref"])
+@pytest.mark.parametrize("feed", [np.ones((2, 8), np.float32), None, [np.ones((2, 8))]])
+def test_infer_of_an_array_says_to_pass_a_dict_of_its_inputs(chain, name, feed):
+    runner = runners.create(name, chain)
+    got = type(feed).__name__
+    with pytest.raises(
+        FeedError,
+        match=rf"infer\(\) takes a dict of input name to array, got {got}; "
+        r"pass \{'x': array\}",
+    ):
+        runner.infer(feed)
+    callable_runner = runners.create("callable", lambda inputs: {"y": inputs["x"]})
+    with pytest.raises(FeedError, match=r"got ndarray; pass \{input_name: array\}"):
+        callable_runner.infer(np.ones(2))

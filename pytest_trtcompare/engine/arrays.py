@@ -82,6 +82,11 @@ def dtype_kind(dtype: np.dtype) -> Kind | None:
 
 def _from_torch(value: Any, where: str) -> tuple[np.ndarray, str]:
     dtype_name = str(value.dtype).removeprefix("torch.")
+    if getattr(value, "is_nested", False):
+        raise InvalidOutputError(
+            f"{where} is a nested (ragged) torch tensor: pass list(tensor.unbind()) to compare "
+            "its tensors one by one, or tensor.to_padded_tensor(0.0)"
+        )
     if getattr(value, "is_meta", False):
         raise InvalidOutputError(f"{where} is a torch tensor on the meta device: it has no values")
     if getattr(value, "is_quantized", False):
@@ -146,17 +151,22 @@ def as_named_array(value: Any, output: str, side: str) -> NamedArray:
 
 
 def _check_float64_range(array: np.ndarray, where: str) -> None:
-    """long double is compared in float64: values beyond its range would become inf there
-    and compare equal, so refuse them instead of passing silently."""
+    """long double is compared in float64: values beyond its range would become inf there,
+    and non-zero values below its smallest subnormal would become 0, and compare equal (1e-400
+    against 0 with atol=rtol=0 would pass), so refuse them instead of passing silently."""
     finite = np.isfinite(array)
-    with np.errstate(over="ignore"):
-        overflow = finite & ~np.isfinite(array.astype(np.float64))
-    if overflow.any():
-        index = tuple(int(i) for i in np.argwhere(overflow)[0])
-        raise InvalidOutputError(
-            f"{where} is {array.dtype} with values beyond float64's range (e.g. at {index}); "
-            "comparisons run in float64: scale the output or compare it as float64"
-        )
+    with np.errstate(over="ignore", under="ignore"):
+        as_float64 = array.astype(np.float64)
+    for lost, beyond in (
+        (finite & ~np.isfinite(as_float64), "beyond float64's range"),
+        ((array != 0) & (as_float64 == 0), "below float64's smallest subnormal (they become 0)"),
+    ):
+        if lost.any():
+            index = tuple(int(i) for i in np.argwhere(lost)[0])
+            raise InvalidOutputError(
+                f"{where} is {array.dtype} with values {beyond}, e.g. {array[index]!r} at "
+                f"{index}; comparisons run in float64: scale the output or compare it as float64"
+            )
 
 
 def as_output_mapping(outputs: Any, side: str) -> dict[str, NamedArray]:

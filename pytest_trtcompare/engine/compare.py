@@ -16,7 +16,6 @@ import numpy as np
 from ..errors import InvalidOutputError, ToleranceError
 from ..vocabulary import SHAPE_CHECKS
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
-from .chunks import Arithmetic
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
@@ -67,9 +66,8 @@ def compare_outputs(
     actual, expected, structures, expanded = flatten_structured(actual, expected)
     actual_map = as_output_mapping(actual, "actual")
     expected_map = as_output_mapping(expected, "expected")
-    if isinstance(names, str):
-        names = [names]  # one name, not its characters
-    restricted = None if names is None else tuple(dict.fromkeys(str(n) for n in names))
+    _nothing_compared(actual_map, expected_map, structures)
+    restricted = _restricted_names(names)
     selected = [*order, *actual_map, *expected_map] if restricted is None else list(restricted)
     # a sequence `seq` is compared as itself (its length) and seq[0], seq[1] ...
     selected = list(dict.fromkeys(e for n in selected for e in expanded.get(n, [n])))
@@ -90,6 +88,46 @@ def compare_outputs(
         actual_names=tuple(actual_map),
         expected_names=tuple(expected_map),
         restricted_to=restricted,
+    )
+
+
+def _restricted_names(names: Any) -> tuple[str, ...] | None:
+    """`names=` as a tuple of output names: one name (a str, not its characters) or an
+    iterable of them; anything else is an error naming what it got."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        return (names,)
+    if isinstance(names, (Mapping, bytes)) or not isinstance(names, Iterable):
+        raise InvalidOutputError(
+            f"names={names!r} ({type(names).__name__}): takes an output name or a list of "
+            "output names, e.g. names=['logits']"
+        )
+    listed = list(names)
+    if not all(isinstance(name, (str, int)) and not isinstance(name, bool) for name in listed):
+        raise InvalidOutputError(
+            f"names={listed!r}: takes output names (str), e.g. names=['logits']"
+        )
+    return tuple(dict.fromkeys(str(name) for name in listed))
+
+
+def _nothing_compared(
+    actual_map: Mapping[str, Any],
+    expected_map: Mapping[str, Any],
+    structures: Mapping[str, Structure],
+) -> None:
+    """An error when neither side holds one array: `{}` against `{}`, or only empty optionals
+    (None) on both sides. Such a comparison compares no value, and passing it would
+    hide the mistake that emptied both sides (a function that returns None)."""
+    if actual_map or expected_map or any(s.problem for s in structures.values()):
+        return  # values to compare, or a structure that differs (a failure that says so)
+    if not structures:
+        raise InvalidOutputError("actual and expected have no outputs: nothing to compare")
+    empty = ", ".join(map(repr, structures))
+    raise InvalidOutputError(
+        f"no array to compare: {empty} {'is' if len(structures) == 1 else 'are'} empty "
+        "(None: an empty optional) on both sides; compare them with "
+        "at least one array output"
     )
 
 
@@ -214,8 +252,7 @@ def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
 
 def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
     """One element's values and errors, by the arithmetic of every chunk."""
-    one = Arithmetic(*pair.kinds, pair.tol, 1)
-    chunk = one.compute(pair.a[flat : flat + 1], pair.e[flat : flat + 1], flat)
+    chunk = pair.element(flat)
     compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
     return ElementError(
         index=tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else (),
@@ -288,7 +325,13 @@ def _values_result(
         max_abs_error=None if none_compared else s.max_abs,
         max_rel_error=None if none_compared else s.max_rel,
         greatest_abs=greatest_abs,
-        greatest_rel=_element_at(pair, shape, s.max_rel_at) if s.max_rel_at >= 0 else None,
+        greatest_rel=(
+            greatest_abs
+            if s.max_rel_at == s.max_abs_at
+            else _element_at(pair, shape, s.max_rel_at)
+            if s.max_rel_at >= 0
+            else None
+        ),
         mean_abs_error=s.mean_abs,
         mean_rel_error=s.mean_rel,
         nan_errors=s.nan_errors,

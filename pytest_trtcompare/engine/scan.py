@@ -43,9 +43,10 @@ class Pair:
         self.arithmetic = Arithmetic(*kinds, tol, self.size)
         self.screen = (
             Screen(tol, self.arithmetic, self.size)
-            if applies(self.a.dtype, self.e.dtype, tol)
+            if self.n >= TUNING.screen_min and applies(self.a.dtype, self.e.dtype, tol)
             else None
         )
+        self._one: Arithmetic | None = None
         self._equality = Equality(self.a.dtype, self.e.dtype, tol, self.size)
         self._equal: dict[int, ErrorChunk] = {}  # equal chunks by start: not compared again
 
@@ -78,6 +79,12 @@ class Pair:
         made = self.screen.chunk(a, e, start)
         assert made is not None  # the same chunk passed the screen before
         return made
+
+    def element(self, flat: int) -> ErrorChunk:
+        """The float64 errors of the one element at flat index `flat`."""
+        if self._one is None:
+            self._one = Arithmetic(*self.kinds, self.tol, 1)
+        return self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
 
     def float64_chunks(self) -> Iterator[ErrorChunk]:
         for start in self.starts():

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 class Tuning:
     chunk_elements: int = 1 << 17  # elements per chunk: memory is a few chunks of float64
     screen: bool = True  # narrow floats computed in float32 first (`screen`)
+    #: outputs smaller than this go to float64 at once: for them the screen's setup and the
+    #: maxima's second look cost more than float32 saves (a small test's fixed cost)
+    screen_min: int = 1 << 12
     equality: bool = True  # bit-for-bit equal chunks skip the arithmetic (`chunks.Equality`)
     window_min: float = 1 << 18  # outputs this large take the windows (`quantiles`)
     sample: int = 1 << 17  # elements sampled to place the windows

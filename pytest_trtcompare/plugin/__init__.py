@@ -92,17 +92,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> Generator[None, None, None]:
-    withdrawn = names.withdraw_update_goldens(parser)
     try:
         yield
     finally:
-        names.restore_update_goldens(parser, withdrawn)
+        names.claim_update_goldens_alias(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for text in names.MARKERS.values():
         config.addinivalue_line("markers", text)
     names.warn_deprecated(config)
+    names.release_update_goldens_alias(config)
     config.stash[PENDING] = Pending()
     config.stash[ACTIVATE] = _activate
     if _in_use_from_start(config):
@@ -208,6 +208,14 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         config.stash[PENDING].deselected.append(list(items))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if active(item.config):  # marker errors come from pytest_generate_tests, in use
+        from . import markers
+
+        markers.raise_marker_error(item)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A compare_frameworks verdict comes before the body's own checks; an
@@ -219,13 +227,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
         session_hooks.before_call(item, outcome)
     try:
-        return (yield)
+        result = yield
     except AssertionError as error:
         if "pytest_trtcompare.engine" in sys.modules:  # else the error cannot be ours
             from . import session_hooks
 
             session_hooks.after_call(item, error)
         raise
+    if active(item.config):  # the golden fixture puts the plugin to use
+        from .golden_fixture import unchecked_inputs
+
+        unchecked_inputs(item)
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
@@ -234,8 +247,16 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     error = call.excinfo.value if call.excinfo is not None else None
-    if active(item.config) or isinstance(error, TrtCompareError):
+    if active(item.config) or isinstance(error, TrtCompareError) or _marked_ours(error):
         from . import session_hooks
 
         session_hooks.shape_report(item, call, report)
     return report
+
+
+def _marked_ours(error: BaseException | None) -> bool:
+    if error is None:
+        return False
+    from . import terminal
+
+    return bool(getattr(error, terminal.OUR_ERROR, False))

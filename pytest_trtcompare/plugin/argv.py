@@ -110,7 +110,7 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"precisions to run compare tests at, from {', '.join(PRECISIONS)}; repeatable "
         "(ini: trtcompare_precisions; default fp32)",
     )
-    names.add_update_goldens(group, alias=not names.update_goldens_owned_elsewhere(parser))
+    names.add_update_goldens(group, alias=False)  # the alias: names.claim_update_goldens_alias
 
     def renamed(option: str, attrs: dict[str, Any]) -> None:
         """An option with its deprecated alias, if it has one, named in its help."""

@@ -54,7 +54,7 @@ class CompareFixture:
         __tracebackhide__ = True
         from ..engine import compare_outputs
         from ..session.outcome import Outcome, compared
-        from .outcome import settle
+        from .golden_fixture import settle_call
         from .state import state_of
 
         settings = state_of(self._item.config).settings
@@ -69,7 +69,7 @@ class CompareFixture:
             outcome = Outcome.error(exc)
         else:
             outcome = compared([result], source="compare", arrays=(actual, expected))
-        settle(self._item, settings, outcome)
+        settle_call(self._item, settings, outcome)
         worst = outcome.worst
         assert worst is not None
         return worst
@@ -141,11 +141,13 @@ def runners(request: pytest.FixtureRequest) -> RunnersFixture:
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> GoldenFixture:
     """Saved reference outputs of this test: `golden.inputs(runner)`, `golden.check(out)`."""
-    from .golden_fixture import GoldenFixture
+    from .golden_fixture import GOLDEN_FIXTURE, GoldenFixture
     from .state import state_of
 
     state = state_of(request.config)
-    return GoldenFixture(state.goldens.for_item(request.node), state.settings)
+    fixture = GoldenFixture(state.goldens.for_item(request.node), state.settings)
+    request.node.stash[GOLDEN_FIXTURE] = fixture
+    return fixture
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ..engine import ComparisonResult, ToleranceSpec, check_shape_check, compare_outputs
 from ..errors import TrtCompareError
 from ..goldens import Golden
@@ -16,6 +18,40 @@ from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens
 from .options import Settings
 from .outcome import fail, settle
+from .terminal import OUR_ERROR
+
+#: the test's golden fixture, for the check after its body (unchecked_inputs)
+GOLDEN_FIXTURE = pytest.StashKey["GoldenFixture"]()
+
+
+def settle_call(item: pytest.Item, settings: Settings, outcome: Outcome) -> None:
+    """settle() for a call in a test body (golden.check, compare): an error of that call (a
+    ToleranceError ...) is marked, so that its report names the user's line."""
+    __tracebackhide__ = True
+    try:
+        settle(item, settings, outcome)
+    except pytest.fail.Exception as failure:
+        if outcome.kind is Kind.ERROR:
+            setattr(failure, OUR_ERROR, True)
+        raise
+
+
+def unchecked_inputs(item: pytest.Item) -> None:
+    """After a test body that returned: fail when it took `golden.inputs()` without a
+    `golden.check()` of the same name, which compares and stores nothing."""
+    __tracebackhide__ = True
+    fixture = item.stash.get(GOLDEN_FIXTURE, None)
+    names = [] if fixture is None else fixture.unchecked()
+    if names:
+        calls = ", ".join(
+            "golden.inputs(...)" if n is None else f"golden.inputs(..., name={n!r})" for n in names
+        )
+        which = "golden.check(outputs)" if names == [None] else "golden.check(outputs, name=...)"
+        fail(
+            f"{calls} without a {which} after it: nothing was compared or stored; check the "
+            "outputs made from those inputs with golden.check (or make inputs without a "
+            "golden: pytest_trtcompare.session.make_feeds)"
+        )
 
 
 class GoldenFixture:
@@ -29,6 +65,10 @@ class GoldenFixture:
         self._inputs: dict[str | None, dict[str, Any]] = {}
         self._meta: dict[str | None, dict[str, Any]] = {}
         self._checked: set[str | None] = set()
+
+    def unchecked(self) -> list[str | None]:
+        """The names given to inputs() that no check() used (None: the unnamed golden)."""
+        return [name for name in self._inputs if name not in self._checked]
 
     def __repr__(self) -> str:  # what a failure's traceback shows of the argument
         return "<golden fixture>"
@@ -109,7 +149,7 @@ class GoldenFixture:
         self._checked.add(name)
         shape_check = shape_check or self._settings.shape_check or "strict"
         outcome = self._outcome(outputs, tolerance, name, precision, shape_check, fields)
-        settle(self._goldens.item, self._settings, outcome)
+        settle_call(self._goldens.item, self._settings, outcome)
         return None if outcome.kind is Kind.GOLDEN_WRITTEN else outcome.worst
 
     def _outcome(

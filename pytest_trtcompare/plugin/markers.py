@@ -25,6 +25,19 @@ from .outcome import fail
 from .state import state_of
 
 NOTHING_TO_RUN = "nothing-to-run"
+#: test definition's node id -> the message of its bad marker argument
+MARKER_ERRORS = pytest.StashKey[dict[str, str]]()
+
+
+def raise_marker_error(item: pytest.Item) -> None:
+    """At setup of a test whose marker has a bad argument: an error with the message alone
+    (naming the test, the argument, what it got and what it takes), before its fixtures."""
+    __tracebackhide__ = True
+    errors = item.config.stash.get(MARKER_ERRORS, {})
+    name = getattr(item, "originalname", item.name)
+    message = errors.get(f"{item.parent.nodeid}::{name}") if item.parent else None
+    if message is not None:
+        fail(message)
 
 
 def _selected_precisions(definition: Any, run_precisions: tuple[str, ...]) -> list[str]:
@@ -53,7 +66,9 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
             base = Path(str(definition.path)).parent
             spec = compare_spec(marker.args, marker.kwargs, definition.nodeid, base)
     except MarkerError as exc:
-        fail(str(exc))  # a collection error naming the test, without a traceback
+        # this test errors at setup with the message alone; the module's other tests run
+        metafunc.config.stash.setdefault(MARKER_ERRORS, {})[definition.nodeid] = str(exc)
+        return
     if settings.input_shapes is not None:  # one shape set from the command line
         sets, ids = (settings.input_shapes,), ("cli",)
     if spec is not None:

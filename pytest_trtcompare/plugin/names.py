@@ -2,8 +2,10 @@
 `--goldens-dir`, `--trtcompare-report` ...) still work as deprecated aliases, listed beside
 the new name in --help, and warn once per session naming the new one.
 
-A conftest may register --update-goldens after we did (another plugin's flag of that name):
-our --trt-update-goldens then leaves that alias to it.
+--update-goldens is left to another plugin or conftest that registers it (pytest-golden does):
+our flag takes that alias only once the plugins and initial conftests registered theirs, and
+gives it up after parsing, for a conftest loaded during collection (a usage error where the
+command line gave it).
 """
 
 from __future__ import annotations
@@ -123,8 +125,8 @@ def _option_names(parser: pytest.Parser, skip: Any = None) -> set[str]:
     }
 
 
-def update_goldens_owned_elsewhere(parser: pytest.Parser) -> bool:
-    if UPDATE_GOLDENS_ALIAS in _option_names(parser):
+def update_goldens_owned_elsewhere(parser: pytest.Parser, skip: Any = None) -> bool:
+    if UPDATE_GOLDENS_ALIAS in _option_names(parser, skip):
         return True
     for entry_point in importlib.metadata.entry_points(group="pytest11"):
         dist = getattr(entry_point, "dist", None)
@@ -146,34 +148,84 @@ def _ours(group: Any) -> Any:
     return next((o for o in group.options if o.dest == "trtcompare_update_goldens"), None)
 
 
-def withdraw_update_goldens(parser: pytest.Parser) -> bool:
-    """Before conftests load: take our option out of the parser while it has the
-    --update-goldens alias, so a conftest that adds its own --update-goldens does not crash
-    pytest's argument parser (pytest 9 registers eagerly)."""
-    group = parser.getgroup("trtcompare")
-    ours = _ours(group)
-    action = getattr(ours, "_action", None)
-    if ours is None or action is None or UPDATE_GOLDENS_ALIAS not in ours.names():
-        return False
-    try:
-        action.container._remove_action(action)
-        for name in action.option_strings:
-            action.container._option_string_actions.pop(name, None)
-    except (AttributeError, ValueError):  # an argparse without these internals: keep ours
-        return False
-    group.options.remove(ours)
-    return True
+def _forget_strings(action: Any, strings: Sequence[str]) -> None:
+    """Take option strings out of argparse's table (pytest 9 registers eagerly), so that
+    another option may use them; AttributeError where argparse lacks these internals."""
+    for name in strings:
+        action.container._option_string_actions.pop(name, None)
 
 
-def restore_update_goldens(parser: pytest.Parser, withdrawn: bool) -> None:
-    """After conftests load: ours again, without the alias if a conftest took that name."""
+def claim_update_goldens_alias(parser: pytest.Parser) -> None:
+    """After the plugins and the initial conftests registered their options: our flag takes
+    the deprecated --update-goldens too, unless one of them owns that name. Until then the
+    flag is --trt-update-goldens alone, so none of them (a -p plugin loaded after us, a
+    conftest) crashes pytest's argument parser by registering --update-goldens."""
     group = parser.getgroup("trtcompare")
     ours = _ours(group)
-    if ours is not None:  # pytest 8 builds argparse later: only a name clash to resolve
-        clash = UPDATE_GOLDENS_ALIAS in _option_names(parser, skip=ours)
-        if UPDATE_GOLDENS_ALIAS not in ours.names() or not clash:
-            return
-        group.options.remove(ours)
-    elif not withdrawn:
+    if ours is None or update_goldens_owned_elsewhere(parser, skip=ours):
         return
-    add_update_goldens(group, alias=UPDATE_GOLDENS_ALIAS not in _option_names(parser))
+    action = getattr(ours, "_action", None)
+    if action is not None:  # pytest 8 builds argparse later: nothing registered yet
+        try:
+            action.container._remove_action(action)
+            _forget_strings(action, action.option_strings)
+        except (AttributeError, ValueError):  # an argparse without these internals
+            return
+    group.options.remove(ours)
+    add_update_goldens(group, alias=True)
+
+
+def release_update_goldens_alias(config: pytest.Config) -> None:
+    """After the command line is parsed: a conftest loaded later (below the rootdir, not named
+    on the command line) may register its own --update-goldens without crashing pytest's
+    parser; LateUpdateGoldens says when that matters."""
+    ours = _ours(config._parser.getgroup("trtcompare"))
+    action = getattr(ours, "_action", None)
+    if action is not None and UPDATE_GOLDENS_ALIAS in action.option_strings:
+        try:
+            _forget_strings(action, [UPDATE_GOLDENS_ALIAS])
+        except AttributeError:
+            return
+        config.pluginmanager.register(LateUpdateGoldens(config), "trtcompare-late-options")
+
+
+class LateUpdateGoldens:
+    """A conftest loaded during collection that registers --update-goldens when the command
+    line gave --update-goldens, which pytest read before that conftest, as our deprecated
+    alias: a usage error naming the conftest and both ways out, instead of running with the
+    flag given to the wrong owner."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.owner: str | None = None
+
+    def pytest_plugin_registered(self, plugin: Any, plugin_name: str) -> None:
+        if self.owner is not None or UPDATE_GOLDENS_ALIAS not in getattr(
+            self.config.option, USED, ()
+        ):
+            return
+        ours = _ours(self.config._parser.getgroup("trtcompare"))
+        if UPDATE_GOLDENS_ALIAS in _option_names(self.config._parser, skip=ours):
+            self.owner = str(getattr(plugin, "__file__", None) or plugin_name)
+
+    def message(self) -> str:
+        return (
+            f"--update-goldens: {self.owner} registers its own --update-goldens, but pytest "
+            "read the command line before it loaded that conftest (it is below the rootdir "
+            "and its folder was not named on the command line), so --update-goldens went to "
+            "pytest-trtcompare (its deprecated alias of --trt-update-goldens). Register the "
+            "option in the rootdir's conftest.py (pytest-trtcompare then leaves "
+            "--update-goldens to it), or run pytest with that folder, or write "
+            "--trt-update-goldens for pytest-trtcompare's"
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self) -> None:
+        # an xdist worker cannot end the session with a usage error: its tests error instead
+        if self.owner is not None and not hasattr(self.config, "workerinput"):
+            raise pytest.UsageError(self.message())
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self) -> None:
+        if self.owner is not None:
+            pytest.fail(self.message(), pytrace=False)

@@ -20,7 +20,7 @@ from ..engine import ComparisonResult, OutputMismatchError, num
 from ..errors import LayerDivergenceWarning
 from ..session.brief import joined, outcome_line
 from ..session.outcome import Kind, Outcome, runner_name
-from . import properties, summary
+from . import properties, summary, timings
 from .options import Settings
 from .terminal import mark
 
@@ -60,9 +60,11 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         runner_name(outcome.target or None),
         runner_name(outcome.reference),
         verbosity,
+        (_milliseconds(outcome.target), _milliseconds(outcome.reference)),
     )
     taken = [key for key, _ in item.user_properties]
     item.user_properties.extend(properties.to_properties(records, taken))
+    item.user_properties.extend(timings.timing_properties(records[:1]))
     if worst.layers is not None:
         layers = summary.layer_summary(worst, display_id(item), verbosity)
         item.user_properties.append(
@@ -78,6 +80,11 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
                 filename=str(item.path),
                 lineno=(item.location[1] or 0) + 1,
             )
+
+
+def _milliseconds(description: Any) -> float | None:
+    value = (description or {}).get("inference_ms")
+    return None if value is None else float(value)
 
 
 def artifacts_root(item: pytest.Item, settings: Settings) -> Path:

@@ -35,7 +35,8 @@ class Reporter:
         """Keep the runners' descriptions for the JSON report."""
         for info in (outcome.target, outcome.reference):
             if info and "runner" in info and not str(info["runner"]).startswith("golden "):
-                self.descriptions[str(info["runner"])] = dict(info)
+                description = {k: v for k, v in info.items() if k != "inference_ms"}  # a test's
+                self.descriptions[str(info["runner"])] = description
 
     def logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.failed):

@@ -71,8 +71,13 @@ def shape_report(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.
         report.outcome = "skipped"
         report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {error}")
     elif isinstance(error, TrtCompareError) and report.failed:
-        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}")
+        site = terminal.call_site(item, call.excinfo) if report.when == "call" else ""
+        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}{site}")
         details = getattr(error, "details", "")
+    elif report.failed and report.when == "call" and getattr(error, terminal.OUR_ERROR, False):
+        site = terminal.call_site(item, call.excinfo)
+        if site:
+            report.longrepr = _message_only(item, f"{error}{site}")
     if report.failed:
         add_library_traceback(report, state_of(item.config).settings, details)
         terminal.shape_failure(report, error, item)

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import (
@@ -23,7 +23,8 @@ from ..engine import (
     num,
 )
 from ..session.layout import abbreviate, wrap
-from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, jsonable
+from . import timings
+from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, record_fields
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,8 @@ class Record:
     source: str  # "compare_frameworks", "compare" or "golden"
     target: str | None = None
     reference: str | None = None
-    node: str | None = (
-        None  # per-layer: the producing node, '/encoder/layer.0/attn/MatMul (MatMul)'
-    )
+    #: per-layer: the producing node, '/encoder/layer.0/attn/MatMul (MatMul)'
+    node: str | None = None
     gates: bool = True  # False: a layer out of tolerance that does not decide (layers='report')
     #: metric checks: {"check", "threshold", "value", "passed", "margin", "source"} each
     metrics: tuple[dict[str, Any], ...] = ()
@@ -51,6 +51,10 @@ class Record:
     failure: str | None = None
     #: where each bound came from: {"atol": "ini", "rtol": "ini", "check": "default"}
     tolerance_sources: dict[str, str] = field(default_factory=dict)
+    #: the median of the target's and the reference's inference times in this test (ms);
+    #: None where no runner ran (the compare fixture, a golden as the reference)
+    target_ms: float | None = None
+    reference_ms: float | None = None
 
 
 def records(
@@ -60,6 +64,7 @@ def records(
     target: str | None,
     reference: str | None,
     verbosity: int = 0,
+    times: tuple[float | None, float | None] = (None, None),
 ) -> list[Record]:
     """One record per output; per-layer, per layer that the report lists (engine/layers.py)."""
     out = []
@@ -87,6 +92,8 @@ def records(
                 metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
                 failure=output.failure,
                 tolerance_sources=entry_sources(output.tolerance),
+                target_ms=times[0],
+                reference_ms=times[1],
             )
         )
     missing = [(name, "actual") for name in result.missing_in_actual]
@@ -107,6 +114,8 @@ def records(
                 target=target,
                 reference=reference,
                 failure=f"missing output {name!r} in {side}",
+                target_ms=times[0],
+                reference_ms=times[1],
             )
         )
     return out
@@ -162,7 +171,7 @@ def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> 
         lines = _two_line_rows(rows, width)
     if len(ordered) > len(shown):
         lines.append(f"... {len(ordered) - len(shown)} more (all of them with -v)")
-    return lines
+    return lines + timings.inference_lines(items, width)
 
 
 _Row = tuple[str, str, str, str, str]  # margin, verdict, name, figures, tolerance
@@ -282,8 +291,9 @@ def report_json(
     per per-layer test what it compared and its first divergence."""
     document = {
         "plugin_version": version,
+        "inference_ms": timings.inference_times(items),
         "layers": layers or [],
-        "outputs": [jsonable(asdict(r)) for r in sorted(items, key=lambda r: -r.margin)],
+        "outputs": [record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
         "runners": dict(sorted(runners.items())),
         "runner_builds": builds,
     }

@@ -8,6 +8,7 @@ of assert_outputs_close catches); only the report pytest prints is laid out agai
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -39,6 +40,28 @@ def terminal_width(config: pytest.Config) -> int:
 def hand_width_to(node: Any, config: pytest.Config) -> None:
     """pytest_configure_node: a worker lays its failures out to the controller's width."""
     node.workerinput[WIDTH_KEY] = terminal_width(config)
+
+
+#: set on a failure that carries one of our errors (golden.check's ToleranceError ...)
+OUR_ERROR = "trtcompare_our_error"
+
+
+def call_site(item: pytest.Item, excinfo: Any) -> str:
+    """'\n  at test_m.py:12 in test_x: compare(a, b, atol=-1)': the user's line that called
+    us when one of our errors fails a test body, whose traceback is not shown ('' when the
+    error did not come through a file of the user's)."""
+    root = str(item.config.rootpath) + os.sep
+    for entry in reversed(getattr(excinfo, "traceback", None) or []):
+        path = str(entry.path)
+        if not (path.endswith(".py") and path.startswith(root) and _user_file(path)):
+            continue  # the standard library, site-packages, pytest, this plugin
+        shown = os.path.relpath(path, item.config.invocation_params.dir)
+        if shown.startswith(".."):
+            shown = path
+        statement = str(entry.statement).strip().splitlines()
+        code = f": {statement[0]}" if statement else ""
+        return f"\n  at {shown}:{entry.lineno + 1} in {entry.name}{code}"
+    return ""
 
 
 def mark(error: BaseException, line: str) -> None:

@@ -22,6 +22,7 @@ _LAZY = {
     "Runner": "base",
     "TensorSpec": "base",
     "check_feed": "base",
+    "median_ms": "base",
     "shape_fits": "base",
     "header_line": "frameworks",
     "IsolatedRunner": "isolated",
@@ -53,7 +54,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from .base import Layer, Runner, TensorSpec, check_feed, shape_fits
+    from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
     from .frameworks import header_line
     from .isolated import IsolatedRunner as IsolatedRunner
     from .isolated import RunnerCrashed
@@ -93,6 +94,7 @@ __all__ = [
     "header_line",
     "known_runners",
     "load_model",
+    "median_ms",
     "module_exits",
     "node_scopes",
     "runner_factory",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import statistics
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -300,6 +302,8 @@ class Runner(abc.ABC):
         if checker is not None and type(feed) is dict and checker.fits(feed):
             arrays: dict[str, Any] = feed  # the hot path: a dict of fitting ndarrays, as is
         else:
+            if not isinstance(feed, Mapping):
+                raise self._not_a_feed(feed)
             structured = (
                 {spec.name for spec in checker.specs if spec.kind != "tensor"} if checker else set()
             )
@@ -310,7 +314,10 @@ class Runner(abc.ABC):
             if checker is not None:
                 check_feed(checker.specs, arrays, self.name)
         try:
-            return self._infer(arrays)
+            start = time.perf_counter()
+            outputs = self._infer(arrays)
+            self._timed(time.perf_counter() - start)
+            return outputs
         except TrtCompareError:
             raise
         except Exception as exc:  # the framework's own error, as one message naming it all
@@ -319,6 +326,31 @@ class Runner(abc.ABC):
             from .failures import inference_error
 
             raise inference_error(self, arrays, exc) from exc
+
+    _inference_times: list[float] | None = None
+
+    @property
+    def inference_times(self) -> list[float]:
+        """Seconds each inference took, in order (what Polygraphy logs as inference time: the
+        framework's run, after the feed check); a caller takes the median of its own calls."""
+        if self._inference_times is None:
+            self._inference_times = []
+        return self._inference_times
+
+    def _timed(self, seconds: float) -> None:
+        self.inference_times.append(seconds)
+
+    def _not_a_feed(self, feed: Any) -> FeedError:
+        """infer(array) instead of infer({name: array}): the error says what to pass."""
+        try:
+            names = [spec.name for spec in self.input_specs()]
+        except Exception:  # a runner that cannot list its inputs: say it without names
+            names = []
+        example = "{" + ", ".join(f"{name!r}: array" for name in names[:4]) + "}"
+        return FeedError(
+            f"{self.name}.infer() takes a dict of input name to array, got "
+            f"{type(feed).__name__}; pass {example if names else '{input_name: array}'}"
+        )
 
     def describe(self) -> dict[str, Any]:
         """Framework version, device, precision route: recorded with goldens and reports."""
@@ -340,3 +372,11 @@ class Runner(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def median_ms(seconds: Sequence[float]) -> float | None:
+    """The median of inference times in milliseconds, to 4 significant digits as Polygraphy
+    logs its inference times; None for none."""
+    if not seconds:
+        return None
+    return float(f"{statistics.median(seconds) * 1e3:.4g}")

@@ -1,12 +1,13 @@
 """Run a runner in a worker process, so a crash (signal, abort, OOM kill) or a hang fails one
 comparison instead of the whole pytest session.
 
-The worker is started with the "spawn" method and gets the runner's name, model, precision and
-options once. Arrays cross as (dtype, shape, raw bytes), or, above 16 MiB, as raw files in a
-private temp folder; ml_dtypes' dtypes (bfloat16, float8, int4), whose numpy string is only
-'<V2', cross by name. Object arrays never cross and nothing is unpickled into an array. The
-worker's stderr goes to a file, whose tail is quoted when it dies. After a crash the next
-call starts a fresh worker.
+Workers are started with the "spawn" method, and kept warm: one worker serves every runner of
+one (framework, precision, options) alive in this process, each model's runner built in it
+once (runners/isolated_serve.py), so a session of many models pays one worker start (a
+Python importing numpy, onnx, the framework) per kind of runner, not per model. The worker's
+stderr goes to a file, whose tail is quoted when it dies. A worker that dies or hangs fails
+the call that was running; the runners it held are built again in a fresh worker at their
+next call. The last runner of a worker to close stops it.
 
 The worker's log records under `pytest_trtcompare` (at the level the parent's logger had when
 it started it) come back over the pipe and are handled by the parent's loggers, so pytest's
@@ -16,113 +17,33 @@ logging (`--log-cli-level`, caplog) shows them, marked with the worker's pid.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
-import os
 import shutil
 import signal
 import tempfile
-import threading
 import time
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import progress
-from ..engine import dtype_from_name
 from ..errors import ModelLoadError, RunnerOptionError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
+from .isolated_serve import ROOT_LOGGER, pack, serve, shape_of, unpack
 from .isolated_torch import export_to_file, needs_export
 from .labels import model_label
 
-_FILE_THRESHOLD = 16 << 20
 _STDERR_TAIL = 2000
-_ROOT_LOGGER = "pytest_trtcompare"
 _log = logging.getLogger(__name__)
+_handles = itertools.count(1)
 
 
 class RunnerCrashed(TrtCompareError):
     """The isolated runner's process died or hung; the message says how, with its stderr."""
-
-
-def _pack(arrays: dict[str, Any], folder: Path, prefix: str) -> dict[str, Any]:
-    return {
-        name: _pack_value(name, value, folder, f"{prefix}-{index}")
-        for index, (name, value) in enumerate(arrays.items())
-    }
-
-
-def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
-    """An array as (dtype, shape, bytes) or a file; a sequence as a list; None as is."""
-    if value is None:
-        return ("none",)
-    if isinstance(value, (list, tuple)):
-        return ("seq", [_pack_value(name, v, folder, f"{prefix}-{i}") for i, v in enumerate(value)])
-    array = np.require(value, requirements="C")  # (np.ascontiguousarray makes 0-d 1-d)
-    if array.dtype.hasobject:
-        raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")
-    if array.nbytes > _FILE_THRESHOLD:
-        path = folder / f"{prefix}.bin"
-        array.tofile(path)
-        return ("file", _dtype_token(array.dtype), array.shape, str(path))
-    return ("bytes", _dtype_token(array.dtype), array.shape, array.tobytes())
-
-
-def _dtype_token(dtype: np.dtype) -> str:
-    """numpy's own dtypes by their exact string ('<f4'); ml_dtypes' (bfloat16, float8, int4),
-    whose string ('<V2', '<f1') numpy cannot read back, by name."""
-    try:
-        if np.dtype(dtype.str) == dtype:
-            return dtype.str
-    except TypeError:
-        pass
-    return dtype.name
-
-
-def _unpack(packed: dict[str, Any]) -> dict[str, Any]:
-    return {name: _unpack_value(item) for name, item in packed.items()}
-
-
-def _unpack_value(item: Any) -> Any:
-    if item[0] == "none":
-        return None
-    if item[0] == "seq":
-        return [_unpack_value(v) for v in item[1]]
-    kind, token, shape, data = item
-    dtype = dtype_from_name(token)  # '<f4' and 'bfloat16' alike
-    if kind == "file":
-        return np.fromfile(data, dtype=dtype).reshape(shape)
-    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
-
-
-class _LogRelay(logging.Handler):
-    """In the worker: each record of the main thread goes to the parent as ("log", fields)."""
-
-    def __init__(self, connection: Any) -> None:
-        super().__init__()
-        self.connection = connection
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # the pipe is the main thread's: a second sender would garble it
-        try:
-            fields = {
-                key: value
-                for key, value in vars(record).items()
-                if isinstance(value, (str, int, float)) and key != "msg"
-            }
-            fields["msg"] = f"{record.getMessage()} [worker pid {os.getpid()}]"
-            self.connection.send(("log", fields))
-        except Exception:
-            self.handleError(record)
-
-
-def _relay_logs(connection: Any, level: int) -> None:
-    logger = logging.getLogger(_ROOT_LOGGER)
-    logger.setLevel(level)
-    logger.addHandler(_LogRelay(connection))
-    logger.propagate = False  # the parent decides where records go
 
 
 def _handle_worker_record(fields: dict[str, Any]) -> None:
@@ -132,55 +53,166 @@ def _handle_worker_record(fields: dict[str, Any]) -> None:
         logger.handle(record)
 
 
-def _serve(connection: Any, spec: dict[str, Any], stderr_path: str, folder: str) -> None:
-    """The worker: build the runner once, then answer infer requests until told to stop."""
-    with open(stderr_path, "ab", buffering=0) as stderr:
-        os.dup2(stderr.fileno(), 2)
-    _relay_logs(connection, spec["log_level"])
-    from .isolated_torch import load_exported
-    from .registry import create_local as create
+class _Worker:
+    """One worker process and the runners (handles) it holds."""
 
-    try:
-        model = load_exported(spec["model"])
-        runner = create(spec["name"], model, spec["precision"], **spec["options"])
-        connection.send(("ready", *_shape_of(runner)))
-    except BaseException as exc:  # the parent re-raises it with its type name
-        connection.send(("error", type(exc).__name__, str(exc)))
-        return
-    calls = 0
-    while True:
-        message = connection.recv()
-        if message[0] == "close":
-            runner.close()
-            return
-        try:
-            if message[0] == "specs_for":  # a torch runner's optional forward parameters
-                specs_for = getattr(runner, "specs_for", None)
-                connection.send(("specs", specs_for(message[1]) if specs_for else []))
-                continue
-            if message[2] is None:
-                outputs = runner.infer(_unpack(message[1]))
-            else:
-                with runner.select_outputs(message[2]):
-                    outputs = runner.infer(_unpack(message[1]))
-            calls += 1
-            packed = _pack(outputs, Path(folder), f"out{calls}")
-            connection.send(("outputs", packed, runner.output_names(), runner.layers))
-        except BaseException as exc:
-            connection.send(("error", type(exc).__name__, str(exc)))
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self.users: set[int] = set()
+        self.folder = Path(tempfile.mkdtemp(prefix="trtcompare-worker-"))
+        self.stderr = self.folder / "stderr.txt"
+        self.stderr.write_bytes(b"")
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        level = logging.getLogger(ROOT_LOGGER).getEffectiveLevel()
+        self.process: Any = context.Process(
+            target=serve, args=(child, str(self.stderr), str(self.folder), level), daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.connection = parent
+        self.pid: int = self.process.pid or 0  # set once started
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+
+    def forget(self) -> None:
+        """Out of the pool, its files gone (after a crash is told, or when it stopped)."""
+        if _WORKERS.get(self.key) is self:
+            del _WORKERS[self.key]
+        self.process = None
+        with contextlib.suppress(OSError):
+            self.connection.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def stop(self) -> None:
+        if self.alive:
+            with contextlib.suppress(OSError, BrokenPipeError):
+                self.connection.send(("close",))
+                self.process.join(5)
+        self.kill()
+        self.forget()
+        if not _WORKERS:  # no runner left in any worker: nor is a spare wanted
+            _stop_spare()
+
+    def crash_text(self, runner: str, what: str) -> str:
+        code = self.process.exitcode if self.process is not None else None
+        if code is not None and code < 0:
+            how = f"crashed with {signal.Signals(-code).name}"
+        elif code is not None:
+            how = f"exited with status {code}"
+        else:
+            how = what
+        tail = self.stderr.read_bytes()[-_STDERR_TAIL:].decode(errors="replace").strip()
+        text = f"runner {runner} {how}"
+        return f"{text}; the end of its stderr:\n{tail}" if tail else text
+
+    def _next_message(self, wait: float) -> Any:
+        """The worker's next reply within `wait` s (its log records handled on the way);
+        None when there is none yet; EOFError / OSError when the pipe is closed."""
+        while self.connection.poll(wait):
+            message = self.connection.recv()
+            if message[0] != "log":
+                return message
+            _handle_worker_record(message[1])
+        return None
+
+    def request(
+        self,
+        message: tuple[Any, ...],
+        runner: str,
+        doing: str,
+        timeout: float | None,
+        waiting: progress.Step | None = None,
+    ) -> Any:
+        """Send `message` and wait for the reply; RunnerCrashed when the worker dies or
+        `timeout` passes (the worker is then out of the pool: its runners start again)."""
+        with contextlib.suppress(OSError, BrokenPipeError):  # it died: told below
+            self.connection.send(message)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                reply = self._next_message(0.05)
+            except (EOFError, OSError):
+                break
+            if reply is not None:
+                return reply
+            if not self.process.is_alive():
+                time.sleep(0.05)  # let a last message or stderr line land
+                with contextlib.suppress(EOFError, OSError):
+                    reply = self._next_message(0)
+                if reply is not None:
+                    return reply
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                self.kill()
+                text = self.crash_text(runner, "")
+                _log.info("isolated worker pid %s timed out while %s: killed", self.pid, doing)
+                self.forget()
+                raise RunnerCrashed(
+                    f"runner {runner} timed out after {timeout:g} s while {doing}"
+                    + (text.split(";", 1)[1] if ";" in text else "")
+                )
+            if waiting is not None:
+                waiting.poll()
+        self.process.join(5)
+        text = self.crash_text(runner, "died")
+        _log.info(
+            "isolated worker pid %s died while %s (%s); the next call starts a fresh one",
+            self.pid,
+            doing,
+            text.split(";", 1)[0],
+        )
+        self.forget()
+        raise RunnerCrashed(text)
 
 
-def _shape_of(runner: Runner) -> tuple[Any, ...]:
-    """What the parent needs to answer for the runner without asking the worker."""
-    return (
-        runner.input_specs(),  # TensorSpec dataclasses pickle as they are
-        runner.output_names(),
-        runner.describe(),
-        runner.layers,  # Layer dataclasses pickle as they are
-        runner.checks_feed,
-        getattr(runner, "signature", None),  # a torch runner's ForwardSignature
-        getattr(runner, "dtypes_guessed", False),
-    )
+#: The warm workers of this process, one per (framework, precision, options).
+_WORKERS: dict[Hashable, _Worker] = {}
+#: A worker started beside a fresh one, for the next kind of runner: a comparison has two (its
+#: target and reference), so the second one's start overlaps the first one's.
+_spare: list[_Worker] = []
+
+
+def _fresh_worker(key: Hashable) -> _Worker:
+    """A worker for a kind of runner that has none: the spare, else one started now (and a
+    spare beside it)."""
+    while _spare:
+        spare = _spare.pop()
+        if spare.alive:
+            spare.key = key
+            _WORKERS[key] = spare
+            return spare
+        spare.stop()
+    worker = _WORKERS[key] = _Worker(key)
+    spare = _Worker(None)
+    _spare.append(spare)
+    _log.debug("isolated worker pid %s started as a spare", spare.pid)
+    return worker
+
+
+def _stop_spare() -> None:
+    while _spare:
+        spare = _spare.pop()
+        spare.stop()
+        _log.debug("stopped the spare isolated worker pid %s", spare.pid)
+
+
+def _worker_key(name: str, precision: str, options: dict[str, Any]) -> Hashable:
+    """Which runners share a worker: only a grouping (each runner is built from its own
+    spec), so options that read alike may share one."""
+    return (name, precision, repr(sorted(options.items(), key=lambda item: item[0])))
+
+
+def live_workers() -> list[int]:
+    """The pids of this process's isolated workers that are running."""
+    return [worker.pid for worker in [*_WORKERS.values(), *_spare] if worker.alive]
 
 
 class IsolatedRunner(Runner):
@@ -212,14 +244,13 @@ class IsolatedRunner(Runner):
             "model": _sendable(model),
             "precision": precision,
             "options": options,
-            "log_level": logging.WARNING,
         }
+        self._key = _worker_key(name, precision, options)
         self._label = model_label(name, model)
-        self._workers = 0  # started so far: the second is a replacement
+        self._handle = next(_handles)
+        self._lost = False  # its worker died: the next one is a replacement
         self._folder = Path(tempfile.mkdtemp(prefix="trtcompare-isolated-"))
-        self._stderr = self._folder / "stderr.txt"
-        self._process: Any = None
-        self._connection: Any = None
+        self._worker: _Worker | None = None
         self._local: Runner | None = None
         self._layers: list[Layer] | None = None
         if needs_export(name, model):
@@ -235,114 +266,67 @@ class IsolatedRunner(Runner):
 
             self._local = create_local(name, model, precision, **options)
             self._spec["model"] = None
-            self._take(_shape_of(self._local))
+            self._take(shape_of(self._local))
             return
-        self._start()
+        self._attach()
 
-    # -- process management ------------------------------------------------------------------
-    def _start(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe()
-        self._stderr.write_bytes(b"")
-        self._spec["log_level"] = logging.getLogger(_ROOT_LOGGER).getEffectiveLevel()
-        self._process = context.Process(
-            target=_serve,
-            args=(child, self._spec, str(self._stderr), str(self._folder)),
-            daemon=True,
-        )
-        self._process.start()
-        child.close()
-        self._connection = parent
-        self._workers += 1
+    # -- its worker --------------------------------------------------------------------------
+    def _attach(self) -> _Worker:
+        """Its worker, with its runner built there: the one it has, else the warm worker of
+        its kind (building it there), else a fresh one."""
+        worker = self._worker
+        if worker is not None and worker.alive and _WORKERS.get(self._key) is worker:
+            _log.debug("isolated worker pid %s reused for %s", worker.pid, self.name)
+            return worker
+        if worker is not None:  # lost: out of the pool already, or to be taken out
+            self._lost = True
+            worker.users.discard(self._handle)
         framework = self.inner.partition(":")[0]
         what = f"{framework} runner of {self._label} at {self.precision}"
-        pid = self._process.pid
-        _log.info(
-            "%s isolated worker pid %s for the %s",
-            "started" if self._workers == 1 else "replacing the lost worker: started",
-            pid,
-            what,
-        )
-        where = f"building {framework} runner {self._label} {self.precision} in worker pid {pid}"
-        with progress.step(where) as waiting:
-            reply = self._receive("starting", waiting)
+        worker = _WORKERS.get(self._key)
+        if worker is not None and worker.alive:
+            _log.info("isolated worker pid %s, warm, builds the %s", worker.pid, what)
+        else:
+            if worker is not None:  # died between calls
+                worker.kill()
+                worker.forget()
+            worker = _fresh_worker(self._key)
+            _log.info(
+                "%s isolated worker pid %s for the %s",
+                "replacing the lost worker: started" if self._lost else "started",
+                worker.pid,
+                what,
+            )
+        self._worker = worker
+        where = f"building {framework} runner {self._label} {self.precision} in worker pid "
+        with progress.step(f"{where}{worker.pid}") as waiting:
+            reply = worker.request(
+                ("build", self._handle, self._spec), self.name, "starting", self.timeout, waiting
+            )
         if reply[0] == "error":
-            _log.info("isolated worker pid %s could not build the %s: %s", pid, what, reply[1])
-            self._stop()
+            _log.info(
+                "isolated worker pid %s could not build the %s: %s", worker.pid, what, reply[1]
+            )
+            self._worker = None
+            if not worker.users:
+                worker.stop()
             raise _rebuild(reply[1], reply[2])
-        _log.info("isolated worker pid %s ready in %.2f s", pid, waiting.elapsed)
+        worker.users.add(self._handle)
+        _log.info("isolated worker pid %s ready in %.2f s", worker.pid, waiting.elapsed)
         self._take(reply[1:])
+        return worker
 
     def _take(self, shape: Any) -> None:
         specs, self._outputs, self._describe, self._layers, self.checks_feed = shape[:5]
         self.signature, self.dtypes_guessed = shape[5:]
         self._specs = list(specs)
 
-    def _stop(self) -> None:
-        if self._process is not None and self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
-        self._process = None
-
-    def _crash_text(self, what: str) -> str:
-        code = self._process.exitcode if self._process is not None else None
-        if code is not None and code < 0:
-            how = f"crashed with {signal.Signals(-code).name}"
-        elif code is not None:
-            how = f"exited with status {code}"
-        else:
-            how = what
-        tail = self._stderr.read_bytes()[-_STDERR_TAIL:].decode(errors="replace").strip()
-        text = f"runner {self.name} {how}"
-        return f"{text}; the end of its stderr:\n{tail}" if tail else text
-
-    def _next_message(self, wait: float) -> Any:
-        """The worker's next reply within `wait` s (its log records handled on the way);
-        None when there is none yet; EOFError / OSError when the pipe is closed."""
-        while self._connection.poll(wait):
-            message = self._connection.recv()
-            if message[0] != "log":
-                return message
-            _handle_worker_record(message[1])
-        return None
-
-    def _receive(self, doing: str, waiting: progress.Step | None = None) -> Any:
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        pid = self._process.pid
-        while True:
-            try:
-                message = self._next_message(0.05)
-            except (EOFError, OSError):
-                break
-            if message is not None:
-                return message
-            if not self._process.is_alive():
-                time.sleep(0.05)  # let a last message or stderr line land
-                with contextlib.suppress(EOFError, OSError):
-                    message = self._next_message(0)
-                if message is not None:
-                    return message
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                self._stop()
-                text = self._crash_text("")
-                _log.info("isolated worker pid %s timed out while %s: killed", pid, doing)
-                raise RunnerCrashed(
-                    f"runner {self.name} timed out after {self.timeout:g} s while {doing}"
-                    + (text.split(";", 1)[1] if ";" in text else "")
-                )
-            if waiting is not None:
-                waiting.poll()
-        self._process.join(5)
-        text = self._crash_text("died")
-        self._process = None
-        _log.info(
-            "isolated worker pid %s died while %s (%s); the next call starts a fresh one",
-            pid,
-            doing,
-            text.split(";", 1)[0],
-        )
-        raise RunnerCrashed(text)
+    def _ask(self, message: tuple[Any, ...], doing: str) -> Any:
+        worker = self._attach()
+        reply = worker.request(message, self.name, doing, self.timeout)
+        if reply[0] == "error":
+            raise _rebuild(reply[1], reply[2])
+        return reply
 
     # -- runner protocol ---------------------------------------------------------------------
     @property
@@ -363,16 +347,16 @@ class IsolatedRunner(Runner):
                 self._spec["options"] = {**self._spec["options"], "input_names": positional}
             self._local.close()
             self._local = None
-        if self._process is None or not self._process.is_alive():
-            self._start()  # the first worker, or a fresh one after a crash
-        else:
-            _log.debug("isolated worker pid %s reused for %s", self._process.pid, self.name)
-        self._connection.send(("infer", _pack(feed, self._folder, "in"), self._selection))
-        reply = self._receive("running")
-        if reply[0] == "error":
-            raise _rebuild(reply[1], reply[2])
-        _, packed, self._outputs, self._layers = reply
-        return _unpack(packed)
+        message = ("infer", self._handle, pack(feed, self._folder, "in"), self._selection)
+        _, packed, self._outputs, self._layers, self._worker_seconds = self._ask(message, "running")
+        return unpack(packed)
+
+    _worker_seconds: float | None = None
+
+    def _timed(self, seconds: float) -> None:
+        """The inference time the worker measured: a test of isolated runners reports what
+        the framework took, as in-process (the pipe's cost is the isolation's)."""
+        super()._timed(self._worker_seconds if self._worker_seconds is not None else seconds)
 
     def specs_for(self, names: list[str]) -> list[TensorSpec]:
         """The inner runner's specs for optional inputs a test gives shapes for (torch)."""
@@ -380,12 +364,7 @@ class IsolatedRunner(Runner):
             return self._local.specs_for(names)  # type: ignore[attr-defined, no-any-return]
         if not self.dtypes_guessed:
             return []
-        if self._process is None or not self._process.is_alive():
-            self._start()
-        self._connection.send(("specs_for", list(names)))
-        reply = self._receive("reading its inputs")
-        if reply[0] == "error":
-            raise _rebuild(reply[1], reply[2])
+        reply = self._ask(("specs_for", self._handle, list(names)), "reading its inputs")
         return list(reply[1])
 
     def discover_layers(self, feed: dict[str, Any]) -> None:
@@ -401,15 +380,16 @@ class IsolatedRunner(Runner):
         if self._local is not None:
             self._local.close()
             self._local = None
-        if self._process is not None and self._process.is_alive():
-            pid = self._process.pid
-            try:
-                self._connection.send(("close",))
-                self._process.join(5)
-            except (OSError, BrokenPipeError):
-                pass
-            _log.info("stopped isolated worker pid %s of %s", pid, self.name)
-        self._stop()
+        worker, self._worker = self._worker, None
+        if worker is not None and self._handle in worker.users:
+            worker.users.discard(self._handle)
+            if worker.alive and worker.users:
+                with contextlib.suppress(OSError, BrokenPipeError):
+                    worker.connection.send(("drop", self._handle))
+                _log.debug("isolated worker pid %s let go of %s", worker.pid, self.name)
+            elif worker.alive:  # the last of its runners: the worker stops
+                worker.stop()
+                _log.info("stopped isolated worker pid %s of %s", worker.pid, self.name)
         shutil.rmtree(self._folder, ignore_errors=True)
 
     def __del__(self) -> None:

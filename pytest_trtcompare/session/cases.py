@@ -23,7 +23,7 @@ from ..engine import ComparisonResult, compare_outputs
 from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
 from ..goldens import Golden, load_reference
 from ..inputs import Feed
-from ..runners import Runner, RunnerCrashed, load_model
+from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
@@ -56,6 +56,7 @@ class CaseRunner:
         self.engine_cache = engine_cache
         self._feeds: dict[Hashable, list[Feed]] = {}
         self._expected: OrderedDict[Hashable, list[dict[str, np.ndarray]]] = OrderedDict()
+        self._expected_ms: dict[Hashable, float | None] = {}  # the reference's inference time
         self._saved: dict[Path, Golden] = {}
         self._exports: dict[Hashable, Any] = {}  # model key -> the ONNX model twins follow
 
@@ -100,22 +101,27 @@ class CaseRunner:
                 ) from None
         return self._feeds[key]
 
-    def expected(self, spec: CompareSpec, case: Case) -> tuple[Any, list[dict[str, np.ndarray]]]:
-        """The fp32 reference runner and its outputs for the case's feeds (cached)."""
+    def expected(
+        self, spec: CompareSpec, case: Case
+    ) -> tuple[Any, list[dict[str, np.ndarray]], float | None]:
+        """The fp32 reference runner, its outputs for the case's feeds (cached) and the
+        median of its inference times on them (ms)."""
         framework = spec.reference_framework
         assert framework is not None
         reference = self.runner(spec, framework, "fp32", case)
         feeds = self.feeds(spec, reference, case)
         key = (id(reference), id(feeds))
         if key not in self._expected:
+            mark = len(reference.inference_times)
             self._expected[key] = [
                 _numbered(reference.infer, feed, index, len(feeds))
                 for index, feed in enumerate(feeds)
             ]
+            self._expected_ms[key] = median_ms(reference.inference_times[mark:])
             while len(self._expected) > _REFERENCE_CACHE:
-                self._expected.popitem(last=False)
+                self._expected_ms.pop(self._expected.popitem(last=False)[0], None)
         self._expected.move_to_end(key)
-        return reference, self._expected[key]
+        return reference, self._expected[key], self._expected_ms.get(key)
 
     def compare(self, spec: CompareSpec) -> Callable[..., ComparisonResult]:
         """compare_outputs with the marker's shape_check=, else the session's, else strict."""
@@ -133,19 +139,21 @@ class CaseRunner:
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
         if spec.reference_path is not None:
             return self._run_saved(spec, case, Path(spec.reference_path))
+        reference_ms = None
         if spec.outputs == "all":
             reference = self.runner(spec, spec.reference_framework or "", "fp32", case)
             expected: list[
                 dict[str, np.ndarray]
             ] = []  # compared a group of layers at a time, nothing kept
         else:
-            reference, expected = self.expected(spec, case)
+            reference, expected, reference_ms = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
         if case.target.split(":")[0] in spec.models:
             target = self._twin(spec, target, reference)
         feeds = self.feeds(spec, reference, case)
         if spec.outputs == "all":
             return self._run_layers(spec, case, target, reference, feeds)
+        mark = len(target.inference_times)
         names = None
         if spec.outputs is not None:  # a list: what both expose, in reference order
             available = set(target.output_names())
@@ -158,7 +166,8 @@ class CaseRunner:
             if _reported_before(result, closest):  # its arrays are the artifacts'
                 kept, closest = (got, want), result
             results.append(result)
-        return self._settled(spec, case, results, (target, reference), kept, feeds)
+        times = (median_ms(target.inference_times[mark:]), reference_ms)
+        return self._settled(spec, case, results, (target, reference), kept, feeds, times)
 
     def _twin(self, spec: CompareSpec, target: Any, reference: Any) -> Any:
         """A framework's own model under the reference's names; per layer, a torch model's
@@ -188,16 +197,17 @@ class CaseRunner:
         pair: tuple[Runner, Runner],
         failing: Any,
         feeds: list[Feed],
+        times: tuple[float | None, float | None] = (None, None),
     ) -> Outcome:
         """The outcome of a case's comparisons, the worst iteration's arrays kept for
-        artifacts."""
+        artifacts; `times`: the target's and the reference's median inference times (ms)."""
         target, reference = pair
         note = getattr(target, "binding_note", "")
         outcome = compared(
             results,
             source="compare_frameworks",
-            target=target.describe(),
-            reference=reference.describe(),
+            target=timed(target.describe(), times[0]),
+            reference=timed(reference.describe(), times[1]),
             arrays=failing,
             header=f"{target.name} vs {reference.name} ({note}): " if note else "",
         )
@@ -228,6 +238,7 @@ class CaseRunner:
         """outputs="all": the grouped, memory-bounded road of `compare_layers`, per feed."""
         mode = self._layers_mode(spec)
         results, failing = [], None
+        marks = [len(runner.inference_times) for runner in (target, reference)]
         for feed in feeds:
             kept: dict[str, tuple[Any, Any]] = {}
             result = compare_layers(
@@ -242,7 +253,12 @@ class CaseRunner:
             if failing is None and not result.passed:
                 failing = ({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()})
             results.append(result)
-        return self._settled(spec, case, results, (target, reference), failing, feeds)
+        # per layer, each group of layers is one run: the median of those
+        times = (
+            median_ms(target.inference_times[marks[0] :]),
+            median_ms(reference.inference_times[marks[1] :]),
+        )
+        return self._settled(spec, case, results, (target, reference), failing, feeds, times)
 
     def _golden_result(
         self, spec: CompareSpec, target: Any, outputs: Any, stored: Any, tolerance: Any
@@ -284,12 +300,13 @@ class CaseRunner:
                 f"reference={path.name!r} holds no inputs: give the inputs its outputs were made "
                 "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
             )
+        mark = len(target.inference_times)
         got = target.infer(feed)
         result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case.precision))
         return compared(
             [result],
             source="compare_frameworks",
-            target=target.describe(),
+            target=timed(target.describe(), median_ms(target.inference_times[mark:])),
             reference={"runner": f"saved {path.name}"},
             arrays=(got, saved.outputs),
         )
@@ -309,7 +326,8 @@ class CaseRunner:
             from .twins import ExportSpecs, as_twin
 
             target = as_twin(target, ExportSpecs(self._export(spec.model)))
-        return check_golden(
+        mark = len(target.inference_times)
+        outcome = check_golden(
             goldens,
             path,
             target.infer,  # on the golden's stored inputs, else on the case's feed
@@ -328,6 +346,17 @@ class CaseRunner:
                 spec, target, got, want, tolerance
             ),
         )
+        milliseconds = median_ms(target.inference_times[mark:])
+        if not outcome.target or milliseconds is None:
+            return outcome
+        return dataclasses.replace(outcome, target=timed(dict(outcome.target), milliseconds))
+
+
+def timed(description: dict[str, Any], milliseconds: float | None) -> dict[str, Any]:
+    """A runner's describe() with the median of its inference times in a test (ms)."""
+    if milliseconds is None:
+        return description
+    return {**description, "inference_ms": milliseconds}
 
 
 def _reported_before(result: ComparisonResult, other: ComparisonResult | None) -> bool:

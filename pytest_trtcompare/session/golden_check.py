@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -214,6 +215,9 @@ def check_golden(
             record = {**(meta or {}), "tolerance": entry_record(tolerance[""])}
             if runner is not None:
                 record["runner"] = runner
+            unfit = _never_matches_itself(compare(produced, produced, tolerance), store, path)
+            if unfit is not None:
+                return unfit
             done = _write(store, path, produced, feed, record)
             if isinstance(done, Outcome):
                 return done
@@ -221,6 +225,9 @@ def check_golden(
         assert stored is not None and stored.path is not None
         store.compared(stored.path)
         result = compare(produced, stored.outputs, tolerance)
+        changed = _dtype_changes(result) if written is None else ""
+        if changed:
+            result = _fail_changed_dtypes(result)
     except TrtCompareError as exc:
         return Outcome.error(exc, "golden")
     outcome = compared(
@@ -230,7 +237,7 @@ def check_golden(
         reference={"runner": f"golden {stored.path.name}"},
         arrays=(produced, stored.outputs),
         golden=store.show(stored.path),
-        header=model_change_note(stored.meta, runner) if not result.passed else "",
+        header=(changed + model_change_note(stored.meta, runner)) if not result.passed else "",
     )
     if written is None:
         if outcome.kind is Kind.MISMATCH:  # what to do when the change is intended
@@ -241,6 +248,74 @@ def check_golden(
     # written: the test passes, with the comparison against what was read back
     message = f"{written}: {store.show(path)}"
     return dataclasses.replace(outcome, kind=Kind.GOLDEN_WRITTEN, message=message, arrays=None)
+
+
+def _never_matches_itself(
+    itself: ComparisonResult, store: GoldenAccess, path: Path
+) -> Outcome | None:
+    """FAILED, nothing written, when the outputs fail against themselves under the test's
+    tolerance (NaN without nan_equal=True): such a golden would fail every later run."""
+    if itself.passed:
+        return None
+    why = "; ".join(
+        f"{out.name} has NaN at {out.nan_actual} position{'' if out.nan_actual == 1 else 's'}"
+        if out.nan_actual
+        else f"{out.name}: {out.failure or out.problem}"
+        for out in itself.failed_outputs
+    )
+    message = (
+        f"golden {store.show(path)} not written: {why}, and NaN fail every comparison unless "
+        "nan_equal=True, so the next check would fail against this golden; pass "
+        "nan_equal=True if the NaN are expected, else fix what makes them"
+    )
+    if not any(out.nan_actual for out in itself.failed_outputs):
+        message = (
+            f"golden {store.show(path)} not written: the outputs fail against themselves under "
+            f"the test's tolerance ({why}), so the next check would fail against this golden"
+        )
+    return Outcome(Kind.FAILED, message, source="golden")
+
+
+#: dtypes the golden format stores as another: numpy has no float8, a torch float8 output is
+#: stored as the float32 that holds its values exactly
+_STORED_AS = {"float8_e4m3fn": "float32", "float8_e5m2": "float32"}
+
+
+def _changed(out: Any) -> bool:
+    stored_as = _STORED_AS.get(out.actual_dtype, out.actual_dtype)
+    return (
+        out.problem is None
+        and out.actual_dtype != out.expected_dtype
+        and (stored_as != out.expected_dtype)
+    )
+
+
+def _dtype_changes(result: ComparisonResult) -> str:
+    """'dtype changed since the golden was recorded: y int64 (the golden has int32)' lines."""
+    return "".join(
+        f"dtype changed since the golden was recorded: {out.name} is {out.actual_dtype}, "
+        f"the golden has {out.expected_dtype}\n"
+        for out in result.outputs.values()
+        if _changed(out)
+    )
+
+
+def _fail_changed_dtypes(result: ComparisonResult) -> ComparisonResult:
+    """An output whose dtype is not the golden's fails, even when its values match: an int64
+    output where int32 was recorded is a change of the model or runner to look at. (One whose
+    values fail too keeps its report; the header names the change.)"""
+    outputs = {
+        name: dataclasses.replace(
+            out,
+            passed=False,
+            problem=f"{out.actual_dtype}, the golden has {out.expected_dtype} (the values match)",
+            margin=math.inf,
+        )
+        if _changed(out) and out.passed
+        else out
+        for name, out in result.outputs.items()
+    }
+    return dataclasses.replace(result, outputs=outputs)
 
 
 def _feed(inputs: Feed | Callable[[], Feed] | None) -> Feed:

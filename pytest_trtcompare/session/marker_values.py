@@ -60,7 +60,10 @@ def is_model(value: Any) -> bool:
 
 
 def framework_list(value: Any, check: Checker) -> tuple[str, ...]:
-    names = (value,) if isinstance(value, str) else value
+    if isinstance(value, str):  # one name alone would be compared with itself
+        listed = [part.strip() for part in value.split(",")]
+        raise check.fail("frameworks", value, f"a list: frameworks={listed!r}")
+    names = value
     if not isinstance(names, (list, tuple)) or not names:
         raise check.fail("frameworks", value, "a list of framework names, e.g. ['trt', 'onnxrt']")
     for name in names:
@@ -68,7 +71,7 @@ def framework_list(value: Any, check: Checker) -> tuple[str, ...]:
             raise check.fail("frameworks", value, "a list of framework names (str)")
         if "," in name:
             listed = [part.strip() for part in name.split(",")]
-            raise check.fail("frameworks", value, f"a list: frameworks={listed!r}")
+            raise check.fail("frameworks", value, f"one name per item: frameworks={listed!r}")
         try:
             check_framework_name(name)
         except UnknownFrameworkError as exc:

@@ -6,9 +6,10 @@ field of the resolved tolerances names which of them it came from (`Tolerance.so
 
 from __future__ import annotations
 
+import copy
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,6 +194,11 @@ class ToleranceSettings:
     command_line: Mapping[str, Any] = field(default_factory=dict)
     ini_metrics: Mapping[str, tuple[Tolerance, ...]] = field(default_factory=dict)
     metrics: tuple[Tolerance, ...] = ()  # --trt-check: added to every comparison
+    #: resolved tables of calls without a tolerance object (most `compare` calls): the same
+    #: fields give the same table, so a suite of small tests resolves each once
+    _resolved: dict[Hashable, ToleranceTable] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def base_for(self, precision: str) -> Entry:
         """ini entry of the precision (fields and metric checks) over its built-in default."""
@@ -213,6 +219,23 @@ class ToleranceSettings:
         command line. The command line's fields change every elementwise / statistic member
         (an entry of metric checks alone has none and stays); its metric checks are added to
         every entry, replacing ones of the same check. Each field names its source."""
+        key = _resolve_key(precision, tolerance, source, call_fields)
+        known = self._resolved.get(key) if key is not None else None
+        if known is None:
+            known = self._resolve(precision, tolerance, source, call_fields)
+            if key is not None:
+                self._resolved[key] = known
+        table = copy.copy(known)  # entries are frozen; the mapping is the table's own
+        table.per_output = dict(known.per_output)
+        return table
+
+    def _resolve(
+        self,
+        precision: str,
+        tolerance: ToleranceSpec,
+        source: str,
+        call_fields: Mapping[str, Any],
+    ) -> ToleranceTable:
         spec = self.base_for(precision) if tolerance is None else tolerance
         if isinstance(spec, Mapping) and "" not in spec and not is_field_mapping(spec):
             spec = {"": self.base_for(precision), **spec}  # outputs not named: the default
@@ -221,6 +244,19 @@ class ToleranceSettings:
             table.override(self.command_line, strict=False, source="option")
         table.add_metrics([metric.sourced("option") for metric in self.metrics])
         return table
+
+
+def _resolve_key(
+    precision: str, tolerance: ToleranceSpec, source: str, call_fields: Mapping[str, Any]
+) -> Hashable | None:
+    """The cache key of a resolution, or None where one is not kept: a tolerance object or
+    a field value that is no plain scalar (the table would not be the same for another)."""
+    if tolerance is not None:
+        return None
+    plain = (str, int, float, bool, type(None))
+    if not all(type(value) in plain for value in call_fields.values()):
+        return None
+    return (precision, source, tuple(sorted((k, type(v), v) for k, v in call_fields.items())))
 
 
 _SHAPE_ENTRY = re.compile(r"\s*([^\s:,]+):(\[[^\]]*\]|\d+(?:x\d+)*)\s*(?:,|$|\s)")

@@ -1,0 +1,179 @@
+"""Per-test fixed cost of the `compare` fixture on tiny arrays, against plain numpy tests.
+
+Run: python bench/bench_pertest.py [--rounds 5] [--tests 200] [--json bench/results/pertest.json]
+
+Four test files of `--tests` tests each, every test comparing two float32 arrays of 16
+elements: `np.testing.assert_allclose` (the peer), `assert_outputs_close` (our engine in a
+test body, no fixture), and the `compare` fixture (the engine, the accuracy record, the
+summary). The peer runs twice: with our plugin loaded, as a suite that uses it would, and
+with `-p no:trtcompare`, as a suite without it. Each file runs as one pytest process, in
+three report settings: none, `--junitxml`, and `--junitxml` plus `--trt-report` (what CI
+turns on). Per item: the items phase (pytest's run loop, timed by a conftest hook) divided
+by the number of tests, in wall time and in the pytest process's CPU time (steadier on a
+loaded machine); whole processes are timed too. The runs interleave (one of each per
+round, in turn) and every figure is the median over the rounds; ratios are against the peer
+with the plugin loaded, in the same report setting. `--baseline DIR` also runs our two kinds
+with the package found in DIR (the code before a change, `git worktree add DIR COMMIT`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+TIMING_CONFTEST = """
+import time
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        return (yield)
+    finally:
+        print(f"ITEMS_PHASE {time.perf_counter() - start:.6f} {time.process_time() - cpu:.6f}")
+"""
+
+HEAD = """
+import numpy as np
+import pytest
+
+ACTUAL = np.linspace(-1, 1, 16, dtype=np.float32)
+EXPECTED = ACTUAL + np.float32(1e-6)
+"""
+
+BODIES = {
+    "numpy": """
+@pytest.mark.parametrize("i", range({tests}))
+def test_allclose(i):
+    np.testing.assert_allclose(ACTUAL, EXPECTED, rtol=1e-5, atol=1e-5)
+""",
+    "assert_outputs_close": """
+from pytest_trtcompare import assert_outputs_close
+
+@pytest.mark.parametrize("i", range({tests}))
+def test_engine(i):
+    assert_outputs_close(ACTUAL, EXPECTED, atol=1e-5, rtol=1e-5)
+""",
+    "compare": """
+@pytest.mark.parametrize("i", range({tests}))
+def test_fixture(i, compare):
+    compare(ACTUAL, EXPECTED, atol=1e-5, rtol=1e-5)
+""",
+}
+
+#: (label, test file, extra pytest arguments, the package's folder: None for this one)
+KINDS: list[tuple[str, str, list[str], str | None]] = [
+    ("np.testing.assert_allclose", "numpy", [], None),
+    ("same, -p no:trtcompare", "numpy", ["-p", "no:trtcompare"], None),
+    ("assert_outputs_close", "assert_outputs_close", [], None),
+    ("compare fixture", "compare", [], None),
+]
+REPORTS = {
+    "no report": [],
+    "--junitxml": ["--junitxml", "{folder}/junit.xml"],
+    "--junitxml --trt-report": [
+        "--junitxml",
+        "{folder}/junit.xml",
+        "--trt-report",
+        "{folder}/report.json",
+    ],
+}
+
+
+def _run(
+    folder: Path, command: list[str], package: str | None = None
+) -> tuple[float, float, float]:
+    """(whole process wall s, items phase wall s, items phase CPU s of the pytest process)"""
+    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+    paths = [str(folder), *([package] if package else inherited)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    line = next(line for line in done.stdout.splitlines() if "ITEMS_PHASE" in line)
+    return seconds, float(line.split()[-2]), float(line.split()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tests", type=int, default=200)
+    parser.add_argument("--reports", default=",".join(REPORTS), help="which report settings")
+    parser.add_argument("--baseline", type=Path, default=None, help="the code before, to compare")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    kinds = list(KINDS)
+    if args.baseline:
+        before = str(args.baseline.resolve())
+        kinds += [(f"{label} (before)", kind, [], before) for label, kind, *_ in KINDS[2:]]
+    reports = [name for name in REPORTS if name in args.reports.split(",")]
+    base = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
+    base += ["-p", "no:randomly", "-p", "no:xdist"]
+    times: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        (folder / "conftest.py").write_text(textwrap.dedent(TIMING_CONFTEST))
+        for kind, body in BODIES.items():
+            text = textwrap.dedent(HEAD) + textwrap.dedent(body).replace("{tests}", str(args.tests))
+            (folder / f"test_{kind}.py").write_text(text)
+        for _ in range(args.rounds):
+            for report in reports:
+                flags = [flag.replace("{folder}", name) for flag in REPORTS[report]]
+                for label, kind, extra, package in kinds:
+                    if extra and "--trt-report" in flags:
+                        continue  # the option is ours
+                    command = [*base, *extra, f"test_{kind}.py", *flags]
+                    times.setdefault((report, label), []).append(_run(folder, command, package))
+    rows = []
+    print(
+        "| reports | tests | per item (µs) | ratio | per item, CPU (µs) | ratio "
+        "| whole process (s) | ratio |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for report in reports:
+        peer = times[(report, KINDS[0][0])]
+        peer_item = statistics.median(t[1] for t in peer) / args.tests
+        peer_whole = statistics.median(t[0] for t in peer)
+        peer_cpu = statistics.median(t[2] for t in peer) / args.tests
+        for label, *_ in kinds:
+            runs = times.get((report, label))
+            if runs is None:
+                continue
+            item = statistics.median(t[1] for t in runs) / args.tests
+            whole = statistics.median(t[0] for t in runs)
+            cpu = statistics.median(t[2] for t in runs) / args.tests
+            rows.append(
+                {
+                    "reports": report,
+                    "tests": label,
+                    "per_item_us": item * 1e6,
+                    "per_item_ratio": item / peer_item,
+                    "per_item_cpu_us": cpu * 1e6,
+                    "per_item_cpu_ratio": cpu / peer_cpu,
+                    "process_s": whole,
+                    "process_ratio": whole / peer_whole,
+                }
+            )
+            print(
+                f"| {report} | {label} | {item * 1e6:.0f} | {item / peer_item:.2f}x "
+                f"| {cpu * 1e6:.0f} | {cpu / peer_cpu:.2f}x "
+                f"| {whole:.2f} | {whole / peer_whole:.2f}x |"
+            )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
