@@ -5,38 +5,45 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .engine import (
-    ComparisonResult,
-    ElementError,
-    OutputComparison,
-    OutputMismatchError,
-    Tolerance,
-    assert_outputs_close,
-    compare_outputs,
-)
 from .errors import InvalidOutputError, ToleranceError, ToleranceWarning, TrtCompareError
 
 __version__ = "0.1.0"
 
-#: The fixtures' types, for annotations (`def test_x(golden: GoldenFixture)`), and the
-#: warning of a deprecated option name (for warning filters); imported on first use so that
-#: the comparison engine alone never imports pytest.
-_FIXTURE_TYPES = {
-    "CompareFixture": "fixtures",
-    "RunnersFixture": "fixtures",
-    "GoldenFixture": "golden_fixture",
-    "OptionDeprecationWarning": "names",
+#: Names imported on first use, by module: the engine's (numpy), so that importing the plugin
+#: (every pytest run where it is installed) imports no numpy; the fixtures' types, for
+#: annotations (`def test_x(golden: GoldenFixture)`), and the warning of a deprecated option
+#: name (for warning filters), so that the comparison engine alone never imports pytest.
+_LAZY = {
+    "ComparisonResult": ".engine",
+    "ElementError": ".engine",
+    "OutputComparison": ".engine",
+    "OutputMismatchError": ".engine",
+    "Tolerance": ".engine",
+    "assert_outputs_close": ".engine",
+    "compare_outputs": ".engine",
+    "CompareFixture": ".plugin.fixtures",
+    "RunnersFixture": ".plugin.fixtures",
+    "GoldenFixture": ".plugin.golden_fixture",
+    "OptionDeprecationWarning": ".plugin.names",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FIXTURE_TYPES:
-        module = importlib.import_module(f".plugin.{_FIXTURE_TYPES[name]}", __name__)
-        return getattr(module, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if TYPE_CHECKING:
+    from .engine import (
+        ComparisonResult,
+        ElementError,
+        OutputComparison,
+        OutputMismatchError,
+        Tolerance,
+        assert_outputs_close,
+        compare_outputs,
+    )
     from .plugin.fixtures import CompareFixture, RunnersFixture
     from .plugin.golden_fixture import GoldenFixture
     from .plugin.names import OptionDeprecationWarning

@@ -49,6 +49,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 for _name in ("onnx", "onnxruntime", "torch"):
     if importlib.util.find_spec(_name) is not None:
         importlib.import_module(_name)
+# The plugin's working half (the engine, the session) too: it is imported when a run first
+# uses the plugin, and a run that drops it would leave the next with two engines' classes.
+importlib.import_module("pytest_trtcompare.plugin.session_hooks")
 
 
 @pytest.fixture(autouse=True)

@@ -234,3 +234,17 @@ def test_a_golden_mismatch_says_how_to_accept_the_new_outputs(pytester, monkeypa
             "E         pytest --trt-update-goldens test_drift.py::test_drifted",
         ]
     )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_goldens_of_a_module_that_no_longer_uses_the_plugin_are_unused(pytester, xdist):
+    """No option of ours and no test asking for the plugin: the goldens folder beside the
+    module puts it to work, in the workers and (through their payload) the controller."""
+    pytester.makepyfile(test_golden_flow=GOLDEN_TESTS)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=4)
+    pytester.makepyfile(test_golden_flow="def test_plain():\n    assert True\n")
+    plain = run(pytester, *xdist)
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(
+        ["*unused 5*", "*unused: goldens/test_golden_flow/test_*.safetensors*"]
+    )

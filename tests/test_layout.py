@@ -21,7 +21,7 @@ PYTEST_LAYER = ("plugin",)
 #: module, "" for pytest_trtcompare/__init__.py). A module imports its own group and the
 #: groups of lower layers; the groups of one layer do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "atomic", "progress"),  # the base: errors, atomic writes, progress; nothing else
+    ("errors", "atomic", "progress", "vocabulary"),  # the base: nothing else
     ("engine",),  # compare: pure numpy
     ("goldens", "runners"),  # the golden store; one module per framework
     ("inputs",),  # specs -> arrays (runner specs, saved inputs read by goldens/)

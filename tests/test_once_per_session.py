@@ -121,6 +121,43 @@ def test_importing_the_plugin_imports_no_framework():
     assert done.stdout.strip() == "[]"
 
 
+#: What a run that never uses the plugin must not import: numpy and the plugin's working half.
+_HEAVY = ("numpy", "pytest_trtcompare.engine", "pytest_trtcompare.session.runs")
+_HEAVY += ("pytest_trtcompare.goldens", "pytest_trtcompare.runners.base")
+_HEAVY += ("pytest_trtcompare.plugin.session_hooks",)
+
+
+def test_importing_the_plugin_imports_no_numpy_and_no_engine():
+    code = (
+        "import sys, pytest_trtcompare.plugin; "
+        f"print(sorted(m for m in {_HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+_TELL_HEAVY = f"""
+import sys
+
+def pytest_unconfigure(config):
+    print("heavy:", sorted(m for m in {_HEAVY!r} if m in sys.modules))
+"""
+
+
+def test_a_suite_that_never_uses_the_plugin_imports_none_of_it(pytester):
+    """Installed but unused: options, ini keys and markers registered, nothing else imported;
+    the first test that asks for a fixture of ours brings the rest."""
+    pytester.makeconftest(_TELL_HEAVY)
+    pytester.makepyfile(test_plain="def test_a():\n    assert 1\n")
+    plain = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["trtcompare frameworks: *", "heavy: []"])  # the header stays
+    pytester.makepyfile(test_uses="def test_b(compare):\n    compare([1.0], [1.0])\n")
+    used = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    used.assert_outcomes(passed=2)
+    used.stdout.fnmatch_lines([f"heavy: {sorted(_HEAVY)!r}"])
+
+
 torch = pytest.importorskip("torch")
 
 

@@ -8,14 +8,9 @@ ones from `pytest_trtcompare` or `pytest_trtcompare.compare`.
 
 from __future__ import annotations
 
+from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
 from .arrays import as_named_array, as_output_mapping, dtype_from_name
-from .compare import (
-    SHAPE_CHECKS,
-    assert_outputs_close,
-    check_shape_check,
-    compare_one,
-    compare_outputs,
-)
+from .compare import assert_outputs_close, check_shape_check, compare_one, compare_outputs
 from .digits import against, exact, num, shortest
 from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
@@ -23,11 +18,8 @@ from .outputs import ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
 from .tolerance import (
     FIELD_NAMES,
-    METRICS,
     MINIMUM_METRICS,
-    PRECISIONS,
     RULES,
-    STAT_CHECKS,
     Entry,
     Tolerance,
     ToleranceSpec,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidOutputError, ToleranceError
+from ..vocabulary import SHAPE_CHECKS
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
@@ -42,10 +43,6 @@ __all__ = [
     "assert_outputs_close",
     "compare_outputs",
 ]
-
-#: "strict": shapes must be equal; "relaxed": shapes equal once their dimensions of size 1
-#: are removed compare as the squeezed arrays, with a note (Polygraphy's --no-shape-check).
-SHAPE_CHECKS = ("strict", "relaxed")
 
 
 def compare_outputs(

@@ -15,13 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ToleranceError, ToleranceWarning
+from ..vocabulary import METRICS, PRECISIONS, STAT_CHECKS
 from .digits import exact
 
-#: Metric checks: one figure of the whole output against `threshold` (Polygraphy's
-#: `--compare l2 cosine_similarity psnr snr`, plus logits KL divergence and top-1 agreement).
-METRICS = ("cosine", "l2", "snr", "psnr", "kl", "top1")
-#: Checks of the error statistics against atol / rtol (Polygraphy's --check-error-stat).
-STAT_CHECKS = ("elemwise", "max", "mean", "median", "quantile")
 CHECKS = (*STAT_CHECKS, "indices", *METRICS)
 #: Default thresholds (Polygraphy's for cosine, l2, snr, psnr).
 METRIC_DEFAULTS: Mapping[str, float] = {
@@ -44,7 +40,6 @@ _THRESHOLD_RANGES: Mapping[str, tuple[float, float]] = {
     "top1": (0.0, 1.0),
 }
 RULES = ("polygraphy", "allclose")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 #: Built-in atol = rtol per precision (SPEC §6); the last resort of the precedence chain.
 PRECISION_DEFAULTS: Mapping[str, float] = {

@@ -1,6 +1,13 @@
 """The pytest plugin (entry point `pytest11: trtcompare`): every hook, each a few lines that
 hand over to the module that owns the behaviour.
 
+Importing it, and a run that never uses it, costs little: this module imports only what
+registers the options, ini keys and markers. The session's state and the hooks that need it
+(session_hooks.py: numpy, the engine, the session, goldens) come in pytest_configure when the
+run sets any option or ini key of ours or runs xdist workers, else on first use: a test that
+asks for a fixture or carries a marker of ours, a goldens folder beside a collected module,
+an error of ours (state.state_of).
+
 options.py builds the settings once; markers.py parametrizes; fixtures.py runs comparisons;
 outcome.py turns every comparison's Outcome into the test's result; goldens.py and
 reporting.py keep what the session did and print it.
@@ -8,19 +15,18 @@ reporting.py keep what the session did and print it.
 
 from __future__ import annotations
 
-import base64
-import dataclasses
+import importlib
+import sys
 from collections.abc import Generator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..engine import OutputMismatchError
-from ..errors import RunnerSkip, TrtCompareError
-from ..session.layout import wrap
-from ..session.outcome import Kind
-from . import argv, goldens, markers, names, options, progress_lines, terminal
+from ..errors import TrtCompareError
+from . import argv, names, progress_lines, properties
 from .fixtures import (
+    CASE_FIXTURE,
     OUTCOME,
     CompareFixture,
     RunnersFixture,
@@ -32,15 +38,10 @@ from .fixtures import (
     trt_precision,
     trtcompare_case,
 )
-from .golden_fixture import GoldenFixture, unchecked_inputs
-from .outcome import (
-    ARTIFACT_FILES,
-    LIBRARY_TRACEBACK,
-    add_library_traceback,
-    enrich_bare_mismatch,
-    settle,
-)
-from .state import STATE, PluginState, state_of
+from .state import ACTIVATE, PENDING, WORKER_KEY, Pending, PluginState, active, state_of
+
+if TYPE_CHECKING:
+    from .golden_fixture import GoldenFixture
 
 __all__ = [
     "CompareFixture",
@@ -55,7 +56,32 @@ __all__ = [
     "trtcompare_case",
 ]
 
-WORKER_KEY = "trtcompare"
+#: The fixtures whose use puts the plugin to work (input_shapes alone needs nothing).
+_FIXTURES = frozenset({"compare", "runners", "golden", CASE_FIXTURE, "comparison", "trt_precision"})
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GoldenFixture":
+        return importlib.import_module(".golden_fixture", __name__).GoldenFixture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _activate(config: pytest.Config) -> PluginState:
+    from . import session_hooks
+
+    return session_hooks.activate(config)
+
+
+def _in_use_from_start(config: pytest.Config) -> bool:
+    """Any option or ini key of ours set: checked now, a bad value is a usage error. (An
+    xdist controller waits for a worker's report or payload of ours.)"""
+    if any(
+        value is not None and value is not False
+        for dest, value in vars(config.option).items()
+        if dest.startswith(("trt_", "trtcompare_"))
+    ):
+        return True
+    return any(config.getini(name) != default for name, default in argv.INI_DEFAULTS.items())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,44 +99,121 @@ def pytest_load_initial_conftests(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for text in markers.MARKERS.values():
+    for text in names.MARKERS.values():
         config.addinivalue_line("markers", text)
     names.warn_deprecated(config)
     names.release_update_goldens_alias(config)
-    state = PluginState.build(options.build_settings(config))
-    config.stash[STATE] = state
-    config.pluginmanager.register(_SessionHooks(state), "trtcompare-session")
+    config.stash[PENDING] = Pending()
+    config.stash[ACTIVATE] = _activate
+    if _in_use_from_start(config):
+        _activate(config)
+    else:
+        config.pluginmanager.register(_BeforeUse(config), "trtcompare-before-use")
     progress_lines.install(config)
+
+
+class _BeforeUse:
+    """Until the plugin is in use: which tests passed (find_unused needs them), and in an
+    xdist controller the first report of a worker's comparison, which puts it to use; after,
+    the session's hooks keep them."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if active(self.config):
+            return
+        if any(str(key).startswith(_OUR_PROPERTIES) for key, _ in report.user_properties):
+            from . import session_hooks
+
+            session_hooks.SessionHooks(state_of(self.config)).pytest_runtest_logreport(report)
+        elif report.when == "call" and report.passed:
+            self.config.stash[PENDING].passed.add(report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker's payload (only one that used the plugin sends it) puts it to use here."""
+        data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+        if data and not active(self.config):
+            from . import session_hooks
+
+            session_hooks.merge_worker(state_of(self.config), node, data)
+
+
+_OUR_PROPERTIES = f"{properties.PROPERTY}."
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    from . import terminal
+
+    terminal.hand_width_to(node, node.config)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from ..runners import header_line
+    from ..session.layout import wrap
+    from .terminal import terminal_width
 
-    return wrap(header_line(), terminal.terminal_width(config))
+    return wrap(header_line(), terminal_width(config))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    definition = metafunc.definition
+    if not active(metafunc.config):
+        if _FIXTURES.isdisjoint(metafunc.fixturenames) and not any(
+            definition.get_closest_marker(name) for name in names.MARKERS
+        ):
+            return  # a test of another kind: nothing to parametrize, nothing to import
+        state_of(metafunc.config)
+    from . import markers
+
     markers.generate_tests(metafunc)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads xdist_group to form the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    markers.group_items(config, items)
+    if active(config):  # items of ours exist only once the plugin is in use
+        from . import markers
+
+        markers.group_items(config, items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    narrowed = goldens.narrowed_modules(session.config)
-    state_of(session.config).goldens.collected(session.items, narrowed=narrowed)
+    config = session.config
+    if not active(config):
+        if not _goldens_beside(session.items):
+            config.stash[PENDING].session = session  # replayed if the plugin is used later
+            return
+        state_of(config)
+    from . import session_hooks
+
+    session_hooks.collection_finished(session)
+
+
+def _goldens_beside(items: list[pytest.Item]) -> bool:
+    """Whether a collected module has a goldens folder where GoldenSession.folder looks by
+    default (--trt-goldens-dir and its ini key put the plugin in use from the start)."""
+    modules = {Path(item.path) for item in items}
+    return any((path.parent / "goldens" / path.stem).is_dir() for path in modules)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
-    if items:
-        state_of(items[0].config).goldens.collected(items, partial=True)
+    if not items:
+        return
+    config = items[0].config
+    if active(config):
+        state_of(config).goldens.collected(items, partial=True)
+    else:
+        config.stash[PENDING].deselected.append(list(items))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    markers.raise_marker_error(item)
+    if active(item.config):  # marker errors come from pytest_generate_tests, in use
+        from . import markers
+
+        markers.raise_marker_error(item)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -118,17 +221,23 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A compare_frameworks verdict comes before the body's own checks; an
     OutputMismatchError from the body gets its record, artifacts and verbosity."""
     __tracebackhide__ = True
-    settings = state_of(item.config).settings
     outcome = item.stash.get(OUTCOME, None)
-    if outcome is not None and outcome.kind not in (Kind.SKIPPED, Kind.ERROR):
-        item.stash[OUTCOME] = dataclasses.replace(outcome, arrays=None)  # items live on
-        settle(item, settings, outcome, in_body=False)
+    if outcome is not None:
+        from . import session_hooks
+
+        session_hooks.before_call(item, outcome)
     try:
         result = yield
-    except OutputMismatchError as error:
-        enrich_bare_mismatch(item, settings, error)
+    except AssertionError as error:
+        if "pytest_trtcompare.engine" in sys.modules:  # else the error cannot be ours
+            from . import session_hooks
+
+            session_hooks.after_call(item, error)
         raise
-    unchecked_inputs(item)
+    if active(item.config):  # the golden fixture puts the plugin to use
+        from .golden_fixture import unchecked_inputs
+
+        unchecked_inputs(item)
     return result
 
 
@@ -136,102 +245,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A runner that cannot run here skips; our own errors show as their message alone;
-    pytest-html, when installed, shows the pictures of a failing test in its row."""
     report = yield
     error = call.excinfo.value if call.excinfo is not None else None
-    details = item.stash.get(LIBRARY_TRACEBACK, "")
-    if details:
-        del item.stash[LIBRARY_TRACEBACK]
-    if isinstance(error, RunnerSkip) and not report.skipped:
-        path, line, _ = item.reportinfo()
-        report.outcome = "skipped"
-        report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {error}")
-    elif isinstance(error, TrtCompareError) and report.failed:
-        site = terminal.call_site(item, call.excinfo) if report.when == "call" else ""
-        report.longrepr = _message_only(item, f"{type(error).__name__}: {error}{site}")
-        details = getattr(error, "details", "")
-    elif report.failed and report.when == "call" and getattr(error, terminal.OUR_ERROR, False):
-        site = terminal.call_site(item, call.excinfo)
-        if site:
-            report.longrepr = _message_only(item, f"{error}{site}")
-    if report.failed:
-        add_library_traceback(report, state_of(item.config).settings, details)
-        terminal.shape_failure(report, error, item)
-    files = item.stash.get(ARTIFACT_FILES, None)
-    if report.when == "call" and files:
-        _html_pictures(report, files)
+    if active(item.config) or isinstance(error, TrtCompareError) or _marked_ours(error):
+        from . import session_hooks
+
+        session_hooks.shape_report(item, call, report)
     return report
 
 
-def _message_only(item: pytest.Item, message: str) -> Any:
-    """What pytest.fail(message, pytrace=False) shows: the message, in the short summary too."""
-    try:
-        pytest.fail(message, pytrace=False)
-    except pytest.fail.Exception:
-        info = pytest.ExceptionInfo.from_current()
-    return item._repr_failure_py(info, style="value")
+def _marked_ours(error: BaseException | None) -> bool:
+    if error is None:
+        return False
+    from . import terminal
 
-
-def _html_pictures(report: pytest.TestReport, files: list[Any]) -> None:
-    try:
-        from pytest_html import extras
-    except ImportError:
-        return
-    pictures = [
-        extras.png(base64.b64encode(path.read_bytes()).decode(), name=path.name)
-        for path in files
-        if path.suffix == ".png" and path.is_file()
-    ]
-    setattr(report, "extras", [*getattr(report, "extras", []), *pictures])  # noqa: B010
-
-
-class _SessionHooks:
-    """Hooks that need the session's state and receive no config (logreport, nodedown)."""
-
-    def __init__(self, state: PluginState) -> None:
-        self.state = state
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and report.passed:
-            self.state.goldens.passed.add(report.nodeid)
-        self.state.reporter.logreport(report)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        terminal.hand_width_to(node, node.config)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        data = getattr(node, "workeroutput", {}).get(WORKER_KEY)
-        if data:
-            self.state.goldens.merge_worker(data["goldens"])
-            self.state.reporter.merge_worker(str(node.gateway.id), data["report"])
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        config = session.config
-        builds = RunnersFixture(self.state.cases.runners).builds
-        workeroutput = getattr(config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[WORKER_KEY] = {
-                "goldens": self.state.goldens.worker_payload(),
-                "report": self.state.reporter.worker_payload(builds),
-            }
-        else:
-            if builds:
-                self.state.reporter.builds["main"] = builds
-            self.state.goldens.find_unused(session)
-        self.state.cases.runners.close()
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(terminalreporter.config, "workerinput"):
-            return
-        goldens = self.state.goldens
-        verbosity = int(terminalreporter.config.option.verbose)
-        lines = goldens.summary_lines() if verbosity >= 0 or goldens.noteworthy else []
-        if lines:
-            terminalreporter.section("goldens")
-            for line in lines:
-                terminalreporter.write_line(line, red=line == goldens.FAILING_LINE)
-        goldens.count_failing(terminalreporter.stats)
-        self.state.reporter.terminal_summary(terminalreporter)
+    return bool(getattr(error, terminal.OUR_ERROR, False))

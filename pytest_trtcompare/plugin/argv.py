@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..engine import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
-from ..session.settings import parse_precisions
+from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
 from . import names
 
 #: Options whose value is a path: written with a space, pytest reads the value as a test path
@@ -77,10 +76,26 @@ def _rootdir_unchanged(config: pytest.Config) -> bool:
 
 
 def _precision_list(text: str) -> tuple[str, ...]:
+    from ..session.settings import parse_precisions  # only when --trt-precision is given
+
     try:
         return parse_precisions(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: Our ini keys and their defaults: a run that sets one to another value uses the plugin
+#: from pytest_configure on (plugin/__init__.py).
+INI_DEFAULTS: dict[str, Any] = {
+    "trtcompare_precisions": "fp32",
+    "trtcompare_tolerances": [],
+    "trtcompare_goldens_dir": "",
+    "trtcompare_layers": "",
+    "trtcompare_shape_check": "",
+    "trtcompare_artifacts": "",
+    "trtcompare_artifacts_mode": "",
+    "trtcompare_strict_goldens": False,
+}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -252,23 +267,26 @@ def add_options(parser: pytest.Parser) -> None:
         "compared after squeezing them, with a note (Polygraphy's --no-shape-check); "
         "default strict (overrides ini trtcompare_shape_check)",
     )
-    parser.addini("trtcompare_precisions", "default for --trt-precision", default="fp32")
-    parser.addini(
+
+    def ini(name: str, description: str, **kwargs: Any) -> None:
+        default = INI_DEFAULTS[name]  # a copy of a list: addinivalue_line appends to it
+        parser.addini(
+            name,
+            description,
+            default=list(default) if isinstance(default, list) else default,
+            **kwargs,
+        )
+
+    ini("trtcompare_precisions", "default for --trt-precision")
+    ini(
         "trtcompare_tolerances",
         "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line, "
         "metric checks after ';' ('fp16: atol=1e-2 rtol=1e-2; cosine>=0.999')",
         type="linelist",
-        default=[],
     )
-    parser.addini("trtcompare_goldens_dir", "where goldens live", default="")
-    parser.addini("trtcompare_layers", "default of layers= (gate or report)", default="")
-    parser.addini(
-        "trtcompare_shape_check", "default of --trt-shape-check (strict or relaxed)", default=""
-    )
-    parser.addini("trtcompare_artifacts", "where failure artifacts go", default="")
-    parser.addini(
-        "trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)", default=""
-    )
-    parser.addini(
-        "trtcompare_strict_goldens", "unused goldens fail the session", type="bool", default=False
-    )
+    ini("trtcompare_goldens_dir", "where goldens live")
+    ini("trtcompare_layers", "default of layers= (gate or report)")
+    ini("trtcompare_shape_check", "default of --trt-shape-check (strict or relaxed)")
+    ini("trtcompare_artifacts", "where failure artifacts go")
+    ini("trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)")
+    ini("trtcompare_strict_goldens", "unused goldens fail the session", type="bool")

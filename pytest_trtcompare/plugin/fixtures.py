@@ -6,21 +6,23 @@ Their types (`CompareFixture`, `RunnersFixture`, `GoldenFixture`) are public, fo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..errors import TrtCompareError
-from ..runners import Runner
-from ..session.outcome import Kind, Outcome, compared
-from ..session.runs import RunnerCache
-from .golden_fixture import GOLDEN_FIXTURE, GoldenFixture, settle_call
-from .outcome import settle
-from .state import state_of
+
+# The plugin imports this module at every pytest run: what a fixture needs (numpy, the
+# engine, the session) is imported when it first runs.
+if TYPE_CHECKING:
+    from ..engine import ComparisonResult, ToleranceSpec
+    from ..runners import Runner
+    from ..session.outcome import Outcome
+    from ..session.runs import RunnerCache
+    from .golden_fixture import GoldenFixture
 
 CASE_FIXTURE = "trtcompare_case"
-OUTCOME = pytest.StashKey[Outcome]()
+OUTCOME = pytest.StashKey["Outcome"]()
 
 
 class CompareFixture:
@@ -50,6 +52,11 @@ class CompareFixture:
         **fields: Any,
     ) -> ComparisonResult:
         __tracebackhide__ = True
+        from ..engine import compare_outputs
+        from ..session.outcome import Outcome, compared
+        from .golden_fixture import settle_call
+        from .state import state_of
+
         settings = state_of(self._item.config).settings
         try:
             table = settings.tolerances.resolve(precision, tolerance, **fields)
@@ -126,12 +133,17 @@ def compare(request: pytest.FixtureRequest) -> CompareFixture:
 @pytest.fixture
 def runners(request: pytest.FixtureRequest) -> RunnersFixture:
     """`runners.onnxrt(model, precision=...)`, `runners.create(name, model, ...)`."""
+    from .state import state_of
+
     return RunnersFixture(state_of(request.config).cases.runners)
 
 
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> GoldenFixture:
     """Saved reference outputs of this test: `golden.inputs(runner)`, `golden.check(out)`."""
+    from .golden_fixture import GOLDEN_FIXTURE, GoldenFixture
+    from .state import state_of
+
     state = state_of(request.config)
     fixture = GoldenFixture(state.goldens.for_item(request.node), state.settings)
     request.node.stash[GOLDEN_FIXTURE] = fixture
@@ -142,6 +154,10 @@ def golden(request: pytest.FixtureRequest) -> GoldenFixture:
 def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
     """Runs this item's compare_frameworks comparison (or golden write). What cannot run here
     skips and a user mistake errors, now; the verdict comes in the call phase."""
+    from ..session.outcome import Kind, Outcome
+    from .outcome import settle
+    from .state import state_of
+
     spec, case = request.param
     state = state_of(request.config)
     if spec.golden:
@@ -165,6 +181,8 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
 def comparison(request: pytest.FixtureRequest) -> ComparisonResult:
     """The result of this item's compare_frameworks comparison (the worst iteration). Under
     --trt-update-goldens with golden=True: the target against the golden it just wrote."""
+    from ..engine import ComparisonResult
+
     if request.node.get_closest_marker("compare_frameworks") is None:
         pytest.fail(
             "the comparison fixture needs @pytest.mark.compare_frameworks(...)", pytrace=False
@@ -177,6 +195,8 @@ def comparison(request: pytest.FixtureRequest) -> ComparisonResult:
 @pytest.fixture
 def trt_precision(request: pytest.FixtureRequest) -> str:
     """The precision this item runs at (parametrized from --trt-precision)."""
+    from .state import state_of
+
     return state_of(request.config).settings.precisions[0]
 
 

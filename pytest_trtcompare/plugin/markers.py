@@ -24,16 +24,6 @@ from .fixtures import CASE_FIXTURE
 from .outcome import fail
 from .state import state_of
 
-MARKERS = {
-    "compare_frameworks": (
-        "compare_frameworks(model=..., frameworks=[...], reference=None, golden=False, "
-        "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1, "
-        "shape_check=None): run the model in each framework and compare the outputs "
-        "(pytest-trtcompare)"
-    ),
-    "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
-    "shapes": "shapes(*shape_sets, ids=None): input shape sets, e.g. {'input': (1, 3, 224, 224)}",
-}
 NOTHING_TO_RUN = "nothing-to-run"
 #: test definition's node id -> the message of its bad marker argument
 MARKER_ERRORS = pytest.StashKey[dict[str, str]]()

@@ -17,6 +17,18 @@ from typing import Any
 
 import pytest
 
+#: Our markers, registered in pytest_configure (read before anything heavy is imported).
+MARKERS = {
+    "compare_frameworks": (
+        "compare_frameworks(model=..., frameworks=[...], reference=None, golden=False, "
+        "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1, "
+        "shape_check=None): run the model in each framework and compare the outputs "
+        "(pytest-trtcompare)"
+    ),
+    "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
+    "shapes": "shapes(*shape_sets, ids=None): input shape sets, e.g. {'input': (1, 3, 224, 224)}",
+}
+
 #: deprecated name -> its --trt-* name
 ALIASES = {
     "--update-goldens": "--trt-update-goldens",

@@ -19,9 +19,7 @@ import pluggy
 import pytest
 from _pytest._code.code import ExceptionChainRepr, ReprEntry, ReprFileLocation
 
-from ..engine import OutputMismatchError
 from ..errors import TrtCompareError
-from ..session.brief import joined
 from ..session.layout import fit_text
 
 WIDTH_KEY = "trtcompare_width"
@@ -118,6 +116,9 @@ def _user_file(path: str) -> bool:
 def _one_line(error: BaseException | None) -> str | None:
     if error is None:
         return None
+    from ..engine import OutputMismatchError  # the plugin imports this module at every run
+    from ..session.brief import joined
+
     line = getattr(error, ONE_LINE, None)
     if isinstance(line, str):
         if isinstance(error, OutputMismatchError):

@@ -14,24 +14,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FrameworkUnavailable
-from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
-from .frameworks import header_line
-from .isolated import IsolatedRunner, RunnerCrashed
-from .onnx_model import LoadedModel, file_digest, load_model
-from .registry import (
-    ENTRY_POINT_GROUP,
-    canonical_framework,
-    check_framework_name,
-    check_runner_options,
-    create_local,
-    known_runners,
-    runner_factory,
-    runner_options,
-)
 
-#: Names whose modules import onnx, bound on first use: importing the plugin (every pytest
-#: run where it is installed) imports no framework.
-_ONNX_NAMES = {
+#: Every name is bound on first use: importing the plugin (every pytest run where it is
+#: installed) imports no numpy and no framework (the onnx modules import onnx).
+_LAZY = {
+    "Layer": "base",
+    "Runner": "base",
+    "TensorSpec": "base",
+    "check_feed": "base",
+    "median_ms": "base",
+    "shape_fits": "base",
+    "header_line": "frameworks",
+    "IsolatedRunner": "isolated",
+    "RunnerCrashed": "isolated",
+    "LoadedModel": "onnx_model",
+    "file_digest": "onnx_model",
+    "load_model": "onnx_model",
+    "ENTRY_POINT_GROUP": "registry",
+    "canonical_framework": "registry",
+    "check_framework_name": "registry",
+    "check_runner_options": "registry",
+    "create_local": "registry",
+    "known_runners": "registry",
+    "runner_factory": "registry",
+    "runner_options": "registry",
     "Scope": "onnx_scopes",
     "convert_mixed": "precision",
     "graph_input_specs": "onnx_graph",
@@ -42,15 +48,32 @@ _ONNX_NAMES = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _ONNX_NAMES:
-        return getattr(importlib.import_module(f".{_ONNX_NAMES[name]}", __name__), name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if TYPE_CHECKING:
+    from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
+    from .frameworks import header_line
+    from .isolated import IsolatedRunner as IsolatedRunner
+    from .isolated import RunnerCrashed
     from .onnx_graph import graph_input_specs
+    from .onnx_model import LoadedModel, file_digest, load_model
     from .onnx_scopes import Scope, module_exits, node_scopes
     from .precision import convert_mixed, topological_sort
+    from .registry import (
+        ENTRY_POINT_GROUP,
+        canonical_framework,
+        check_framework_name,
+        check_runner_options,
+        known_runners,
+        runner_factory,
+        runner_options,
+    )
+    from .registry import (
+        create_local as create_local,
+    )
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -104,6 +127,9 @@ def create(
 
             if not tensorrt_installed():
                 raise FrameworkUnavailable(_NOT_INSTALLED)
+        from .isolated import IsolatedRunner
 
         return IsolatedRunner(name, model, precision, **options)
+    from .registry import create_local
+
     return create_local(name, model, precision, **options)

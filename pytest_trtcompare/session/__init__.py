@@ -4,6 +4,21 @@
 
 from __future__ import annotations
 
-from .runs import LAYER_GROUP, RunnerCache, compare_layers, compare_runners, make_feeds
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Bound on first use: the plugin imports session.layout at every pytest run, and that must
+#: not import runs.py (numpy, the engine, the runners).
+_LAZY = frozenset({"LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(".runs", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from .runs import LAYER_GROUP, RunnerCache, compare_layers, compare_runners, make_feeds
 
 __all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]

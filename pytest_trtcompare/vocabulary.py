@@ -1,0 +1,14 @@
+"""The words the engine checks and the command line offers (choices, help text): numpy-free,
+so that registering the plugin's options imports no engine (the engine re-exports them)."""
+
+from __future__ import annotations
+
+#: Metric checks: one figure of the whole output against `threshold` (Polygraphy's
+#: `--compare l2 cosine_similarity psnr snr`, plus logits KL divergence and top-1 agreement).
+METRICS = ("cosine", "l2", "snr", "psnr", "kl", "top1")
+#: Checks of the error statistics against atol / rtol (Polygraphy's --check-error-stat).
+STAT_CHECKS = ("elemwise", "max", "mean", "median", "quantile")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
+#: "strict": shapes must be equal; "relaxed": shapes equal once their dimensions of size 1
+#: are removed compare as the squeezed arrays, with a note (Polygraphy's --no-shape-check).
+SHAPE_CHECKS = ("strict", "relaxed")
