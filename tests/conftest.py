@@ -3,7 +3,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -91,3 +91,14 @@ def _no_rewrite_warning_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
         return start(self, "-W", ignore, *args, **kwargs)
 
     monkeypatch.setattr(pytest.Pytester, "runpytest_inprocess", without_the_warning)
+
+
+@pytest.fixture(scope="module")
+def screen_small_outputs() -> Iterator[None]:
+    """The float32 screen on small data too (outputs under `TUNING.screen_min` elements go
+    to float64 at once otherwise), for the modules that test the screen itself."""
+    from pytest_trtcompare.engine.tuning import TUNING
+
+    before, TUNING.screen_min = TUNING.screen_min, 0
+    yield
+    TUNING.screen_min = before

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import ml_dtypes
@@ -31,14 +30,8 @@ from .reference import _quantile, reference_verdict
 from .strategies import output_pairs, tolerances
 from .test_engine_screen import edge_pairs
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _screen_small_outputs() -> Iterator[None]:
-    """The float32 screen on these tests' small data too (outputs under
-    `TUNING.screen_min` elements go to float64 at once otherwise)."""
-    before, TUNING.screen_min = TUNING.screen_min, 0
-    yield
-    TUNING.screen_min = before
+# the float32 screen on these tests' small data too (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_small_outputs")
 
 
 _SETTINGS = settings(max_examples=250, suppress_health_check=[HealthCheck.function_scoped_fixture])

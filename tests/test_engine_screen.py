@@ -4,7 +4,6 @@ against the plain float64 path and tests/reference.py, on data at the tolerance'
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import ml_dtypes
 import numpy as np
@@ -17,14 +16,8 @@ from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import reference_verdict
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _screen_small_outputs() -> Iterator[None]:
-    """The float32 screen on these tests' small data too (outputs under
-    `TUNING.screen_min` elements go to float64 at once otherwise)."""
-    before, TUNING.screen_min = TUNING.screen_min, 0
-    yield
-    TUNING.screen_min = before
+# the float32 screen on these tests' small data too (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_small_outputs")
 
 
 _NARROW = [np.float16, np.float32, ml_dtypes.bfloat16]

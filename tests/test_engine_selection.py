@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -25,14 +24,8 @@ from pytest_trtcompare.engine.tuning import TUNING
 from .reference import _quantile, reference_verdict
 from .strategies import ALL_DTYPES, arrays_of, output_pairs, shapes, tolerances
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _screen_small_outputs() -> Iterator[None]:
-    """The float32 screen on these tests' small data too (outputs under
-    `TUNING.screen_min` elements go to float64 at once otherwise)."""
-    before, TUNING.screen_min = TUNING.screen_min, 0
-    yield
-    TUNING.screen_min = before
+# the float32 screen on these tests' small data too (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_small_outputs")
 
 
 _SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -14,14 +13,8 @@ from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine import metrics as metrics_module
 from pytest_trtcompare.engine.tuning import TUNING
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _screen_small_outputs() -> Iterator[None]:
-    """The float32 screen on these tests' small data too (outputs under
-    `TUNING.screen_min` elements go to float64 at once otherwise)."""
-    before, TUNING.screen_min = TUNING.screen_min, 0
-    yield
-    TUNING.screen_min = before
+# the float32 screen on these tests' small data too (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_small_outputs")
 
 
 comparator = pytest.importorskip("polygraphy.comparator")

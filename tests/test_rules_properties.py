@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -17,14 +16,8 @@ from pytest_trtcompare.engine.tuning import TUNING
 from .reference import reference_verdict
 from .strategies import output_pairs, tolerances
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _screen_small_outputs() -> Iterator[None]:
-    """The float32 screen on these tests' small data too (outputs under
-    `TUNING.screen_min` elements go to float64 at once otherwise)."""
-    before, TUNING.screen_min = TUNING.screen_min, 0
-    yield
-    TUNING.screen_min = before
+# the float32 screen on these tests' small data too (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_small_outputs")
 
 
 def _compare(actual: np.ndarray, expected: np.ndarray, tol: Tolerance):

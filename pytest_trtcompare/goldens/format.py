@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from .legacy import GROUPS, HASH_CHUNK, ForeignSafetensorsError, GoldenError, raw_bytes
+from .legacy import (
+    GROUPS,
+    ForeignSafetensorsError,
+    GoldenError,
+    checksum,
+    raw_bytes,
+)
 
 FORMAT_VERSION = 3
 ALIGN = 8  # the header's padding; safetensors pads with spaces to a multiple of 8
@@ -89,14 +95,6 @@ def _numpy_dtype(name: str) -> np.dtype:
         low_precision: np.dtype = np.dtype(getattr(ml_dtypes, name))
         return low_precision
     return np.dtype(name)
-
-
-def checksum(array: np.ndarray) -> str:
-    hasher = xxhash.xxh3_64()
-    raw = raw_bytes(array)
-    for start in range(0, len(raw), HASH_CHUNK):
-        hasher.update(raw[start : start + HASH_CHUNK])
-    return hasher.hexdigest()
 
 
 def canonical(document: Any) -> bytes:
