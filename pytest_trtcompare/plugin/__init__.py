@@ -38,7 +38,16 @@ from .fixtures import (
     trt_precision,
     trtcompare_case,
 )
-from .state import ACTIVATE, PENDING, WORKER_KEY, Pending, PluginState, active, state_of
+from .state import (
+    ACTIVATE,
+    PENDING,
+    WORKER_KEY,
+    Pending,
+    PluginState,
+    active,
+    default_goldens_folder,
+    state_of,
+)
 
 if TYPE_CHECKING:
     from .golden_fixture import GoldenFixture
@@ -195,7 +204,7 @@ def _goldens_beside(items: list[pytest.Item]) -> bool:
     """Whether a collected module has a goldens folder where GoldenSession.folder looks by
     default (--trt-goldens-dir and its ini key put the plugin in use from the start)."""
     modules = {Path(item.path) for item in items}
-    return any((path.parent / "goldens" / path.stem).is_dir() for path in modules)
+    return any(default_goldens_folder(path).is_dir() for path in modules)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

@@ -26,6 +26,7 @@ from ..goldens import (
 )
 from .options import Settings
 from .outcome import quoted_nodeid
+from .state import default_goldens_folder
 
 WORKER_KEY = "trtcompare_goldens"
 _log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class GoldenSession:
     def folder(self, module_path: Path) -> Path:
         root = self.settings.goldens_root
         if root is None:
-            return module_path.parent / "goldens" / module_path.stem
+            return default_goldens_folder(module_path)
         try:
             relative = module_path.resolve().relative_to(self.settings.rootpath.resolve())
         except ValueError:
