@@ -45,7 +45,6 @@ from .state import (
     Pending,
     PluginState,
     active,
-    default_goldens_folder,
     state_of,
 )
 
@@ -204,7 +203,7 @@ def _goldens_beside(items: list[pytest.Item]) -> bool:
     """Whether a collected module has a goldens folder where GoldenSession.folder looks by
     default (--trt-goldens-dir and its ini key put the plugin in use from the start)."""
     modules = {Path(item.path) for item in items}
-    return any(default_goldens_folder(path).is_dir() for path in modules)
+    return any(argv.default_goldens_folder(path).is_dir() for path in modules)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

@@ -290,3 +290,9 @@ def add_options(parser: pytest.Parser) -> None:
     ini("trtcompare_artifacts", "where failure artifacts go")
     ini("trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)")
     ini("trtcompare_strict_goldens", "unused goldens fail the session", type="bool")
+
+
+def default_goldens_folder(module_path: Path) -> Path:
+    """Where a test module's goldens live without --trt-goldens-dir (and its ini key):
+    `<module dir>/goldens/<module name>`."""
+    return module_path.parent / "goldens" / module_path.stem

@@ -24,9 +24,9 @@ from ..goldens import (
     read_header,
     write_golden,
 )
+from .argv import default_goldens_folder
 from .options import Settings
 from .outcome import quoted_nodeid
-from .state import default_goldens_folder
 
 WORKER_KEY = "trtcompare_goldens"
 _log = logging.getLogger(__name__)

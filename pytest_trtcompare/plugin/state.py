@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -67,9 +66,3 @@ def state_of(config: pytest.Config) -> PluginState:
 def active(config: pytest.Config) -> bool:
     """Whether the session's state exists (the plugin is in use in this process)."""
     return STATE in config.stash
-
-
-def default_goldens_folder(module_path: Path) -> Path:
-    """Where a test module's goldens live without --trt-goldens-dir (and its ini key):
-    `<module dir>/goldens/<module name>`."""
-    return module_path.parent / "goldens" / module_path.stem
