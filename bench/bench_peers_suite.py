@@ -15,7 +15,8 @@ folder. Every contestant is a whole process (Python start-up and imports count f
   `BaseRunner` around `onnx.reference.ReferenceEvaluator`, the fp16 model from the same
   converter, onnxruntime's `float16.convert_float_to_float16(keep_io_types=True)`);
 - raw: the same inferences by hand (sessions from the path, the evaluator, the converted
-  model), no comparison.
+  model), no comparison; "raw, no spinning" builds its sessions as the onnxrt runner does
+  (onnxruntime's threads sleep between ops instead of spin-waiting).
 
 After one warm-up run of each, the rounds are interleaved (each round runs every contestant
 once); medians are reported, of wall time and of CPU time (user + system of the process and
@@ -228,6 +229,8 @@ print("FAILED", failed)
 """
 
 RAW = """
+import os
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -235,15 +238,25 @@ from onnx.reference import ReferenceEvaluator
 from onnxruntime.transformers.float16 import convert_float_to_float16
 from models import BATCH, plan
 
+def options():
+    # RAW_NO_SPIN=1: sessions built as the onnxrt runner builds them (threads do not spin)
+    options = ort.SessionOptions()
+    if os.environ.get("RAW_NO_SPIN"):
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
 rng = np.random.default_rng(1)
+cpu = ["CPUExecutionProvider"]
 for name, kind, target, precision, reference in plan():
     x = rng.standard_normal(BATCH[kind]).astype(np.float32)
-    expected = ort.InferenceSession(name, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    expected = ort.InferenceSession(name, options(), providers=cpu).run(None, {"x": x})
     if target == "onnxref":
         actual = ReferenceEvaluator(onnx.load(name)).run(None, {"x": x})
     else:
         fp16 = convert_float_to_float16(onnx.load(name), keep_io_types=True)
-        session = ort.InferenceSession(fp16.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(fp16.SerializeToString(), options(), providers=cpu)
         actual = session.run(None, {"x": x})
 print("RAN", len(plan()))
 """
@@ -397,6 +410,7 @@ def main() -> None:
         "suite -n 2, all plugins": ([*pytest_cmd, "--trt-precision", "fp32,fp16", "-n", "2"], {}),
         "polygraphy": ([python, "polygraphy_loop.py"], {}),
         "raw": ([python, "raw_loop.py"], {}),
+        "raw, no spinning": ([python, "raw_loop.py"], {"RAW_NO_SPIN": "1"}),
     }
     times: dict[str, list[float]] = {name: [] for name in contestants}
     cpus: dict[str, list[float]] = {name: [] for name in contestants}
@@ -435,6 +449,8 @@ def main() -> None:
         "CPU: polygraphy / raw": cpu["polygraphy"] / cpu["raw"],
         "suite / polygraphy": median["suite"] / median["polygraphy"],
         "suite / raw": median["suite"] / median["raw"],
+        "suite / raw, no spinning": median["suite"] / median["raw, no spinning"],
+        "CPU: suite / raw, no spinning": cpu["suite"] / cpu["raw, no spinning"],
         "polygraphy / raw": median["polygraphy"] / median["raw"],
         "suite -n 2 / suite -n 0": median["suite -n 2"] / median["suite"],
         "all plugins: suite / polygraphy": median["suite, all plugins"] / median["polygraphy"],
