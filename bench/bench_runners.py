@@ -2,8 +2,10 @@
 
 Run: python bench/bench_runners.py [--calls 3000] [--json bench/results/runners.json]
 
-Both use the same model bytes and the same feed dict, alternate in one process, and report
-the best of 7 rounds of `--calls` calls each (per-call microseconds). Models are built in code:
+Both use the same model bytes, session options (the runner's: threads that do not spin-wait)
+and feed dict, alternate in one process, and report the best of 7 rounds of `--calls` calls
+each (per-call microseconds); a third, bare session with onnxruntime's default options
+(spin-waiting threads) shows what the runner's options cost per call. Models are built in code:
 a tiny 4-layer chain (batch 1), an MLP (batch 8), and a small CNN (batch 8, 3x32x32).
 """
 
@@ -22,6 +24,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import runners
+from pytest_trtcompare.runners.onnxrt import default_session_options
 
 ROUNDS = 7
 
@@ -87,19 +90,25 @@ def _best(call: Callable[[], object], calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def measure(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, float]:
+def measure(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, float, float]:
+    """(bare session as the runner builds it, the runner, bare with onnxruntime's default
+    spin-waiting threads), best per call."""
     data = model.SerializeToString()
-    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    cpu = ["CPUExecutionProvider"]
+    session = ort.InferenceSession(data, default_session_options(ort), providers=cpu)
+    spinning = ort.InferenceSession(data, providers=cpu)
     names = [o.name for o in session.get_outputs()]
     runner = runners.create("onnxrt", data)
-    for _ in range(100):  # warm both
+    for _ in range(100):  # warm all three
         session.run(names, feed)
+        spinning.run(names, feed)
         runner.infer(feed)
-    bare, ours = [], []
+    bare, ours, spun = [], [], []
     for _ in range(ROUNDS):
         bare.append(_best(lambda: session.run(names, feed), calls))
         ours.append(_best(lambda: runner.infer(feed), calls))
-    return min(bare), min(ours)
+        spun.append(_best(lambda: spinning.run(names, feed), calls))
+    return min(bare), min(ours), min(spun)
 
 
 def isolation(model: onnx.ModelProto, feed: dict, calls: int) -> tuple[float, float]:
@@ -165,13 +174,25 @@ def main() -> None:
         "small CNN 3x32x32 (2 conv), batch 8": _cnn(rng, 8),
     }
     rows = []
-    print("| model | bare session.run (µs) | runner.infer (µs) | overhead |")
-    print("|---|---:|---:|---:|")
+    print(
+        "| model | bare session.run (µs) | runner.infer (µs) | overhead "
+        "| bare, spin-waiting threads (µs) |"
+    )
+    print("|---|---:|---:|---:|---:|")
     for label, (model, feed) in cases.items():
-        bare, ours = measure(model, feed, args.calls if "CNN" not in label else args.calls // 10)
-        rows.append({"model": label, "bare_us": bare * 1e6, "runner_us": ours * 1e6})
+        calls = args.calls if "CNN" not in label else args.calls // 10
+        bare, ours, spun = measure(model, feed, calls)
+        rows.append(
+            {
+                "model": label,
+                "bare_us": bare * 1e6,
+                "runner_us": ours * 1e6,
+                "bare_spinning_us": spun * 1e6,
+            }
+        )
         print(
-            f"| {label} | {bare * 1e6:.1f} | {ours * 1e6:.1f} | {100 * (ours / bare - 1):+.1f}% |"
+            f"| {label} | {bare * 1e6:.1f} | {ours * 1e6:.1f} | {100 * (ours / bare - 1):+.1f}% "
+            f"| {spun * 1e6:.1f} |"
         )
     print("\n| model | runner.infer (µs) | isolate=True (µs) | added per call (µs) |")
     print("|---|---:|---:|---:|")
