@@ -14,6 +14,7 @@ folder. Every contestant is a whole process (Python start-up and imports count f
   same models, runners and tolerances (`OnnxrtRunner(SessionFromOnnx(path))`, a
   `BaseRunner` around `onnx.reference.ReferenceEvaluator`, the fp16 model from the same
   converter, onnxruntime's `float16.convert_float_to_float16(keep_io_types=True)`);
+- empty -n 0 / -n 2: twenty empty tests without this plugin, pytest-xdist's own start;
 - raw: the same inferences by hand (sessions from the path, the evaluator, the converted
   model), no comparison; "raw, no spinning" builds its sessions as the onnxrt runner does
   (onnxruntime's threads sleep between ops instead of spin-waiting).
@@ -333,6 +334,15 @@ def _marked(output: str, marker: str) -> float:
     return float(next(line for line in output.splitlines() if line.startswith(marker)).split()[1])
 
 
+EMPTY_TESTS = """
+import pytest
+
+
+@pytest.mark.parametrize("i", range(20))
+def test_empty(i):
+    pass
+"""
+
 PLAIN_TEST = """
 def test_a():
     assert 1
@@ -403,6 +413,7 @@ def main() -> None:
     # installed here (this venv adds hypothesis, anyio, pytest-html, pytest-metadata)
     alone = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     ours = [*pytest_cmd, "--trt-precision", "fp32,fp16", "-p", "pytest_trtcompare.plugin"]
+    empty = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_empty.py"]
     contestants: dict[str, tuple[list[str], dict[str, str]]] = {
         "suite": (ours, alone),
         "suite -n 2": ([*ours, "-p", "xdist.plugin", "-n", "2"], alone),
@@ -411,6 +422,9 @@ def main() -> None:
         "polygraphy": ([python, "polygraphy_loop.py"], {}),
         "raw": ([python, "raw_loop.py"], {}),
         "raw, no spinning": ([python, "raw_loop.py"], {"RAW_NO_SPIN": "1"}),
+        # xdist's own start: 20 empty tests, no plugin of ours
+        "empty -n 0": ([*empty, "-p", "no:trtcompare"], alone),
+        "empty -n 2": ([*empty, "-p", "no:trtcompare", "-p", "xdist.plugin", "-n", "2"], alone),
     }
     times: dict[str, list[float]] = {name: [] for name in contestants}
     cpus: dict[str, list[float]] = {name: [] for name in contestants}
@@ -422,6 +436,7 @@ def main() -> None:
         (folder / "polygraphy_loop.py").write_text(textwrap.dedent(POLYGRAPHY))
         (folder / "raw_loop.py").write_text(textwrap.dedent(RAW))
         (folder / "first_use.py").write_text(textwrap.dedent(FIRST_USE))
+        (folder / "test_empty.py").write_text(EMPTY_TESTS)
         _run(folder, [python, "-c", "import models; models.write_all('.')"])
         sizes = [p.stat().st_size for p in folder.glob("m*.onnx")]
         print(f"{len(sizes)} models, {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB")
@@ -453,6 +468,8 @@ def main() -> None:
         "CPU: suite / raw, no spinning": cpu["suite"] / cpu["raw, no spinning"],
         "polygraphy / raw": median["polygraphy"] / median["raw"],
         "suite -n 2 / suite -n 0": median["suite -n 2"] / median["suite"],
+        "CPU: suite -n 2 / suite -n 0": cpu["suite -n 2"] / cpu["suite"],
+        "20 empty tests -n 2 / -n 0 (xdist's start)": median["empty -n 2"] / median["empty -n 0"],
         "all plugins: suite / polygraphy": median["suite, all plugins"] / median["polygraphy"],
         "all plugins: suite -n 2 / -n 0": (
             median["suite -n 2, all plugins"] / median["suite, all plugins"]
