@@ -12,3 +12,14 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 #: "strict": shapes must be equal; "relaxed": shapes equal once their dimensions of size 1
 #: are removed compare as the squeezed arrays, with a note (Polygraphy's --no-shape-check).
 SHAPE_CHECKS = ("strict", "relaxed")
+
+
+def parse_precisions(text: str) -> tuple[str, ...]:
+    """'fp32,fp16' -> ('fp32', 'fp16'); unknown names raise ValueError listing valid ones.
+    Here, numpy-free, because `--trt-precision` is checked while pytest parses its arguments."""
+    names = tuple(dict.fromkeys(p.strip().lower() for p in text.split(",") if p.strip()))
+    unknown = [p for p in names if p not in PRECISIONS]
+    if unknown or not names:
+        shown = ", ".join(unknown) if unknown else repr(text)
+        raise ValueError(f"unknown precision {shown}; valid precisions: {', '.join(PRECISIONS)}")
+    return names

@@ -19,6 +19,7 @@ from pytest_trtcompare import runners
 from pytest_trtcompare.session.runs import RunnerCache
 
 from .onnx_models import layer_chain
+from .pytester_helpers import XDIST_SLOW
 
 
 @pytest.fixture
@@ -156,6 +157,22 @@ def test_a_suite_that_never_uses_the_plugin_imports_none_of_it(pytester):
     used = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
     used.assert_outcomes(passed=2)
     used.stdout.fnmatch_lines([f"heavy: {sorted(_HEAVY)!r}"])
+
+
+@pytest.mark.parametrize("workers", XDIST_SLOW)
+def test_a_precision_option_alone_puts_nothing_to_work_before_first_use(pytester, workers):
+    """argparse checks --trt-precision in full: set alone, it imports no engine (an xdist
+    controller starts its workers without numpy); a bad value is still a usage error."""
+    pytester.makeconftest(_TELL_HEAVY)
+    pytester.makepyfile(test_plain="def test_a():\n    assert 1\n")
+    plain = pytester.runpytest_subprocess(
+        "-s", "-p", "no:cacheprovider", "--trt-precision=fp16", *workers
+    )
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["heavy: []"])
+    bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-precision=fp17", *workers)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--trt-precision: unknown precision fp17; valid precisions: fp32,*"])
 
 
 torch = pytest.importorskip("torch")

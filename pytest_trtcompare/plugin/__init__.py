@@ -80,11 +80,17 @@ def _activate(config: pytest.Config) -> PluginState:
     return session_hooks.activate(config)
 
 
+#: Options that argparse checks in full while parsing (their type= converters are numpy-free):
+#: set alone, they need no session before the plugin's first use. An xdist controller, which
+#: runs no test, then never imports numpy and the engine before it starts the workers.
+_CHECKED_WHILE_PARSING = frozenset({"trt_precision"})
+
+
 def _in_use_from_start(config: pytest.Config) -> bool:
-    """Any option or ini key of ours set: checked now, a bad value is a usage error. (An
-    xdist controller waits for a worker's report or payload of ours.)"""
+    """Any option or ini key of ours set that argparse did not check: checked now, a bad value
+    is a usage error. (An xdist controller waits for a worker's report or payload of ours.)"""
     if any(
-        value is not None and value is not False
+        value is not None and value is not False and dest not in _CHECKED_WHILE_PARSING
         for dest, value in vars(config.option).items()
         if dest.startswith(("trt_", "trtcompare_"))
     ):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
+from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS, parse_precisions
 from . import names
 
 #: Options whose value is a path: written with a space, pytest reads the value as a test path
@@ -76,8 +76,6 @@ def _rootdir_unchanged(config: pytest.Config) -> bool:
 
 
 def _precision_list(text: str) -> tuple[str, ...]:
-    from ..session.settings import parse_precisions  # only when --trt-precision is given
-
     try:
         return parse_precisions(text)
     except ValueError as exc:

@@ -21,9 +21,9 @@ from ..session.settings import (
     parse_ini_tolerances,
     parse_input_shapes,
     parse_metrics,
-    parse_precisions,
     parse_val_range,
 )
+from ..vocabulary import parse_precisions
 from .argv import check_split_paths
 from .names import UPDATE_GOLDENS
 

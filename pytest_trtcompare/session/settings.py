@@ -33,16 +33,6 @@ _BOOL_FIELDS = {"nan_equal", "inf_equal"}
 _METRIC_SPEC = re.compile(r"^\s*(?P<name>[a-z0-9_]+)\s*(?:(?P<op>>=|<=|=)\s*(?P<value>\S*))?\s*$")
 
 
-def parse_precisions(text: str) -> tuple[str, ...]:
-    """'fp32,fp16' -> ('fp32', 'fp16'); unknown names raise ValueError listing valid ones."""
-    names = tuple(dict.fromkeys(p.strip().lower() for p in text.split(",") if p.strip()))
-    unknown = [p for p in names if p not in PRECISIONS]
-    if unknown or not names:
-        shown = ", ".join(unknown) if unknown else repr(text)
-        raise ValueError(f"unknown precision {shown}; valid precisions: {', '.join(PRECISIONS)}")
-    return names
-
-
 def is_metric_spec(text: str) -> bool:
     """'cosine>=0.999', 'l2<=1e-3', 'snr=25', 'kl': a metric check, not tolerance fields."""
     match = _METRIC_SPEC.match(text)
