@@ -423,6 +423,17 @@ _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _PREFIX = 16  # a differing chunk usually differs at once: look there first
 
 
+_BITS_OF: dict[np.dtype, tuple[type[np.unsignedinteger[Any]], int] | None] = {}
+
+
+def _float_bits(dtype: np.dtype) -> tuple[type[np.unsignedinteger[Any]], int] | None:
+    """`_FLOAT_BITS` of a dtype, by its name (numpy builds `dtype.name` anew each time: kept
+    per dtype)."""
+    if dtype not in _BITS_OF:
+        _BITS_OF[dtype] = _FLOAT_BITS.get(dtype.name)
+    return _BITS_OF[dtype]
+
+
 class Equality:
     """`equal(a, e, start)`: an ErrorChunk of zeros when two chunks hold the same values bit
     for bit (Inf pairs excused by `inf_equal`; NaN pairs are errors of NaN unless
@@ -436,8 +447,8 @@ class Equality:
             return
         if a_dtype.kind in "biu" and a_dtype.itemsize in _UNSIGNED:
             self._view: Any = _UNSIGNED[a_dtype.itemsize]
-        elif a_dtype.name in _FLOAT_BITS:
-            self._view, mask = _FLOAT_BITS[a_dtype.name]
+        elif (bits := _float_bits(a_dtype)) is not None:
+            self._view, mask = bits
             self._mask = self._view(mask)
             # the sign bit cleared: a magnitude above the exponent bits is NaN, equal Inf
             self._magnitude = self._view((1 << (8 * a_dtype.itemsize - 1)) - 1)

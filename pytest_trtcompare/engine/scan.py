@@ -47,6 +47,8 @@ class Pair:
             else None
         )
         self._one: Arithmetic | None = None
+        #: the pair's float64 chunk, while it is all of the pair and its buffers hold it
+        self._whole: ErrorChunk | None = None
         self._equality = Equality(self.a.dtype, self.e.dtype, tol, self.size)
         self._equal: dict[int, ErrorChunk] = {}  # equal chunks by start: not compared again
 
@@ -70,6 +72,10 @@ class Pair:
                 return made
         made = self.arithmetic.compute(a, e, start, ratio)
         made.narrow = self.screen is not None
+        # the arithmetic's buffers hold this chunk until its next one; whole, of every
+        # element, with ratios: `element` reads its figures there
+        whole = self.n <= self.size and self.screen is None and ratio and made.positions is None
+        self._whole = made if whole else None
         return made
 
     def remake(self, start: int) -> ErrorChunk:
@@ -81,7 +87,12 @@ class Pair:
         return made
 
     def element(self, flat: int) -> ErrorChunk:
-        """The float64 errors of the one element at flat index `flat`."""
+        """The float64 errors of the one element at flat index `flat`: the whole pair's
+        float64 chunk holds them when it was made last (each figure is an elementwise
+        float64 operation, so the same number as a chunk of the one element makes)."""
+        whole = self._whole
+        if whole is not None:
+            return whole.take(np.array([flat]))
         if self._one is None:
             self._one = Arithmetic(*self.kinds, self.tol, 1)
         return self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
