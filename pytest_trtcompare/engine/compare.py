@@ -261,15 +261,15 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
     """One element's values and errors, by the arithmetic of every chunk."""
-    chunk = pair.element(flat)
-    compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
+    errors = pair.element(flat)
+    abs_error, rel_error, ratio = (math.nan,) * 3 if errors is None else errors
     return ElementError(
         index=_unravel(flat, shape),
         actual=_value_at(pair.a, flat),
         expected=_value_at(pair.e, flat),
-        abs_error=float(chunk.abs_err[0]) if compared else math.nan,
-        rel_error=float(chunk.rel_err[0]) if compared else math.nan,
-        ratio=float(chunk.ratio[0]) if compared else math.nan,
+        abs_error=abs_error,
+        rel_error=rel_error,
+        ratio=ratio,
     )
 
 

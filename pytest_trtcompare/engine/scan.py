@@ -86,16 +86,21 @@ class Pair:
         assert made is not None  # the same chunk passed the screen before
         return made
 
-    def element(self, flat: int) -> ErrorChunk:
-        """The float64 errors of the one element at flat index `flat`: the whole pair's
-        float64 chunk holds them when it was made last (each figure is an elementwise
-        float64 operation, so the same number as a chunk of the one element makes)."""
-        whole = self._whole
-        if whole is not None:
-            return whole.take(np.array([flat]))
-        if self._one is None:
-            self._one = Arithmetic(*self.kinds, self.tol, 1)
-        return self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
+    def element(self, flat: int) -> tuple[float, float, float] | None:
+        """The float64 (abs error, rel error, ratio) of the one element at flat index `flat`,
+        None when its error is NaN: the whole pair's float64 chunk holds them when it was
+        made last (each figure is an elementwise float64 operation, so the same number as a
+        chunk of the one element makes), else a chunk of the one element."""
+        chunk = self._whole
+        at = flat
+        if chunk is None:
+            if self._one is None:
+                self._one = Arithmetic(*self.kinds, self.tol, 1)
+            chunk = self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
+            if not chunk.abs_err.shape[0]:
+                return None
+            at = 0
+        return float(chunk.abs_err[at]), float(chunk.rel_err[at]), float(chunk.ratio[at])
 
     def float64_chunks(self) -> Iterator[ErrorChunk]:
         for start in self.starts():
