@@ -24,7 +24,7 @@ from ..engine import (
 )
 from ..session.layout import abbreviate, wrap
 from . import timings
-from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, record_fields
+from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, record_fields, take_built
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def records(
                 gates=name in gating,
                 metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
                 failure=output.failure,
-                tolerance_sources=entry_sources(output.tolerance),
+                # in key order, as its JSON (sorted) gives it back
+                tolerance_sources=dict(sorted(entry_sources(output.tolerance).items())),
                 target_ms=times[0],
                 reference_ms=times[1],
             )
@@ -144,6 +145,10 @@ def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
     found = []
     for key, value in properties:
         if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX):
+            built = take_built(value) if type(value) is str else None
+            if built is not None:
+                found.append(built)
+                continue
             data = json.loads(value)
             for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
                 data[name] = None if data[name] is None else float(data[name])
