@@ -136,9 +136,11 @@ def _is_torch_tensor(value: Any) -> bool:
 def as_named_array(value: Any, output: str, side: str) -> NamedArray:
     """Convert one output to a numeric array, or raise a one-line error naming it."""
     where = f"output {output!r} ({side})"
-    if isinstance(value, (str, bytes)):
+    if type(value) is np.ndarray:  # as np.asarray gives it
+        array, dtype_name = value, _dtype_name(value.dtype)
+    elif isinstance(value, (str, bytes)):
         raise InvalidOutputError(f"{where} is a {type(value).__name__}, not an array")
-    if _is_torch_tensor(value):
+    elif _is_torch_tensor(value):
         array, dtype_name = _from_torch(value, where)
     else:
         try:

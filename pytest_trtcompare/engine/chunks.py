@@ -308,7 +308,7 @@ class Arithmetic:
         """The chunk's errors; without `ratio` its ratios are left empty (order statistics
         need none)."""
         n = a.shape[0]
-        av, ev, d, eabs, r, ratios = (buf[:n] for buf in self._buffers)
+        av, ev, d, eabs, r, ratios = self._buffers[:, :n]  # rows: contiguous views
         np.copyto(av, a, casting="unsafe")
         np.copyto(ev, e, casting="unsafe")
         if self.pair == "float":
@@ -324,7 +324,7 @@ class Arithmetic:
         tops = [-1, -1]  # the first largest abs and rel error, once known
         if self.pair == "float" and n:
             tops[0] = int(d.argmax())
-            if not np.isfinite(d[tops[0]]):
+            if not math.isfinite(d[tops[0]]):
                 av, ev, d, positions, cos_a, cos_e = self._special_values(av, ev, d, start, counts)
                 cos_d = cos_a - cos_e
                 eabs, r, ratios = eabs[: d.shape[0]], r[: d.shape[0]], ratios[: d.shape[0]]
@@ -334,7 +334,7 @@ class Arithmetic:
         eabs_eps = eabs
         if r.shape[0]:
             tops[1] = int(r.argmax())
-        if r.shape[0] and not np.isfinite(r[tops[1]]):
+        if r.shape[0] and not math.isfinite(r[tops[1]]):
             tops[1] = -1
             # expected == 0 (or Inf, NaN) somewhere: Polygraphy's epsilon; Inf/Inf is Inf and
             # 0/NaN (NaN pairs excused by nan_equal) is 0.
