@@ -86,7 +86,7 @@ def _one_element_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def forgetting(self, *args, **kwargs):
         made = chunk(self, *args, **kwargs)
-        self._whole = None
+        self.whole_chunk = None
         return made
 
     monkeypatch.setattr(scan.Pair, "chunk", forgetting)
@@ -131,7 +131,7 @@ def test_each_element_of_the_whole_chunk_is_a_one_element_chunks(pair):
         return
     whole.chunk(0, exact=True)
     for flat in range(whole.n):
-        if whole._whole is not None:
+        if whole.whole_chunk is not None:
             assert repr(whole.element(flat)) == repr(alone.element(flat))
 
 
@@ -164,8 +164,8 @@ def test_a_small_pair_keeps_its_whole_chunk_until_its_next_one():
     tol = Tolerance(atol=1e-5, rtol=1e-5)
     pair = scan.Pair(actual, expected, ("float", "float"), tol)
     scan.scan(pair)
-    assert pair._whole is not None  # what `element` reads
+    assert pair.whole_chunk is not None  # what `element` reads
     alone = scan.Pair(actual, expected, ("float", "float"), tol)
     assert [pair.element(i) for i in range(16)] == [alone.element(i) for i in range(16)]
     pair.chunk(0, exact=True, ratio=False)  # its buffers now hold a chunk without ratios
-    assert pair._whole is None
+    assert pair.whole_chunk is None

@@ -53,7 +53,7 @@ def test_a_record_taken_back_is_the_one_its_json_gives(record):
 
 
 def test_records_kept_are_those_that_read_back_the_same():
-    kept = {(r.test, r.output) for r in _records() if properties._reads_back_the_same(vars(r))}
+    kept = {(r.test, r.output) for r in _records() if properties.reads_back_the_same(vars(r))}
     assert {test for test, _ in kept} == {"test_0", "test_1", "test_3", "test_5", "test_timed"}
     # parsed: Inf margins (test_2, test_3's missing b), metrics (test_4), numpy's float, ints
     assert ("test_3", "a") in kept and ("test_3", "b") not in kept

@@ -48,7 +48,7 @@ class Pair:
         )
         self._one: Arithmetic | None = None
         #: the pair's float64 chunk, while it is all of the pair and its buffers hold it
-        self._whole: ErrorChunk | None = None
+        self.whole_chunk: ErrorChunk | None = None
         self._equality = Equality(self.a.dtype, self.e.dtype, tol, self.size)
         self._equal: dict[int, ErrorChunk] = {}  # equal chunks by start: not compared again
 
@@ -75,7 +75,7 @@ class Pair:
         # the arithmetic's buffers hold this chunk until its next one; whole, of every
         # element, with ratios: `element` reads its figures there
         whole = self.n <= self.size and self.screen is None and ratio and made.positions is None
-        self._whole = made if whole else None
+        self.whole_chunk = made if whole else None
         return made
 
     def remake(self, start: int) -> ErrorChunk:
@@ -91,7 +91,7 @@ class Pair:
         None when its error is NaN: the whole pair's float64 chunk holds them when it was
         made last (each figure is an elementwise float64 operation, so the same number as a
         chunk of the one element makes), else a chunk of the one element."""
-        chunk = self._whole
+        chunk = self.whole_chunk
         at = flat
         if chunk is None:
             if self._one is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 PROPERTY = "trtcompare"
@@ -49,7 +49,7 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
             properties.append((key, json_number(metric["value"])))
             properties.append((f"{key}.margin", json_number(metric["margin"])))
         record_json = _ENCODER.encode(record_fields(record))
-        if _reads_back_the_same(vars(record)):
+        if reads_back_the_same(vars(record)):
             keep_built(record_json, record)
         properties.append((prefix + RECORD_SUFFIX, record_json))
     return properties
@@ -59,7 +59,7 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
 _ENCODER = json.JSONEncoder(sort_keys=True)
 
 #: Records by their JSON, for the summary of this process to take back without parsing:
-#: only those that JSON gives back as the same values (see `_reads_back_the_same`).
+#: only those that JSON gives back as the same values (see `reads_back_the_same`).
 _BUILT: dict[str, Any] = {}
 _BUILT_MAX = 1024
 
@@ -70,13 +70,18 @@ def keep_built(record_json: str, record: Any) -> None:
     _BUILT[record_json] = record
 
 
-def take_built(record_json: str) -> Any:
-    """The record whose JSON this is, made in this process, or None: read it from the JSON.
-    Equal JSON is an equal record (every field is in it), so the text is the key."""
-    return _BUILT.pop(record_json, None)
+def read_records(items: Iterable[tuple[str, Any]], parse: Callable[[str], Any]) -> list[Any]:
+    """The records among a report's properties: each one this process built and kept is
+    taken back (equal JSON is an equal record: every field is in it), the others are read
+    from their JSON by `parse`."""
+    return [
+        (_BUILT.pop(value, None) if type(value) is str else None) or parse(value)
+        for key, value in items
+        if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX)
+    ]
 
 
-def _reads_back_the_same(fields: Mapping[str, Any]) -> bool:
+def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     """Whether reading a record's JSON back (summary.from_properties) gives values equal to
     its fields, of the same types: str, bool, None and finite floats (not ints, which it
     would make floats; not Inf or NaN, which travel as text; not numpy's floats), no
