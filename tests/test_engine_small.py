@@ -12,8 +12,12 @@ from hypothesis import HealthCheck, example, given, settings
 
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine import scan
+from pytest_trtcompare.engine.arrays import dtype_kind
+from pytest_trtcompare.engine.tolerance import DEFAULT, ToleranceTable
 from pytest_trtcompare.engine.tuning import TUNING
+from pytest_trtcompare.errors import ToleranceError
 
+from .strategies import output_pairs, tolerances
 from .test_engine_screen import edge_pairs
 
 _ESTIMATES = ("mean_abs_error", "mean_rel_error", "margin", "cosine_similarity")
@@ -73,3 +77,95 @@ def test_the_small_path_takes_no_screen_and_its_report_reads_the_same(monkeypatc
     assert not small.passed
     for verbosity in (0, 1, 2):
         assert small.report(verbosity) == screened.report(verbosity)
+
+
+def _one_element_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pairs that forget their whole float64 chunk: each greatest or worst element is
+    computed by a chunk of its own, as every pair did before the small path read it there."""
+    chunk = scan.Pair.chunk
+
+    def forgetting(self, *args, **kwargs):
+        made = chunk(self, *args, **kwargs)
+        self.whole_chunk = None
+        return made
+
+    monkeypatch.setattr(scan.Pair, "chunk", forgetting)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=output_pairs(), tol=tolerances)
+@example(  # ties: the greatest abs and rel errors at the first of equal elements
+    pair=(np.array([1.0, 3.0, 1.0, 3.0], np.float32), np.array([0.0, 2.0, 0.0, 2.0], np.float32)),
+    tol=Tolerance(atol=0.0, rtol=0.0),
+)
+@example(  # Inf against a finite value, a NaN pair, a zero expected
+    pair=(np.array([np.inf, np.nan, 1.0, 0.5]), np.array([1.0, np.nan, 0.0, 0.5])),
+    tol=Tolerance(nan_equal=True),
+)
+def test_greatest_elements_read_from_the_whole_chunk_are_a_one_element_chunks(
+    monkeypatch, pair, tol
+):
+    """Every field of the result (the greatest elements' errors and ratios, the worst
+    elements of a failing one) and the report, with the elements read from the pair's
+    float64 chunk and with each computed alone: floats of every width, bfloat16 and
+    float8, ints, uints and bools, NaN, Inf, zeros, ties, passing and failing."""
+    actual, expected = pair
+    read = compare_outputs({"o": actual}, {"o": expected}, tol)
+    with monkeypatch.context() as patch:
+        _one_element_only(patch)
+        alone = compare_outputs({"o": actual}, {"o": expected}, tol)
+    assert repr(dataclasses.asdict(read)) == repr(dataclasses.asdict(alone))
+    for verbosity in (0, 2):
+        assert read.report(verbosity) == alone.report(verbosity)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=output_pairs([np.float16, np.float32, np.float64, np.int32, np.bool_]))
+def test_each_element_of_the_whole_chunk_is_a_one_element_chunks(pair):
+    actual, expected = pair
+    kinds = (dtype_kind(actual.dtype), dtype_kind(expected.dtype))
+    tol = Tolerance(atol=1e-3, rtol=1e-3, nan_equal=True)
+    whole = scan.Pair(actual, expected, kinds, tol)
+    alone = scan.Pair(actual, expected, kinds, tol)
+    if not whole.n:
+        return
+    whole.chunk(0, exact=True)
+    for flat in range(whole.n):
+        if whole.whole_chunk is not None:
+            assert repr(whole.element(flat)) == repr(alone.element(flat))
+
+
+def test_keyword_overrides_kept_per_entry_tell_values_apart():
+    """The kept override of atol=1 is not atol=True's (an error), nor 0.0 -0.0's."""
+    assert compare_outputs([1.0], [1.5], atol=1, rtol=0).passed
+    with pytest.raises(ToleranceError, match="atol must be a number"):
+        compare_outputs([1.0], [1.5], atol=True, rtol=0)
+    positive = compare_outputs([1.0], [1.0], atol=0.0).outputs["output"].tolerance
+    negative = compare_outputs([1.0], [1.0], atol=-0.0).outputs["output"].tolerance
+    assert (repr(positive.atol), repr(negative.atol)) == ("0.0", "-0.0")
+    assert positive.sources == {**DEFAULT.sources, "atol": "call"}
+    fresh = ToleranceTable(Tolerance(atol=0.5), atol=0.25).default
+    assert isinstance(fresh, Tolerance) and fresh.atol == 0.25
+    assert fresh.source("atol") == "call" and fresh.source("rtol") == "call"
+
+
+def test_dtype_names_kept_per_dtype_stay_numpys():
+    swapped = np.arange(3, dtype=">f4")
+    result = compare_outputs(swapped, swapped.astype(np.float32))
+    assert (result.outputs["output"].actual_dtype, result.outputs["output"].expected_dtype) == (
+        ">f4",
+        "float32",
+    )
+
+
+def test_a_small_pair_keeps_its_whole_chunk_until_its_next_one():
+    expected = np.linspace(-1, 1, 16, dtype=np.float32)
+    actual = expected + np.float32(1e-6)
+    tol = Tolerance(atol=1e-5, rtol=1e-5)
+    pair = scan.Pair(actual, expected, ("float", "float"), tol)
+    scan.scan(pair)
+    assert pair.whole_chunk is not None  # what `element` reads
+    alone = scan.Pair(actual, expected, ("float", "float"), tol)
+    assert [pair.element(i) for i in range(16)] == [alone.element(i) for i in range(16)]
+    pair.chunk(0, exact=True, ratio=False)  # its buffers now hold a chunk without ratios
+    assert pair.whole_chunk is None

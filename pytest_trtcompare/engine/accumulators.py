@@ -164,10 +164,13 @@ class Extremes:
         self.abs.offer(float(exact.abs_err[i]), exact.flat_index(i))
         self.rel.offer(float(exact.rel_err[j]), exact.flat_index(j))
 
-    @np.errstate(all="ignore")
     def finish(self) -> tuple[Extreme, Extreme]:
         if not self._screened:
             return self.abs, self.rel
+        with np.errstate(all="ignore"):
+            return self._finish_screened()
+
+    def _finish_screened(self) -> tuple[Extreme, Extreme]:
         screened = self._screened
         best_abs = max(item[2] for item in screened)
         best_rel = max(item[3] for item in screened)

@@ -250,17 +250,26 @@ def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
     return float(value) if values.dtype.kind == "V" else value.item()  # ml_dtypes: as float
 
 
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """np.unravel_index(flat, shape) as ints (C order), without its call's cost."""
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
+
+
 def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
     """One element's values and errors, by the arithmetic of every chunk."""
-    chunk = pair.element(flat)
-    compared = chunk.abs_err.shape[0] > 0  # not when the error is NaN
+    errors = pair.element(flat)
+    abs_error, rel_error, ratio = (math.nan,) * 3 if errors is None else errors
     return ElementError(
-        index=tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else (),
+        index=_unravel(flat, shape),
         actual=_value_at(pair.a, flat),
         expected=_value_at(pair.e, flat),
-        abs_error=float(chunk.abs_err[0]) if compared else math.nan,
-        rel_error=float(chunk.rel_err[0]) if compared else math.nan,
-        ratio=float(chunk.ratio[0]) if compared else math.nan,
+        abs_error=abs_error,
+        rel_error=rel_error,
+        ratio=ratio,
     )
 
 

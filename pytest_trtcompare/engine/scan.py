@@ -47,6 +47,8 @@ class Pair:
             else None
         )
         self._one: Arithmetic | None = None
+        #: the pair's float64 chunk, while it is all of the pair and its buffers hold it
+        self.whole_chunk: ErrorChunk | None = None
         self._equality = Equality(self.a.dtype, self.e.dtype, tol, self.size)
         self._equal: dict[int, ErrorChunk] = {}  # equal chunks by start: not compared again
 
@@ -70,6 +72,10 @@ class Pair:
                 return made
         made = self.arithmetic.compute(a, e, start, ratio)
         made.narrow = self.screen is not None
+        # the arithmetic's buffers hold this chunk until its next one; whole, of every
+        # element, with ratios: `element` reads its figures there
+        whole = self.n <= self.size and self.screen is None and ratio and made.positions is None
+        self.whole_chunk = made if whole else None
         return made
 
     def remake(self, start: int) -> ErrorChunk:
@@ -80,11 +86,21 @@ class Pair:
         assert made is not None  # the same chunk passed the screen before
         return made
 
-    def element(self, flat: int) -> ErrorChunk:
-        """The float64 errors of the one element at flat index `flat`."""
-        if self._one is None:
-            self._one = Arithmetic(*self.kinds, self.tol, 1)
-        return self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
+    def element(self, flat: int) -> tuple[float, float, float] | None:
+        """The float64 (abs error, rel error, ratio) of the one element at flat index `flat`,
+        None when its error is NaN: the whole pair's float64 chunk holds them when it was
+        made last (each figure is an elementwise float64 operation, so the same number as a
+        chunk of the one element makes), else a chunk of the one element."""
+        chunk = self.whole_chunk
+        at = flat
+        if chunk is None:
+            if self._one is None:
+                self._one = Arithmetic(*self.kinds, self.tol, 1)
+            chunk = self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
+            if not chunk.abs_err.shape[0]:
+                return None
+            at = 0
+        return float(chunk.abs_err[at]), float(chunk.rel_err[at]), float(chunk.ratio[at])
 
     def float64_chunks(self) -> Iterator[ErrorChunk]:
         for start in self.starts():

@@ -423,6 +423,35 @@ def _override(
     return _entry(changed, where)
 
 
+#: Field values whose type, value and text decide `_override`'s result (-0.0 is not 0.0,
+#: True is not 1): a keyword override of these is applied once per entry and kept.
+_PLAIN_FIELDS = (str, int, float, bool, type(None))
+_OVERRIDDEN: dict[tuple[Any, ...], tuple[Entry, Entry]] = {}
+_OVERRIDDEN_MAX = 256
+
+
+def _override_once(
+    entry: Entry, overrides: Mapping[str, Any], where: str, strict: bool, source: str = "call"
+) -> Entry:
+    """`_override`, kept per (entry object, fields, where, strict, source) when every field
+    value is a plain scalar: a test suite's `compare(..., atol=1e-3)` repeats the same
+    override thousands of times, and validating the copied Tolerance is most of a small
+    comparison's tolerance cost. Entries are frozen, so the kept result is the same one a
+    new call would make; the entry is kept beside it so that its id is not reused."""
+    if not all(type(value) in _PLAIN_FIELDS for value in overrides.values()):
+        return _override(entry, overrides, where, strict, source)
+    fields = tuple((name, type(value), repr(value)) for name, value in overrides.items())
+    key = (id(entry), fields, where, strict, source)
+    known = _OVERRIDDEN.get(key)
+    if known is not None and known[0] is entry:
+        return known[1]
+    changed = _override(entry, overrides, where, strict, source)
+    if len(_OVERRIDDEN) >= _OVERRIDDEN_MAX:
+        _OVERRIDDEN.clear()
+    _OVERRIDDEN[key] = (entry, changed)
+    return changed
+
+
 def is_field_mapping(spec: Mapping[str, Any]) -> bool:
     """{"atol": 1e-3, ...}: fields of one tolerance, not a table keyed by output name."""
     return bool(spec) and all(
@@ -486,9 +515,9 @@ class ToleranceTable:
 
     def override(self, fields: Mapping[str, Any], strict: bool, source: str = "call") -> None:
         """Apply keyword fields to every entry (see `_override`), credited to `source`."""
-        self.default = _override(self.default, fields, "tolerance", strict, source)
+        self.default = _override_once(self.default, fields, "tolerance", strict, source)
         self.per_output = {
-            name: _override(entry, fields, f"tolerance[{name!r}]", strict, source)
+            name: _override_once(entry, fields, f"tolerance[{name!r}]", strict, source)
             for name, entry in self.per_output.items()
         }
 

@@ -87,12 +87,16 @@ class GoldenSession:
         narrowed: frozenset[Path] = frozenset(),
     ) -> None:
         """Items selected (or deselected: `partial`); a module in `narrowed` ran in part."""
+        in_narrowed: dict[str, bool] = {}  # by module: resolving a path is a few syscalls
         for item in items:
             module = item.nodeid.split("::")[0]
-            state = self.modules.setdefault(
-                module, {"folder": str(self.folder(item.path)), "items": [], "partial": False}
-            )
-            if partial or Path(item.path).resolve() in narrowed:
+            state = self.modules.get(module)
+            if state is None:  # the folder once per module, not per item
+                state = {"folder": str(self.folder(item.path)), "items": [], "partial": False}
+                self.modules[module] = state
+            if not partial and narrowed and module not in in_narrowed:
+                in_narrowed[module] = Path(item.path).resolve() in narrowed
+            if partial or in_narrowed.get(module, False):
                 state["partial"] = True
             if not partial:
                 state["items"].append(item.nodeid)

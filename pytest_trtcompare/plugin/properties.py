@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 PROPERTY = "trtcompare"
@@ -48,9 +48,60 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
             key = f"{prefix}.{metric['check']}"
             properties.append((key, json_number(metric["value"])))
             properties.append((f"{key}.margin", json_number(metric["margin"])))
-        record_json = json.dumps(record_fields(record), sort_keys=True)
+        record_json = _ENCODER.encode(record_fields(record))
+        if reads_back_the_same(vars(record)):
+            keep_built(record_json, record)
         properties.append((prefix + RECORD_SUFFIX, record_json))
     return properties
+
+
+#: json.dumps(..., sort_keys=True) makes an encoder per call: one, made once
+_ENCODER = json.JSONEncoder(sort_keys=True)
+
+#: Records by their JSON, for the summary of this process to take back without parsing:
+#: only those that JSON gives back as the same values (see `reads_back_the_same`).
+_BUILT: dict[str, Any] = {}
+_BUILT_MAX = 1024
+
+
+def keep_built(record_json: str, record: Any) -> None:
+    if len(_BUILT) >= _BUILT_MAX:  # records whose reports were never read back
+        _BUILT.clear()
+    _BUILT[record_json] = record
+
+
+def read_records(items: Iterable[tuple[str, Any]], parse: Callable[[str], Any]) -> list[Any]:
+    """The records among a report's properties: each one this process built and kept is
+    taken back (equal JSON is an equal record: every field is in it), the others are read
+    from their JSON by `parse`."""
+    return [
+        (_BUILT.pop(value, None) if type(value) is str else None) or parse(value)
+        for key, value in items
+        if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX)
+    ]
+
+
+def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
+    """Whether reading a record's JSON back (summary.from_properties) gives values equal to
+    its fields, of the same types: str, bool, None and finite floats (not ints, which it
+    would make floats; not Inf or NaN, which travel as text; not numpy's floats), no
+    metrics (their tuples would come back as lists), and sources of str in key order."""
+    for key, value in fields.items():
+        kind = type(value)
+        if kind is float:
+            if not math.isfinite(value):
+                return False
+        elif key == "tolerance_sources":
+            if type(value) is not dict or list(value) != sorted(value):  # JSON sorts keys
+                return False
+            if not all(type(k) is str and type(v) is str for k, v in value.items()):
+                return False
+        elif key == "metrics":
+            if value != ():
+                return False
+        elif kind is not str and kind is not bool and value is not None:
+            return False
+    return True
 
 
 NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol")

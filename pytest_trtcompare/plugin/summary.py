@@ -24,7 +24,7 @@ from ..engine import (
 )
 from ..session.layout import abbreviate, wrap
 from . import timings
-from .properties import NUMBERS, PROPERTY, RECORD_SUFFIX, record_fields
+from .properties import NUMBERS, read_records, record_fields
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Record:
     #: what failed when no error size says it: 'NaN in actual at 3 positions, first (0, 0)',
     #: 'shape (2, 3) vs (2, 4)', "missing output 'x' in actual"
     failure: str | None = None
-    #: where each bound came from: {"atol": "ini", "rtol": "ini", "check": "default"}
+    #: where each bound came from, keys sorted as JSON: {"atol": "ini", "check": "default", ...}
     tolerance_sources: dict[str, str] = field(default_factory=dict)
     #: the median of the target's and the reference's inference times in this test (ms);
     #: None where no runner ran (the compare fixture, a golden as the reference)
@@ -91,7 +91,7 @@ def records(
                 gates=name in gating,
                 metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
                 failure=output.failure,
-                tolerance_sources=entry_sources(output.tolerance),
+                tolerance_sources=dict(sorted(entry_sources(output.tolerance).items())),
                 target_ms=times[0],
                 reference_ms=times[1],
             )
@@ -141,18 +141,18 @@ def layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> di
 
 
 def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
-    found = []
-    for key, value in properties:
-        if key.startswith(f"{PROPERTY}.") and key.endswith(RECORD_SUFFIX):
-            data = json.loads(value)
-            for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
-                data[name] = None if data[name] is None else float(data[name])
-            data["metrics"] = tuple(
-                {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
-                for m in data.get("metrics", ())
-            )
-            found.append(Record(**data))
-    return found
+    return read_records(properties, _parsed)
+
+
+def _parsed(value: str) -> Record:
+    data = json.loads(value)
+    for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
+        data[name] = None if data[name] is None else float(data[name])
+    data["metrics"] = tuple(
+        {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
+        for m in data.get("metrics", ())
+    )
+    return Record(**data)
 
 
 def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> list[str]:

@@ -47,6 +47,8 @@ class Outcome:
     @property
     def worst(self) -> ComparisonResult | None:
         """The first failing iteration, else the one closest to failing."""
+        if len(self.results) == 1:  # one iteration (a compare call): it, failing or not
+            return self.results[0]
         failing = [r for r in self.results if not r.passed]
         if failing:
             return failing[0]

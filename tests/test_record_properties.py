@@ -1,0 +1,66 @@
+"""Records reach the summary of their own process without a JSON round trip only where the
+round trip gives them back the same: every kind of record, read back both ways."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.plugin import properties, summary
+
+
+def _records() -> list[summary.Record]:
+    rng = np.random.default_rng(0)
+    expected = rng.standard_normal(40).astype(np.float32)
+    nan = expected.copy()
+    nan[3] = np.nan
+    results = [
+        compare_outputs(expected + np.float32(1e-6), expected, atol=1e-5, rtol=1e-5),  # passes
+        compare_outputs(expected + np.float32(0.1), expected, atol=1e-5, rtol=1e-5),  # fails
+        compare_outputs(nan, expected),  # a NaN error: the margin is inf
+        compare_outputs({"a": expected}, {"a": expected, "b": expected}),  # missing output
+        compare_outputs(  # a metric check beside the elementwise tolerance
+            expected, expected, [Tolerance(atol=1e-3, rtol=1e-3), Tolerance(check="cosine")]
+        ),
+        compare_outputs(expected, expected, check="mean"),
+    ]
+    found = []
+    for i, result in enumerate(results):
+        found += summary.records(result, f"test_{i}", "compare", None, None)
+    found += summary.records(results[0], "test_timed", "compare", "a", "b", 0, (1.5, 2.25))
+    found.append(  # numpy's float: JSON gives back Python's
+        summary.Record("test_np", "o", True, np.float64(0.5), 0.1, 0.1, "elemwise", 1.0, 1.0, "x")
+    )
+    found.append(summary.Record("test_int", "o", True, 0, 0.0, 0.0, "elemwise", 1, 1, "x"))
+    return found
+
+
+def _parsed(props: list[tuple[str, object]]) -> list[summary.Record]:
+    """What summary.from_properties reads from the JSON alone (another process: xdist)."""
+    copied = [(key, json.loads(json.dumps(value))) for key, value in props]
+    return summary.from_properties(copied)
+
+
+@pytest.mark.parametrize("record", _records(), ids=lambda r: r.test + "-" + r.output)
+def test_a_record_taken_back_is_the_one_its_json_gives(record):
+    props = properties.to_properties([record])
+    read = summary.from_properties(props)
+    assert repr(read) == repr(_parsed(props))
+    assert summary.from_properties(props) == read  # a second reading parses: the same
+
+
+def test_records_kept_are_those_that_read_back_the_same():
+    kept = {(r.test, r.output) for r in _records() if properties.reads_back_the_same(vars(r))}
+    assert {test for test, _ in kept} == {"test_0", "test_1", "test_3", "test_5", "test_timed"}
+    # parsed: Inf margins (test_2, test_3's missing b), metrics (test_4), numpy's float, ints
+    assert ("test_3", "a") in kept and ("test_3", "b") not in kept
+
+
+def test_the_json_property_is_json_dumps_sorted():
+    for record in _records():
+        props = dict(properties.to_properties([record]))
+        text = props[f"trtcompare.{record.output}.record"]
+        assert text == json.dumps(properties.record_fields(record), sort_keys=True)
