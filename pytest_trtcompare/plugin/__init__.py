@@ -28,7 +28,6 @@ from . import argv, names, progress_lines, properties
 from .fixtures import (
     CASE_FIXTURE,
     OUTCOME,
-    RUNNING_ITEMS,
     CompareFixture,
     RunnersFixture,
     compare,
@@ -221,15 +220,6 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state_of(config).goldens.collected(items, partial=True)
     else:
         config.stash[PENDING].deselected.append(list(items))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
-    RUNNING_ITEMS.append(item)  # `compare` takes its item from there
-    try:
-        return (yield)
-    finally:
-        RUNNING_ITEMS.pop()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -23,11 +23,6 @@ if TYPE_CHECKING:
 
 CASE_FIXTURE = "trtcompare_case"
 OUTCOME = pytest.StashKey["Outcome"]()
-#: The items whose run protocol is under way, innermost last (plugin/__init__.py
-#: `pytest_runtest_protocol`; a pytester run inside a test nests one): `compare` takes its
-#: item from here, not from `request` (nor `pytestconfig`, which takes it), for each of
-#: which pytest 9 builds a RequestFixtureDef, an inspect.signature, at every test.
-RUNNING_ITEMS: list[pytest.Item] = []
 
 
 class CompareFixture:
@@ -130,9 +125,9 @@ class RunnersFixture:
 
 
 @pytest.fixture
-def compare() -> CompareFixture:
+def compare(request: pytest.FixtureRequest) -> CompareFixture:
     """Assertion helper with the run's tolerance settings: `compare(actual, expected, ...)`."""
-    return CompareFixture(RUNNING_ITEMS[-1])
+    return CompareFixture(request.node)
 
 
 @pytest.fixture
