@@ -213,3 +213,51 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
         ]
     )
     assert "pytest_trtcompare/" not in result.stdout.str()
+
+
+def test_compare_records_on_its_own_test_however_it_is_requested(pytester):
+    """Each test's record lands on that test, whether the fixture is an argument, asked for
+    in the body or used by another fixture, and after a pytest run nested inside the test."""
+    pytester.makeconftest(
+        """
+        import numpy as np
+        import pytest
+
+        pytest_plugins = ["pytester"]
+
+        @pytest.fixture
+        def compared_in_setup(compare):
+            compare({"setup": np.ones(2)}, {"setup": np.ones(2)})
+        """
+    )
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        def test_argument(compare):
+            compare({"a": np.ones(2)}, {"a": np.ones(2)})
+
+        def test_asked(request):
+            request.getfixturevalue("compare")({"b": np.ones(2)}, {"b": np.ones(2)})
+
+        def test_fixture(compared_in_setup):
+            pass
+
+        def test_nested(compare, pytester):
+            pytester.makepyfile("def test_inner(compare):\\n    compare([1.0], [1.0])\\n")
+            pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+            compare({"c": np.ones(2)}, {"c": np.ones(2)})
+        """
+    )
+    result = pytester.runpytest("--junitxml=out.xml", "-p", "pytester")
+    result.assert_outcomes(passed=4)
+    xml = (pytester.path / "out.xml").read_text()
+    for test, output in (
+        ("test_argument", "a"),
+        ("test_asked", "b"),
+        ("test_fixture", "setup"),
+        ("test_nested", "c"),
+    ):
+        case = xml.split(f'name="{test}"', 1)[1].split("</testcase>", 1)[0]
+        assert f'name="trtcompare.{output}.passed" value="true"' in case
+        assert case.count(".passed") == 1  # its own record only
