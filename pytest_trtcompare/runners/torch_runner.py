@@ -243,20 +243,20 @@ class TorchRunner(Runner):
         norm statistics read, not updated) and is given back in the modes it had: switching
         costs far less than copying the module."""
         module = self.module
-        if (
-            self._modes_fixed
-            or not isinstance(module, self.torch.nn.Module)
-            or not any(m.training for m in module.modules())
-        ):
+        if self._modes_fixed or not isinstance(module, self.torch.nn.Module):
             yield
             return
-        modes = [(m, m.training) for m in module.modules()]
+        modes = [(m, m.training) for m in module.modules()]  # one walk: a first use counts it
+        if not any(training for _, training in modes):
+            yield
+            return
         module.train(False)
         try:
             yield
         finally:
             for submodule, training in modes:
-                submodule.training = training
+                if submodule.training != training:
+                    submodule.training = training
 
     @contextlib.contextmanager
     def _matmul_mode(self) -> Iterator[None]:
