@@ -395,13 +395,42 @@ def plain_suite(folder: Path, rounds: int) -> dict[str, float]:
     }
 
 
+def first_use_round(folder: Path, first: dict[str, list[float]]) -> None:
+    """One fresh process for each (model, how): the in-process seconds it printed."""
+    for model in ("resnet18", "bert"):
+        for how in ("hand", "ours"):
+            _, _, output = _run(folder, [sys.executable, "first_use.py", model, how])
+            first.setdefault(f"{model} {how}", []).append(_marked(output, "FIRST_USE"))
+
+
+def first_use_only(rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        (folder / "first_use.py").write_text(textwrap.dedent(FIRST_USE))
+        first_use_round(folder, {})  # warm-up: bytecode, page cache
+        first: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            first_use_round(folder, first)
+    for model in ("resnet18", "bert"):
+        ours, hand = (statistics.median(first[f"{model} {how}"]) for how in ("ours", "hand"))
+        print(
+            f"| {model} | {ours * 1e3:.1f} ms | {hand * 1e3:.1f} ms | {ours / hand:.2f}x |"
+            f" {rounds} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--no-first-use", action="store_true")
     parser.add_argument("--plain-only", action="store_true", help="only the plain suite")
+    parser.add_argument("--first-use-only", action="store_true", help="only the first use")
     args = parser.parse_args()
+    if args.first_use_only:
+        print("| model | ours | by hand | ours / by hand | processes |\n|---|---:|---:|---:|---:|")
+        first_use_only(args.rounds)
+        return
     if args.plain_only:
         with tempfile.TemporaryDirectory() as name:
             for label, value in plain_suite(Path(name), args.rounds).items():
@@ -449,12 +478,8 @@ def main() -> None:
                 cpus[contestant].append(cpu)
                 if contestant == "polygraphy" and "FAILED 0" not in output:
                     print(f"note: polygraphy comparisons failing: {output.strip()}")
-            if args.no_first_use:
-                continue
-            for model in ("resnet18", "bert"):
-                for how in ("hand", "ours"):
-                    _, _, output = _run(folder, [python, "first_use.py", model, how])
-                    first.setdefault(f"{model} {how}", []).append(_marked(output, "FIRST_USE"))
+            if not args.no_first_use:
+                first_use_round(folder, first)
         plain = plain_suite(folder, args.rounds)
     median = {name: statistics.median(values) for name, values in times.items()}
     cpu = {name: statistics.median(values) for name, values in cpus.items()}

@@ -234,6 +234,16 @@ def test_a_module_in_training_mode_is_run_in_eval_and_left_as_it_was(precision):
         }
 
 
+def test_a_module_in_mixed_modes_gets_each_submodule_mode_back():
+    module = _Recording()
+    module.norm.eval()  # the user froze the batch norm, the rest trains
+    runners.create("torch", module).infer({"x": np.ones((2, 3, 8, 8), np.float32)})
+    assert module.modes == [False]
+    assert [m.training for m in module.modules()] == [
+        m is not module.norm for m in module.modules()
+    ]
+
+
 def test_a_module_ready_as_it_is_is_used_as_it_is():
     module = _Block().eval()
     assert runners.create("torch", module).module is module

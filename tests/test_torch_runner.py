@@ -404,3 +404,16 @@ def test_an_index_past_a_table_says_how_far_the_integer_inputs_reach():
 def test_a_non_tensor_output_left_out_by_outputs_is_never_read():
     out = runners.create("torch", Structured("string"), outputs=["y"]).infer({"x": ones(1)})
     assert list(out) == ["y"]
+
+
+def test_a_forward_signature_is_a_value_immutable_and_picklable():
+    import pickle
+
+    signature = runners.create("torch", Keywords()).signature
+    copied = pickle.loads(pickle.dumps(signature))  # an isolated runner sends it
+    assert copied == signature and hash(copied) == hash(signature)
+    assert copied.text == "forward(x, mask=None, scale=2.0)"
+    assert [p.name for p in copied.parameters if p.required] == ["x"]
+    with pytest.raises(AttributeError):
+        signature.text = "changed"  # type: ignore[misc]
+    assert signature != runners.create("torch", PositionalOnly()).signature

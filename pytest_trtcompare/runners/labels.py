@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .onnx_model import LoadedModel
+if TYPE_CHECKING:  # onnx_model's dataclasses cost a torch runner's first use milliseconds
+    from .onnx_model import LoadedModel
 
 
 def model_label(name: str, model: Any) -> str:

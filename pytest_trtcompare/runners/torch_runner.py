@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +27,10 @@ from ..errors import (
 )
 from .base import Layer, Runner, TensorSpec, specs_from
 from .torch_binding import ForwardSignature
-from .torch_layers import ModuleTaps
 from .torch_outputs import NotATensor, flatten_outputs, to_numpy
+
+if TYPE_CHECKING:
+    from .torch_layers import ModuleTaps
 
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -117,7 +119,11 @@ class TorchRunner(Runner):
         self.dtypes_guessed = not given
         self.checks_feed = bool(given)
         self._produced: list[str] | None = None  # output names, known after the first run
-        self._taps = ModuleTaps(self.module) if outputs == "all" else None
+        self._taps: ModuleTaps | None = None
+        if outputs == "all":  # imported here: a runner's first use without layers is faster
+            from .torch_layers import ModuleTaps
+
+            self._taps = ModuleTaps(self.module)
         self._layers: list[Layer] | None = None
 
     def _prepare(self, model: Any) -> Any:
@@ -237,20 +243,20 @@ class TorchRunner(Runner):
         norm statistics read, not updated) and is given back in the modes it had: switching
         costs far less than copying the module."""
         module = self.module
-        if (
-            self._modes_fixed
-            or not isinstance(module, self.torch.nn.Module)
-            or not any(m.training for m in module.modules())
-        ):
+        if self._modes_fixed or not isinstance(module, self.torch.nn.Module):
             yield
             return
-        modes = [(m, m.training) for m in module.modules()]
+        modes = [(m, m.training) for m in module.modules()]  # one walk: a first use counts it
+        if not any(training for _, training in modes):
+            yield
+            return
         module.train(False)
         try:
             yield
         finally:
             for submodule, training in modes:
-                submodule.training = training
+                if submodule.training != training:
+                    submodule.training = training
 
     @contextlib.contextmanager
     def _matmul_mode(self) -> Iterator[None]:
