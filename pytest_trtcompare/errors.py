@@ -69,7 +69,8 @@ class UnknownFrameworkError(TrtCompareError, ValueError):
 
 
 class RunnerOptionError(TrtCompareError, TypeError):
-    """A runner option that the runner does not take; the message lists the ones it does."""
+    """A runner option that the runner does not take (the message lists the ones it does), or
+    a value of a kind the option does not take (the message says which it takes)."""
 
 
 class MarkerError(TrtCompareError, ValueError):

@@ -10,6 +10,7 @@ import onnxruntime
 import pytest
 
 from pytest_trtcompare import runners
+from pytest_trtcompare.errors import RunnerOptionError
 from pytest_trtcompare.runners.onnxrt import QUIET_THREADS
 
 from .onnx_models import layer_chain
@@ -61,3 +62,41 @@ def test_results_do_not_depend_on_spinning(model_file):
     assert quiet.keys() == busy.keys()
     for name in quiet:
         np.testing.assert_array_equal(quiet[name], busy[name])
+
+
+@pytest.mark.parametrize("wrong", [{"intra_op_num_threads": 1}, "threads=1", 3])
+def test_session_options_of_another_kind_is_an_error_naming_the_option(model_file, wrong):
+    with pytest.raises(RunnerOptionError) as caught:
+        runners.create("onnxrt", model_file, session_options=wrong)
+    assert str(caught.value) == (
+        f"onnxrt option session_options={wrong!r} ({type(wrong).__name__}) takes an "
+        "onnxruntime.SessionOptions, e.g. options = onnxruntime.SessionOptions(); "
+        "options.intra_op_num_threads = 1"
+    )
+
+
+def test_session_options_of_another_kind_on_a_marker_is_one_error_at_setup(pytester):
+    onnx.save_model(layer_chain(), str(pytester.path / "chain.onnx"))
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.compare_frameworks(
+            model="chain.onnx",
+            frameworks=["onnxrt", "onnxref"],
+            options={"onnxrt": {"session_options": {"intra_op_num_threads": 1}}},
+        )
+        def test_chain():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_chain[[]onnxref-fp32[]]*",
+            "RunnerOptionError: onnxrt option session_options={'intra_op_num_threads': 1}"
+            " (dict) takes an onnxruntime.SessionOptions, e.g. *",
+        ]
+    )
+    assert "pytest_trtcompare/" not in result.stdout.str()

@@ -7,7 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
+from ..errors import (
+    FrameworkUnavailable,
+    ModelLoadError,
+    PrecisionUnsupported,
+    RunnerOptionError,
+)
 from .failures import tidy_onnxruntime_text
 from .onnx_runner import OnnxModelRunner
 from .onnx_versions import RuntimeVersions, onnxruntime_versions
@@ -69,6 +74,12 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         outputs: str | Sequence[str] | None = None,
     ) -> None:
         ort = self._ort = _import_onnxruntime()
+        if session_options is not None and not isinstance(session_options, ort.SessionOptions):
+            raise RunnerOptionError(
+                f"onnxrt option session_options={session_options!r} "
+                f"({type(session_options).__name__}) takes an onnxruntime.SessionOptions, "
+                "e.g. options = onnxruntime.SessionOptions(); options.intra_op_num_threads = 1"
+            )
         super().__init__(model, precision, outputs)
         wanted = list(providers) if providers else ["CPUExecutionProvider"]
         available = ort.get_available_providers()
