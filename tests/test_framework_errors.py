@@ -163,3 +163,34 @@ def test_an_onnxruntime_failure_names_the_node_and_op():
     )
     assert ort_says.split(": ", 1)[0] in text  # onnxruntime's exception type
     assert ort_says[-60:] in text and "\n" not in text  # and its last words
+
+
+def test_a_failure_raised_while_handling_another_names_both():
+    """A library whose fallback fails too (onnx.reference's GatherElements): its last line,
+    then the one it was handling, which often names the cause; `from None` and an explicit
+    cause leave it out."""
+    from pytest_trtcompare.runners.failures import library_line
+
+    def suppressed() -> None:
+        try:
+            raise IndexError("need at most 64 arrays\nmore detail")
+        except IndexError:
+            raise ValueError("cannot reshape array of size 1") from None
+
+    def fallback() -> None:
+        try:
+            raise IndexError("need at most 64 arrays\nmore detail")
+        except IndexError:
+            raise ValueError("cannot reshape array of size 1")  # noqa: B904 (the library's way)
+
+    for action, expected in (
+        (
+            fallback,
+            "ValueError: cannot reshape array of size 1 "
+            "(raised while handling IndexError: need at most 64 arrays)",
+        ),
+        (suppressed, "ValueError: cannot reshape array of size 1"),
+    ):
+        with pytest.raises(ValueError) as info:
+            action()
+        assert library_line(info.value) == expected

@@ -57,7 +57,17 @@ def _value_text(value: Any) -> str:
 
 def library_line(error: BaseException, limit: int = 400) -> str:
     """'ValueError: cannot reshape ...': the exception's type and the first line of its text
-    (onnxruntime's with the C++ location cut out)."""
+    (onnxruntime's with the C++ location cut out), and the one it was raised while handling,
+    where the library's fallback failed too: that one often names the real cause
+    (onnx.reference's GatherElements: `np.choose` takes at most 64 arrays)."""
+    line = _first_line(error, limit)
+    context = error.__context__
+    if context is not None and error.__cause__ is None and not error.__suppress_context__:
+        line += f" (raised while handling {_first_line(context, limit // 2)})"
+    return line
+
+
+def _first_line(error: BaseException, limit: int) -> str:
     text = str(error).strip()
     if text.startswith("[ONNXRuntimeError]"):
         text = tidy_onnxruntime_text(text)

@@ -86,7 +86,7 @@ def test_every_architecture_as_a_twin_of_its_export_at_every_precision(zoo, zoo_
             "ERROR test_twins.py::test_bert[[]onnxref-fp32-bs2[]] - Failed: InferenceError: *",
             "InferenceError: onnxref-fp32 failed running the model on input_ids: int64[[]2, 8[]], "
             "attention_mask: int64[[]2, 8[]]: node 'node_gather' (GatherElements): "
-            f"{glob_escape(reference_says)}",
+            f"{glob_escape(reference_says)}*",
         ]
     )
     assert "Traceback" not in result.stdout.str()
