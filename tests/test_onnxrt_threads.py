@@ -24,10 +24,7 @@ def model_file(tmp_path):
 
 
 def _entry(session: onnxruntime.InferenceSession, key: str) -> str | None:
-    try:
-        return str(session.get_session_options().get_session_config_entry(key))
-    except RuntimeError:  # onnxruntime: no such entry
-        return None
+    return _entry_of(session.get_session_options(), key)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
@@ -48,7 +45,7 @@ def test_the_users_session_options_are_used_as_given(model_file):
 def _entry_of(options: onnxruntime.SessionOptions, key: str) -> str | None:
     try:
         return str(options.get_session_config_entry(key))
-    except RuntimeError:
+    except RuntimeError:  # onnxruntime: no such entry
         return None
 
 

@@ -423,9 +423,18 @@ def _override(
     return _entry(changed, where)
 
 
-#: Field values whose type, value and text decide `_override`'s result (-0.0 is not 0.0,
-#: True is not 1): a keyword override of these is applied once per entry and kept.
 _PLAIN_FIELDS = (str, int, float, bool, type(None))
+
+
+def fields_key(fields: Mapping[str, Any]) -> tuple[tuple[str, type, str], ...] | None:
+    """A cache key for keyword tolerance fields, or None where none is kept: a value that is
+    no plain scalar. Each value by its type and text, which decide what it makes (-0.0 is
+    not 0.0, True is not 1); the names sorted (their order changes nothing)."""
+    if not all(type(value) in _PLAIN_FIELDS for value in fields.values()):
+        return None
+    return tuple(sorted((name, type(value), repr(value)) for name, value in fields.items()))
+
+
 _OVERRIDDEN: dict[tuple[Any, ...], tuple[Entry, Entry]] = {}
 _OVERRIDDEN_MAX = 256
 
@@ -438,9 +447,9 @@ def _override_once(
     override thousands of times, and validating the copied Tolerance is most of a small
     comparison's tolerance cost. Entries are frozen, so the kept result is the same one a
     new call would make; the entry is kept beside it so that its id is not reused."""
-    if not all(type(value) in _PLAIN_FIELDS for value in overrides.values()):
+    fields = fields_key(overrides)
+    if fields is None:
         return _override(entry, overrides, where, strict, source)
-    fields = tuple((name, type(value), repr(value)) for name, value in overrides.items())
     key = (id(entry), fields, where, strict, source)
     known = _OVERRIDDEN.get(key)
     if known is not None and known[0] is entry:

@@ -22,6 +22,7 @@ from ..engine import (
     Tolerance,
     ToleranceSpec,
     ToleranceTable,
+    fields_key,
     is_field_mapping,
     with_metrics,
 )
@@ -243,10 +244,8 @@ def _resolve_key(
     a field value that is no plain scalar (the table would not be the same for another)."""
     if tolerance is not None:
         return None
-    plain = (str, int, float, bool, type(None))
-    if not all(type(value) in plain for value in call_fields.values()):
-        return None
-    return (precision, source, tuple(sorted((k, type(v), v) for k, v in call_fields.items())))
+    fields = fields_key(call_fields)
+    return None if fields is None else (precision, source, fields)
 
 
 _SHAPE_ENTRY = re.compile(r"\s*([^\s:,]+):(\[[^\]]*\]|\d+(?:x\d+)*)\s*(?:,|$|\s)")
