@@ -215,6 +215,39 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
     assert "pytest_trtcompare/" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("xdist", XDIST)
+def test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use(pytester, xdist):
+    """The fixture takes its test from pytest's fixture setup, not from `request` (which
+    pytest would set up anew at every test); a CompareFixture made by hand belongs to no
+    test, and calling it fails that test with one message."""
+    pytester.makepyfile(
+        """
+        from pytest_trtcompare.plugin import CompareFixture
+
+        def test_constructed():
+            CompareFixture()([1.0], [1.0])
+
+        def test_fixture(compare):
+            compare([1.0], [1.0])
+        """
+    )
+    plan = pytester.runpytest("--setup-plan")
+    plan.stdout.fnmatch_lines(["*test_fixture (fixtures used: compare)*"])
+    result = run(pytester, "--junitxml=out.xml", *xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TrtCompareError: compare: this CompareFixture belongs to no test; ask for the*",
+            "FAILED *test_constructed - Failed: TrtCompareError: compare: this *",
+        ]
+    )
+    assert "`compare` fixture instead of constructing one" in result.stdout.str()
+    assert "pytest_trtcompare/" not in result.stdout.str()
+    xml = (pytester.path / "out.xml").read_text()
+    case = xml.split('name="test_fixture"', 1)[1].split("</testcase>", 1)[0]
+    assert 'name="trtcompare.output.passed" value="true"' in case
+
+
 def test_compare_records_on_its_own_test_however_it_is_requested(pytester):
     """Each test's record lands on that test, whether the fixture is an argument, asked for
     in the body or used by another fixture, and after a pytest run nested inside the test."""
