@@ -157,9 +157,11 @@ def test_per_output_tolerance_mapping_like_polygraphy():
     assert overridden.passed
 
 
-def test_unknown_output_in_tolerance_table_warns():
-    with pytest.warns(ToleranceWarning, match="typo"):
-        compare_outputs({"a": [1.0]}, {"a": [1.0]}, {"typo": {"atol": 1.0}})
+def test_unknown_output_in_tolerance_table_warns_at_the_callers_line():
+    for call in (compare_outputs, assert_outputs_close):
+        with pytest.warns(ToleranceWarning, match="typo") as caught:
+            call({"a": [1.0]}, {"a": [1.0]}, {"typo": {"atol": 1.0}})
+        assert [w.filename for w in caught] == [__file__], call.__name__
 
 
 def test_missing_names_fail_with_both_lists():

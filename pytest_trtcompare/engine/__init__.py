@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
 from .arrays import as_named_array, as_output_mapping, dtype_from_name
-from .compare import assert_outputs_close, check_shape_check, compare_one, compare_outputs
+from .compare import (
+    assert_outputs_close,
+    check_shape_check,
+    compare_one,
+    compare_outputs,
+    compare_with_table,
+)
 from .digits import against, exact, num, shortest
 from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
@@ -58,6 +64,7 @@ __all__ = [
     "check_shape_check",
     "compare_one",
     "compare_outputs",
+    "compare_with_table",
     "dtype_from_name",
     "entry_record",
     "entry_sources",

@@ -62,6 +62,19 @@ def compare_outputs(
     """
     check_shape_check(shape_check)
     table = ToleranceTable(tolerance, **tolerance_fields)
+    return compare_with_table(actual, expected, table, names=names, shape_check=shape_check)
+
+
+def compare_with_table(
+    actual: Any,
+    expected: Any,
+    table: ToleranceTable,
+    *,
+    names: Iterable[str] | None = None,
+    shape_check: str = "strict",
+) -> ComparisonResult:
+    """compare_outputs with a table already made (the compare fixture's, resolved once per
+    precision and fields); `shape_check` checked by the caller. The table is only read."""
     order = _names(actual) + _names(expected)
     actual, expected, structures, expanded = flatten_structured(actual, expected)
     actual_map = as_output_mapping(actual, "actual")

@@ -7,9 +7,11 @@ import difflib
 import math
 import numbers
 import re
+import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -480,6 +482,19 @@ def _some_names(unknown: list[str], known: set[str]) -> str:
     return f"outputs are {shown}"
 
 
+def _caller_level() -> int:
+    """warnings.warn's stacklevel of the first frame outside this package, for a warning
+    raised by its caller (the user's compare, compare_outputs or assert_outputs_close)."""
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE = __name__.split(".", 1)[0] + "."
+
+
 class ToleranceTable:
     """Per-output tolerances with a default under the key "" (Polygraphy's `out0:1e-3`).
 
@@ -547,5 +562,5 @@ class ToleranceTable:
                 f"tolerance given for output(s) {unknown} that the comparison does not have; "
                 f"{_some_names(unknown, known)}",
                 ToleranceWarning,
-                stacklevel=4,
+                stacklevel=_caller_level(),
             )

@@ -52,7 +52,7 @@ class CompareFixture:
         **fields: Any,
     ) -> ComparisonResult:
         __tracebackhide__ = True
-        from ..engine import compare_outputs
+        from ..engine import check_shape_check, compare_with_table
         from ..session.outcome import Outcome, compared
         from .golden_fixture import settle_call
         from .state import state_of
@@ -64,11 +64,11 @@ class CompareFixture:
             )
         settings = state_of(self._item.config).settings
         try:
-            table = settings.tolerances.resolve(precision, tolerance, **fields)
-            tolerances = {"": table.default, **table.per_output}
+            table = settings.tolerances.resolve(precision, tolerance, shared=True, **fields)
             shape_check = shape_check or settings.shape_check or "strict"
-            result = compare_outputs(
-                actual, expected, tolerances, names=names, shape_check=shape_check
+            check_shape_check(shape_check)
+            result = compare_with_table(
+                actual, expected, table, names=names, shape_check=shape_check
             )
         except TrtCompareError as exc:
             outcome = Outcome.error(exc)

@@ -204,18 +204,22 @@ class ToleranceSettings:
         tolerance: ToleranceSpec = None,
         *,
         source: str = "call",
+        shared: bool = False,
         **call_fields: Any,
     ) -> ToleranceTable:
         """Built-in < ini < the call's (or marker's: `source`) tolerance and fields <
         command line. The command line's fields change every elementwise / statistic member
         (an entry of metric checks alone has none and stays); its metric checks are added to
-        every entry, replacing ones of the same check. Each field names its source."""
+        every entry, replacing ones of the same check. Each field names its source.
+        `shared`: the kept table itself, for a caller that only reads it (else a copy)."""
         key = _resolve_key(precision, tolerance, source, call_fields)
         known = self._resolved.get(key) if key is not None else None
         if known is None:
             known = self._resolve(precision, tolerance, source, call_fields)
             if key is not None:
                 self._resolved[key] = known
+        if shared:
+            return known
         table = copy.copy(known)  # entries are frozen; the mapping is the table's own
         table.per_output = dict(known.per_output)
         return table
