@@ -14,6 +14,14 @@ loaded machine); whole processes are timed too. The runs interleave (one of each
 round, in turn) and every figure is the median over the rounds; ratios are against the peer
 with the plugin loaded, in the same report setting. `--baseline DIR` also runs our two kinds
 with the package found in DIR (the code before a change, `git worktree add DIR COMMIT`).
+
+`--interleaved N`: the steady state, robust on a machine whose speed drifts. One pytest
+process holds N tests of each kind, run in turn (assert_allclose, assert_outputs_close, the
+`compare` fixture, assert_allclose, ...); a conftest hook times each test's whole protocol
+(setup, call, teardown and their reports). The first 100 tests of each kind are left out
+(what the first call imports), and each kind's median is taken in that process, so the
+ratios compare tests that ran milliseconds apart. One such process per report setting and
+package per round; the table gives the median of the rounds' ratios.
 """
 
 from __future__ import annotations
@@ -70,6 +78,31 @@ def test_fixture(i, compare):
 """,
 }
 
+INTERLEAVING_CONFTEST = """
+import statistics
+import time
+import pytest
+
+_TIMES = {}
+_ORDER = ("test_allclose", "test_engine", "test_fixture")
+
+def pytest_collection_modifyitems(items):
+    kinds = [[i for i in items if i.originalname == name] for name in _ORDER]
+    items[:] = [item for turn in zip(*kinds) for item in turn]
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        _TIMES.setdefault(item.originalname, []).append(time.perf_counter() - start)
+
+def pytest_unconfigure(config):
+    medians = {k: statistics.median(v[100:]) for k, v in _TIMES.items()}
+    print("INTERLEAVED " + " ".join(f"{k}={medians.get(k, 0):.9f}" for k in _ORDER))
+"""
+
 #: (label, test file, extra pytest arguments, the package's folder: None for this one)
 KINDS: list[tuple[str, str, list[str], str | None]] = [
     ("np.testing.assert_allclose", "numpy", [], None),
@@ -93,16 +126,71 @@ def _run(
     folder: Path, command: list[str], package: str | None = None
 ) -> tuple[float, float, float]:
     """(whole process wall s, items phase wall s, items phase CPU s of the pytest process)"""
+    start = time.perf_counter()
+    line = _output_line(folder, command, package, "ITEMS_PHASE")
+    seconds = time.perf_counter() - start
+    return seconds, float(line.split()[-2]), float(line.split()[-1])
+
+
+def _interleaved(
+    args: argparse.Namespace, reports: list[str], base: list[str]
+) -> list[dict[str, object]]:
+    """Per-test medians of the three kinds run in turn in one process (see the docstring)."""
+    packages: list[tuple[str, str | None]] = [("this", None)]
+    if args.baseline:
+        packages.append(("before", str(args.baseline.resolve())))
+    ratios: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        (folder / "conftest.py").write_text(textwrap.dedent(INTERLEAVING_CONFTEST))
+        text = textwrap.dedent(HEAD) + "".join(
+            textwrap.dedent(body).replace("{tests}", str(args.interleaved))
+            for body in BODIES.values()
+        )
+        (folder / "test_interleaved.py").write_text(text)
+        for _ in range(args.rounds):
+            for report in reports:
+                flags = [flag.replace("{folder}", name) for flag in REPORTS[report]]
+                for label, package in packages:
+                    command = [*base, "test_interleaved.py", *flags]
+                    line = _output_line(folder, command, package, "INTERLEAVED")
+                    peer, engine, fixture = (float(f.split("=")[1]) for f in line.split()[1:])
+                    ratios.setdefault((report, label), []).append((peer, engine, fixture))
+    rows: list[dict[str, object]] = []
+    print(f"\nInterleaved, {args.interleaved} tests of each kind, medians of {args.rounds} rounds:")
+    print("| reports | package | assert_allclose (µs) | assert_outputs_close | compare fixture |")
+    print("|---|---|---:|---:|---:|")
+    for (report, label), runs in ratios.items():
+        peer = statistics.median(r[0] for r in runs)
+        engine = statistics.median(r[1] / r[0] for r in runs)
+        fixture = statistics.median(r[2] / r[0] for r in runs)
+        fixture_us = statistics.median(r[2] for r in runs)
+        print(
+            f"| {report} | {label} | {peer * 1e6:.0f} | {engine:.2f}x "
+            f"| {fixture:.2f}x ({fixture_us * 1e6:.0f} µs) |"
+        )
+        rows.append(
+            {
+                "interleaved": args.interleaved,
+                "reports": report,
+                "package": label,
+                "assert_allclose_us": peer * 1e6,
+                "assert_outputs_close_ratio": engine,
+                "compare_fixture_ratio": fixture,
+                "compare_fixture_us": fixture_us * 1e6,
+            }
+        )
+    return rows
+
+
+def _output_line(folder: Path, command: list[str], package: str | None, marker: str) -> str:
     inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
     paths = [str(folder), *([package] if package else inherited)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    line = next(line for line in done.stdout.splitlines() if "ITEMS_PHASE" in line)
-    return seconds, float(line.split()[-2]), float(line.split()[-1])
+    return next(line for line in done.stdout.splitlines() if marker in line)
 
 
 def main() -> None:
@@ -112,6 +200,13 @@ def main() -> None:
     parser.add_argument("--reports", default=",".join(REPORTS), help="which report settings")
     parser.add_argument("--baseline", type=Path, default=None, help="the code before, to compare")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--interleaved",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the steady state: N tests of each kind in turn in one process",
+    )
     args = parser.parse_args()
     kinds = list(KINDS)
     if args.baseline:
@@ -120,6 +215,12 @@ def main() -> None:
     reports = [name for name in REPORTS if name in args.reports.split(",")]
     base = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     base += ["-p", "no:randomly", "-p", "no:xdist"]
+    if args.interleaved:
+        rows = _interleaved(args, reports, base)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(rows, indent=2))
+        return
     times: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
