@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -237,16 +237,16 @@ class Cosine:
             return
         self._all_equal = False
         a, e, d = chunk.cosine
-        if not chunk.exact and chunk.margin > 1 - _SCREEN_BAND:  # may fail
-            whole = chunk.whole
-            if whole is not None and not chunk.nan_actual:
-                a, e, d = whole.cosine
-            else:
-                a, e = chunk.xp.astype(a, chunk.xp.float64), chunk.xp.astype(e, chunk.xp.float64)
-                d = a - e
+        narrow = not chunk.exact
+        if narrow and chunk.margin > 1 - _SCREEN_BAND:  # may fail
+            a, e, d = _widened(chunk)
+            narrow = False
         sums = (dot(a, a), dot(e, e), dot(d, d))
-        if not all(math.isfinite(x) for x in sums) and not chunk.exact:
+        if narrow and not all(math.isfinite(x) for x in sums):
             a, e, d = chunk.whole_chunk().cosine  # float32 sums overflowed
+            sums = (dot(a, a), dot(e, e), dot(d, d))
+        elif narrow and _loses_precision(*sums):
+            a, e, d = _widened(chunk)
             sums = (dot(a, a), dot(e, e), dot(d, d))
         self.aa += sums[0]
         self.ee += sums[1]
@@ -260,6 +260,29 @@ class Cosine:
             self.aa += squares
             self.ee += squares
         return cosine_from_sums(self.aa, self.ee, self.dd)
+
+
+#: A float32 chunk's sums give its cosine term to about this many times their own rounding
+#: at most; beyond, the chunk's sums are taken in float64.
+_COSINE_CONDITION = 8.0
+
+
+def _loses_precision(aa: float, ee: float, dd: float) -> bool:
+    """Whether float32 sums of squares lose the cosine: its term (|a-e|^2 - (|a| - |e|)^2) /
+    (2 |a| |e|) cancels, and each sum's rounding is magnified by (|a-e|^2 + ||a|^2 - |e|^2|)
+    / (2 |a| |e|): large where the norms differ far (a passing output with a loose atol,
+    values near 0 on one side) or one side's squares underflow to 0."""
+    return dd + abs(aa - ee) > _COSINE_CONDITION * 2.0 * math.sqrt(aa * ee)
+
+
+def _widened(chunk: ErrorChunk) -> tuple[Any, Any, Any]:
+    """A float32 chunk's cosine arrays in float64 (the chunk's float64 ones once computed)."""
+    whole = chunk.whole
+    if whole is not None and not chunk.nan_actual:
+        return whole.cosine
+    a, e, _ = chunk.cosine
+    a, e = chunk.xp.astype(a, chunk.xp.float64), chunk.xp.astype(e, chunk.xp.float64)
+    return a, e, a - e
 
 
 def cosine_from_sums(aa: float, ee: float, dd: float) -> float:
