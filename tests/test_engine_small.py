@@ -176,3 +176,53 @@ def test_a_small_pair_keeps_its_whole_chunk_until_its_next_one():
     assert [pair.element(i) for i in range(16)] == [alone.element(i) for i in range(16)]
     pair.chunk(0, exact=True, ratio=False)  # its buffers now hold a chunk without ratios
     assert pair.whole_chunk is None
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=output_pairs(), tol=tolerances)
+@example(  # ties: the greatest abs and rel errors at the first of equal elements
+    pair=(np.array([1.0, 3.0, 1.0, 3.0], np.float32), np.array([0.0, 2.0, 0.0, 2.0], np.float32)),
+    tol=Tolerance(atol=1.0, rtol=0.0),
+)
+@example(  # within tolerance at the ratio's last ulps, an atol of 0, a zero expected
+    pair=(np.array([1.0, 2.0, 0.0]), np.array([1.0 + 2e-16, 2.0, 0.0])),
+    tol=Tolerance(atol=0.0, rtol=1e-16),
+)
+@example(  # ints and bools: exact differences
+    pair=(np.array([1, 5, -3], np.int64), np.array([1, 4, -3], np.int8)),
+    tol=Tolerance(atol=1.0, rtol=0.0),
+)
+def test_a_passing_one_chunk_output_reads_what_the_accumulators_read(monkeypatch, pair, tol):
+    """A passing output of one float64 chunk takes its statistics off the chunk without the
+    accumulators: every field and the report are the accumulators' (floats of every width,
+    bfloat16 and float8, ints, uints and bools, NaN, Inf, zeros, ties, passing and failing,
+    which fall back to them), under every tolerance and check."""
+    actual, expected = pair
+    read = compare_outputs({"o": actual}, {"o": expected}, tol)
+    with monkeypatch.context() as patch:
+        patch.setattr(TUNING, "one_chunk", False)
+        accumulated = compare_outputs({"o": actual}, {"o": expected}, tol)
+    assert repr(dataclasses.asdict(read)) == repr(dataclasses.asdict(accumulated))
+    for verbosity in (0, 2):
+        assert read.report(verbosity) == accumulated.report(verbosity)
+
+
+def test_the_one_chunk_path_is_taken_by_a_small_passing_output_only(monkeypatch):
+    calls = []
+    taken = scan._one_passing_chunk
+
+    def counted(pair):
+        made = taken(pair)
+        calls.append(made is not None)
+        return made
+
+    monkeypatch.setattr(scan, "_one_passing_chunk", counted)
+    small = np.linspace(-1, 1, 16, dtype=np.float32)
+    assert compare_outputs(small, small + np.float32(1e-6), atol=1e-5, rtol=1e-5).passed
+    assert not compare_outputs(small, small + 1, atol=1e-5, rtol=1e-5).passed
+    assert compare_outputs(small, small).passed  # bit-equal: the equal chunk's own path
+    assert calls == [True, False, False]
+    calls.clear()
+    large = np.linspace(-1, 1, TUNING.screen_min, dtype=np.float32)
+    assert compare_outputs(large, large + np.float32(1e-6), atol=1e-5, rtol=1e-5).passed
+    assert calls == []  # screened: the accumulators

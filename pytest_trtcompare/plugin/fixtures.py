@@ -5,7 +5,7 @@ Their types (`CompareFixture`, `RunnersFixture`, `GoldenFixture`) are public, fo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -52,32 +52,24 @@ class CompareFixture:
         **fields: Any,
     ) -> ComparisonResult:
         __tracebackhide__ = True
-        from ..engine import check_shape_check, compare_with_table
-        from ..session.outcome import Outcome, compared
-        from .golden_fixture import settle_call
-        from .state import state_of
-
         if self._item is None:
             raise TrtCompareError(
                 "compare: this CompareFixture belongs to no test; ask for the `compare` "
                 "fixture instead of constructing one"
             )
-        settings = state_of(self._item.config).settings
-        try:
-            table = settings.tolerances.resolve(precision, tolerance, shared=True, **fields)
-            shape_check = shape_check or settings.shape_check or "strict"
-            check_shape_check(shape_check)
-            result = compare_with_table(
-                actual, expected, table, names=names, shape_check=shape_check
-            )
-        except TrtCompareError as exc:
-            outcome = Outcome.error(exc)
-        else:
-            outcome = compared([result], source="compare", arrays=(actual, expected))
-        settle_call(self._item, settings, outcome)
-        worst = outcome.worst
-        assert worst is not None
-        return worst
+        run = _COMPARE_CALL[0] if _COMPARE_CALL else _load_compare_call()
+        return run(self._item, actual, expected, tolerance, precision, names, shape_check, fields)
+
+
+#: compare_call.run once imported (its module needs numpy and the engine)
+_COMPARE_CALL: list[Callable[..., ComparisonResult]] = []
+
+
+def _load_compare_call() -> Callable[..., ComparisonResult]:
+    from .compare_call import run
+
+    _COMPARE_CALL.append(run)
+    return run
 
 
 class RunnersFixture:
