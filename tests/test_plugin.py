@@ -218,8 +218,10 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use(pytester, xdist):
     """The fixture takes its test from pytest's fixture setup, not from `request` (which
-    pytest would set up anew at every test); a CompareFixture made by hand belongs to no
-    test, and calling it fails that test with one message."""
+    pytest would set up anew at every test): its record lands on its test when it is an
+    argument, a method's argument, or reached through a suite's own fixture and called from
+    another thread. A CompareFixture made by hand belongs to no test, and calling it fails
+    that test with one message."""
     pytester.makepyfile(
         """
         from pytest_trtcompare.plugin import CompareFixture
@@ -231,10 +233,36 @@ def test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use
             compare([1.0], [1.0])
         """
     )
-    plan = pytester.runpytest("--setup-plan")
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def wrapped_compare(compare):  # a suite's own fixture over ours
+            return compare
+        """
+    )
+    pytester.makepyfile(
+        test_wrapped="""
+        import threading
+
+        def test_through_a_fixture_and_a_thread(wrapped_compare):
+            worker = threading.Thread(target=wrapped_compare, args=([2.0], [2.0]))
+            worker.start()
+            worker.join()
+
+        class TestGrouped:
+            def test_method(self, compare):
+                compare({"m": [1.0]}, {"m": [1.0]})
+        """
+    )
+    plan = pytester.runpytest(
+        "--setup-plan",
+        "test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use.py",
+    )
     plan.stdout.fnmatch_lines(["*test_fixture (fixtures used: compare)*"])
     result = run(pytester, "--junitxml=out.xml", *xdist)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
             "*TrtCompareError: compare: this CompareFixture belongs to no test; ask for the*",
@@ -244,8 +272,13 @@ def test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use
     assert "`compare` fixture instead of constructing one" in result.stdout.str()
     assert "pytest_trtcompare/" not in result.stdout.str()
     xml = (pytester.path / "out.xml").read_text()
-    case = xml.split('name="test_fixture"', 1)[1].split("</testcase>", 1)[0]
-    assert 'name="trtcompare.output.passed" value="true"' in case
+    for test, output in (
+        ("test_fixture", "output"),
+        ("test_through_a_fixture_and_a_thread", "output"),
+        ("test_method", "m"),
+    ):
+        case = xml.split(f'name="{test}"', 1)[1].split("</testcase>", 1)[0]
+        assert f'name="trtcompare.{output}.passed" value="true"' in case
 
 
 def test_compare_records_on_its_own_test_however_it_is_requested(pytester):
