@@ -208,21 +208,28 @@ def test_a_passing_one_chunk_output_reads_what_the_accumulators_read(monkeypatch
 
 
 def test_the_one_chunk_path_is_taken_by_a_small_passing_output_only(monkeypatch):
-    calls = []
-    taken = scan._one_passing_chunk
+    """Outputs that take it make no accumulators (the scan's Verdict counts them)."""
+    made = []
+    verdict = scan.Verdict
 
-    def counted(pair):
-        made = taken(pair)
-        calls.append(made is not None)
-        return made
+    def counted(tol):
+        made.append(tol)
+        return verdict(tol)
 
-    monkeypatch.setattr(scan, "_one_passing_chunk", counted)
+    monkeypatch.setattr(scan, "Verdict", counted)
+
+    def accumulated(actual, expected, passes, **fields):
+        made.clear()
+        assert compare_outputs(actual, expected, **fields).passed is passes
+        return bool(made)
+
     small = np.linspace(-1, 1, 16, dtype=np.float32)
-    assert compare_outputs(small, small + np.float32(1e-6), atol=1e-5, rtol=1e-5).passed
-    assert not compare_outputs(small, small + 1, atol=1e-5, rtol=1e-5).passed
-    assert compare_outputs(small, small).passed  # bit-equal: the equal chunk's own path
-    assert calls == [True, False, False]
-    calls.clear()
+    assert not accumulated(small, small + np.float32(1e-6), True, atol=1e-5, rtol=1e-5)
+    assert accumulated(small, small + 1, False, atol=1e-5, rtol=1e-5)  # failing
+    assert accumulated(small, small, True)  # bit-equal: the equal chunk's own path
+    nan = small.copy()
+    nan[3] = np.nan
+    shifted = nan + np.float32(1e-6)  # not bit-equal; NaN pairs excused, counted by them
+    assert accumulated(nan, shifted, True, atol=1e-5, rtol=1e-5, nan_equal=True)
     large = np.linspace(-1, 1, TUNING.screen_min, dtype=np.float32)
-    assert compare_outputs(large, large + np.float32(1e-6), atol=1e-5, rtol=1e-5).passed
-    assert calls == []  # screened: the accumulators
+    assert accumulated(large, large + np.float32(1e-6), True, atol=1e-5, rtol=1e-5)
