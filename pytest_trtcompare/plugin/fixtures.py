@@ -36,6 +36,10 @@ class CompareFixture:
 
     def __init__(self, item: pytest.Item | None = None) -> None:
         self._item = item  # the plugin's pytest_fixture_setup binds the fixture's own test
+        self._ended = False  # its test was torn down
+
+    def _end(self) -> None:
+        self._ended = True
 
     def __repr__(self) -> str:  # what a failure's traceback shows of the argument
         return "<compare fixture>"
@@ -56,6 +60,11 @@ class CompareFixture:
             raise TrtCompareError(
                 "compare: this CompareFixture belongs to no test; ask for the `compare` "
                 "fixture instead of constructing one"
+            )
+        if self._ended:
+            raise TrtCompareError(
+                f"compare: this fixture belongs to {self._item.nodeid}, which has ended; ask "
+                "for `compare` in the test that calls it instead of keeping one from another test"
             )
         run = _COMPARE_CALL[0] if _COMPARE_CALL else _load_compare_call()
         return run(self._item, actual, expected, tolerance, precision, names, shape_check, fields)
@@ -130,9 +139,11 @@ def compare() -> CompareFixture:
 
 
 def bind_compare(value: object, request: pytest.FixtureRequest) -> None:
-    """A `compare` fixture just set up belongs to the test of the request that set it up."""
+    """A `compare` fixture just set up belongs to the test of the request that set it up,
+    until that test's teardown (its records could land on no test after it)."""
     if type(value) is CompareFixture and value._item is None:
         value._item = request.node
+        request.addfinalizer(value._end)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ report (`user_properties` travel with test reports)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -19,7 +20,8 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
     (what failed where no error size says it), .max_abs, .max_rel, .margin, .check, .atol,
     .rtol (each left out where it was not computed), .<metric> and .<metric>.margin, and .record
     (every field as JSON, which the summary and JSON report read back). An output already
-    recorded in this test (`taken` names) gets '#2', '#3' ... after its name."""
+    recorded in this test (`taken` names) gets '#2', '#3' ... after its name, in its record
+    too."""
     properties: list[tuple[str, Any]] = []
     used = {key.removesuffix(RECORD_SUFFIX) for key in taken if key.endswith(RECORD_SUFFIX)}
     for record in items:
@@ -29,6 +31,8 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
             count += 1
             prefix = f"{PROPERTY}.{record.output}#{count}"
         used.add(prefix)
+        if count > 1:  # the summary and the JSON report name it as JUnit does
+            record = dataclasses.replace(record, output=f"{record.output}#{count}")
         properties.append((f"{prefix}.passed", str(record.passed).lower()))
         if record.failure is not None:  # what failed where no error size says it
             properties.append((f"{prefix}.failure", record.failure))

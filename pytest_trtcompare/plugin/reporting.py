@@ -39,7 +39,11 @@ class Reporter:
                 self.descriptions[str(info["runner"])] = description
 
     def logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or (report.when == "setup" and report.failed):
+        # A test's user_properties grow through its setup, call and teardown, and each report
+        # carries all of them so far: the teardown's holds every record once (a compare in a
+        # fixture's teardown too; the reports of subtests repeat the earlier ones). JUnit
+        # reads them there too.
+        if report.when == "teardown":
             self.records.extend(summary.from_properties(report.user_properties))
             self.layers.extend(
                 json.loads(str(value))

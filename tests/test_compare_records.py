@@ -1,0 +1,100 @@
+"""Where the `compare` fixture's records land: the accuracy summary, the JSON report and
+JUnit, each record once and on its own test, however the test makes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .pytester_helpers import XDIST, run
+
+
+def _report(pytester: pytest.Pytester) -> list[tuple[str, str, bool]]:
+    data = json.loads((pytester.path / "report.json").read_text())
+    return sorted((r["test"], r["output"], r["passed"]) for r in data["outputs"])
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_each_record_once_from_teardown_subtests_and_a_second_call(pytester, xdist):
+    """A compare in a fixture's teardown reaches the summary and the JSON report (the test
+    errors at teardown); the reports of pytest's subtests do not repeat the records before
+    them; a second call of the same output is `<output>#2` everywhere, as in JUnit."""
+    pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.fixture
+        def checked_after(compare):
+            yield
+            compare({"after": np.ones(4)}, {"after": np.full(4, 2.0)})
+
+        def test_teardown(checked_after):
+            pass
+
+        def test_subtests(compare, subtests):
+            for i in range(3):
+                with subtests.test(i=i):
+                    compare({f"s{i}": np.ones(4)}, {f"s{i}": np.ones(4)})
+
+        def test_twice(compare):
+            compare({"y": np.ones(4)}, {"y": np.ones(4)})
+            compare({"y": np.ones(4)}, {"y": np.full(4, 1.5)})
+        """
+    )
+    result = run(pytester, "--trt-report=report.json", "--junitxml=out.xml", *xdist)
+    outcomes = result.parseoutcomes()
+    assert (outcomes["passed"], outcomes["failed"], outcomes["errors"]) == (2, 1, 1)
+    result.stdout.fnmatch_lines(
+        [
+            "*accuracy summary*",
+            "*FAIL*test_teardown :: after*",
+            "*FAIL*test_twice :: y#2*",
+        ]
+    )
+    rows = [line for line in result.stdout.lines if " :: " in line and "test_" in line]
+    assert len(rows) == 6, rows
+    assert _report(pytester) == [
+        ("test_subtests", "s0", True),
+        ("test_subtests", "s1", True),
+        ("test_subtests", "s2", True),
+        ("test_teardown", "after", False),
+        ("test_twice", "y", True),
+        ("test_twice", "y#2", False),
+    ]
+    xml = (pytester.path / "out.xml").read_text()
+    teardown = xml.split('name="test_teardown"', 1)[1].split("</testcase>", 1)[0]
+    assert 'name="trtcompare.after.passed" value="false"' in teardown
+    twice = xml.split('name="test_twice"', 1)[1].split("</testcase>", 1)[0]
+    assert 'name="trtcompare.y#2.passed" value="false"' in twice
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_compare_kept_from_an_ended_test_is_refused(pytester, xdist):
+    """A `compare` fixture kept past its test's teardown would record on no test: calling
+    it fails the test that does, with one message naming the test it belonged to."""
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        KEPT = {}
+
+        def test_keeps(compare):
+            KEPT["compare"] = compare
+
+        def test_uses_the_kept_one():
+            KEPT["compare"]({"y": np.ones(3)}, {"y": np.ones(3)})
+        """
+    )
+    result = run(pytester, "-p", "no:randomly", *xdist, *(["--dist", "loadfile"] if xdist else []))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TrtCompareError: compare: this fixture belongs to*",
+            "*at test_a_compare_kept_from_an_ended_test_is_refused.py:9 in test_uses_the_kept_one*",
+        ]
+    )
+    text = " ".join(result.stdout.str().split())
+    assert "test_keeps, which has ended; ask for `compare` in the test that calls it" in text
+    assert "pytest_trtcompare/" not in result.stdout.str()
