@@ -331,3 +331,29 @@ def test_wrap_and_abbreviate():
     ]
     assert abbreviate("test_model[fp16-bs8] :: logits", 16) == "test_mod… logits"
     assert len(abbreviate("x" * 100, 20)) == 20 and abbreviate("short", 20) == "short"
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_tb_line_points_at_the_call_of_an_error_of_ours_in_a_body(pytester, xdist):
+    """--tb=line prints the line of the test that called us for our errors in a body, as a
+    mismatch's line does, not the test's `def` line."""
+    pytester.makepyfile(
+        test_calls="""
+        from pytest_trtcompare.plugin import CompareFixture
+
+
+        def test_tolerance(compare):
+            values = [1.0]
+            compare(values, values, atol=-1)
+
+
+        def test_constructed():
+            values = [1.0]
+            CompareFixture()(values, values)
+        """
+    )
+    result = run(pytester, "--tb=line", *xdist)
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    assert "test_calls.py:6: ToleranceError: atol must be finite and >= 0, got -1.0" in text
+    assert "test_calls.py:11: TrtCompareError: compare: this CompareFixture belongs to" in text

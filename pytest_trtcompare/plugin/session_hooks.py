@@ -73,11 +73,14 @@ def shape_report(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.
     elif isinstance(error, TrtCompareError) and report.failed:
         site = terminal.call_site(item, call.excinfo) if report.when == "call" else ""
         report.longrepr = _message_only(item, f"{type(error).__name__}: {error}{site}")
+        if site:
+            terminal.point_at_call_site(report.longrepr, item, call.excinfo)
         details = getattr(error, "details", "")
     elif report.failed and report.when == "call" and getattr(error, terminal.OUR_ERROR, False):
         site = terminal.call_site(item, call.excinfo)
         if site:
             report.longrepr = _message_only(item, f"{error}{site}")
+            terminal.point_at_call_site(report.longrepr, item, call.excinfo)
     if report.failed:
         add_library_traceback(report, state_of(item.config).settings, details)
         terminal.shape_failure(report, error, item)

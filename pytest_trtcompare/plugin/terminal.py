@@ -50,18 +50,35 @@ def call_site(item: pytest.Item, excinfo: Any) -> str:
     """'\n  at test_m.py:12 in test_x: compare(a, b, atol=-1)': the user's line that called
     us when one of our errors fails a test body, whose traceback is not shown ('' when the
     error did not come through a file of the user's)."""
+    entry = _user_entry(item, excinfo)
+    if entry is None:
+        return ""
+    path = str(entry.path)
+    shown = os.path.relpath(path, item.config.invocation_params.dir)
+    if shown.startswith(".."):
+        shown = path
+    statement = str(entry.statement).strip().splitlines()
+    code = f": {statement[0]}" if statement else ""
+    return f"\n  at {shown}:{entry.lineno + 1} in {entry.name}{code}"
+
+
+def point_at_call_site(longrepr: Any, item: pytest.Item, excinfo: Any) -> None:
+    """Make a message-only failure's crash location (what --tb=line prints) the user's line
+    that called us, not the test's `def` line."""
+    entry = _user_entry(item, excinfo)
+    crash = getattr(longrepr, "reprcrash", None)
+    if entry is not None and isinstance(crash, ReprFileLocation):
+        crash.path, crash.lineno = str(entry.path), entry.lineno + 1
+
+
+def _user_entry(item: pytest.Item, excinfo: Any) -> Any:
+    """The innermost traceback entry in a file of the user's under the rootdir, or None."""
     root = str(item.config.rootpath) + os.sep
     for entry in reversed(getattr(excinfo, "traceback", None) or []):
         path = str(entry.path)
-        if not (path.endswith(".py") and path.startswith(root) and _user_file(path)):
-            continue  # the standard library, site-packages, pytest, this plugin
-        shown = os.path.relpath(path, item.config.invocation_params.dir)
-        if shown.startswith(".."):
-            shown = path
-        statement = str(entry.statement).strip().splitlines()
-        code = f": {statement[0]}" if statement else ""
-        return f"\n  at {shown}:{entry.lineno + 1} in {entry.name}{code}"
-    return ""
+        if path.endswith(".py") and path.startswith(root) and _user_file(path):
+            return entry
+    return None  # only the standard library, site-packages, pytest, this plugin
 
 
 def mark(error: BaseException, line: str) -> None:
