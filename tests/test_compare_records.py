@@ -4,6 +4,7 @@ JUnit, each record once and on its own test, however the test makes it."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
@@ -98,3 +99,28 @@ def test_a_compare_kept_from_an_ended_test_is_refused(pytester, xdist):
     text = " ".join(result.stdout.str().split())
     assert "test_keeps, which has ended; ask for `compare` in the test that calls it" in text
     assert "pytest_trtcompare/" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_records_of_tests_of_the_same_name_in_two_files_carry_their_node_ids(pytester, xdist):
+    """The JSON report's `test` is the test's name within its file (the summary's); its
+    `nodeid` tells two files' tests of the same name apart."""
+    same = textwrap.dedent(
+        """
+        import numpy as np
+
+        def test_same(compare):
+            compare({"o": np.ones(2)}, {"o": EXPECTED})
+        """
+    )
+    (pytester.path / "test_one.py").write_text(same.replace("EXPECTED", "np.ones(2)"))
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "test_two.py").write_text(same.replace("EXPECTED", "np.zeros(2)"))
+    result = run(pytester, "--trt-report=report.json", *xdist)
+    result.assert_outcomes(passed=1, failed=1)
+    data = json.loads((pytester.path / "report.json").read_text())
+    found = sorted((r["nodeid"], r["test"], r["passed"]) for r in data["outputs"])
+    assert found == [
+        ("sub/test_two.py::test_same", "test_same", False),
+        ("test_one.py::test_same", "test_same", True),
+    ]

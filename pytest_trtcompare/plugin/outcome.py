@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..engine import ComparisonResult, OutputMismatchError, num
+from ..engine import ComparisonResult, OutputMismatchError, listed, num
 from ..errors import LayerDivergenceWarning
 from ..session.brief import joined, outcome_line
 from ..session.outcome import Kind, Outcome, runner_name
@@ -61,12 +61,13 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         runner_name(outcome.reference),
         verbosity,
         (_milliseconds(outcome.target), _milliseconds(outcome.reference)),
+        item.nodeid,
     )
     taken = [key for key, _ in item.user_properties]
     item.user_properties.extend(properties.to_properties(records, taken))
     item.user_properties.extend(timings.timing_properties(records[:1]))
     if worst.layers is not None:
-        layers = summary.layer_summary(worst, display_id(item), verbosity)
+        layers = _layer_summary(worst, display_id(item), verbosity)
         item.user_properties.append(
             (properties.LAYERS_PROPERTY, json.dumps(layers, sort_keys=True))
         )
@@ -80,6 +81,25 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
                 filename=str(item.path),
                 lineno=(item.location[1] or 0) + 1,
             )
+
+
+def _layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> dict[str, Any]:
+    """What a per-layer comparison compared, listed and left out, and its first divergence."""
+    view = result.layers
+    assert view is not None
+    listing = listed(result, verbosity)
+    return {
+        "test": test,
+        "layers": view.mode,
+        "compared": len(result.outputs),
+        "failing": sum(not out.passed for out in result.outputs.values()),
+        "listed": len(listing.names),
+        "not_listed": listing.not_shown,
+        "left_out": view.left_out,
+        "first_divergence": result.first_divergence,
+        "first_divergence_node": result.first_divergence_node,
+        "passed": result.passed,
+    }
 
 
 def _milliseconds(description: Any) -> float | None:

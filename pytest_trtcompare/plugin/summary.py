@@ -55,6 +55,9 @@ class Record:
     #: None where no runner ran (the compare fixture, a golden as the reference)
     target_ms: float | None = None
     reference_ms: float | None = None
+    #: the test's pytest node id ('tests/test_m.py::test_x[fp16]'): `test` is its name
+    #: within its file, which two files may share; None in records of earlier versions
+    nodeid: str | None = None
 
 
 def records(
@@ -65,6 +68,7 @@ def records(
     reference: str | None,
     verbosity: int = 0,
     times: tuple[float | None, float | None] = (None, None),
+    nodeid: str | None = None,
 ) -> list[Record]:
     """One record per output; per-layer, per layer that the report lists (engine/layers.py)."""
     out = []
@@ -94,6 +98,7 @@ def records(
                 tolerance_sources=dict(sorted(entry_sources(output.tolerance).items())),
                 target_ms=times[0],
                 reference_ms=times[1],
+                nodeid=nodeid,
             )
         )
     missing = [(name, "actual") for name in result.missing_in_actual]
@@ -116,28 +121,10 @@ def records(
                 failure=f"missing output {name!r} in {side}",
                 target_ms=times[0],
                 reference_ms=times[1],
+                nodeid=nodeid,
             )
         )
     return out
-
-
-def layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> dict[str, Any]:
-    """What a per-layer comparison compared, listed and left out, and its first divergence."""
-    view = result.layers
-    assert view is not None
-    listing = listed(result, verbosity)
-    return {
-        "test": test,
-        "layers": view.mode,
-        "compared": len(result.outputs),
-        "failing": sum(not out.passed for out in result.outputs.values()),
-        "listed": len(listing.names),
-        "not_listed": listing.not_shown,
-        "left_out": view.left_out,
-        "first_divergence": result.first_divergence,
-        "first_divergence_node": result.first_divergence_node,
-        "passed": result.passed,
-    }
 
 
 def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
