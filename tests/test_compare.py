@@ -18,6 +18,7 @@ from pytest_trtcompare import (
     assert_outputs_close,
     compare_outputs,
 )
+from pytest_trtcompare.engine.tuning import TUNING
 
 
 def _one(actual, expected, tolerance=None, **fields):
@@ -247,3 +248,16 @@ def test_a_mapping_of_fields_is_one_tolerance():
     assert result.passed and result.outputs["y"].tolerance.atol == 0.1
     table = compare_outputs({"atol": [1.01]}, {"atol": [1.0]}, {"atol": {"atol": 0.1}})
     assert table.passed  # an output named like a field still takes a table entry
+
+
+def test_squares_that_overflow_in_an_equal_chunk_raise_no_warning(monkeypatch):
+    """The cosine reads the squares of bit-equal chunks at its end, under the same errstate
+    as the scan: under `-W error` a RuntimeWarning (float64 overflow) failed the comparison."""
+    monkeypatch.setattr(TUNING, "chunk_elements", 4)
+    actual = np.array([1e300] * 4 + [1.0, 2.0, 3.0, 4.0])
+    expected = actual.copy()
+    expected[5] = 2.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare_outputs(actual, expected, atol=1.0, rtol=0.0)
+    assert result.passed and result.outputs["output"].max_abs_error == 0.5

@@ -247,9 +247,10 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
                     expect_whole = report.whole_next(chunk, expect_whole)
             for statistic in statistics:
                 statistic.add(chunk)
-    counts = verdict.finish()
-    top_abs, top_rel = extremes.finish()
-    mean_abs, mean_rel = means.finish()
+        counts = verdict.finish()
+        top_abs, top_rel = extremes.finish()
+        mean_abs, mean_rel = means.finish()
+        cosine_similarity = cosine.finish()  # equal chunks' squares may overflow
     return Statistics(
         count=pair.n,
         compared=counts.compared,
@@ -267,7 +268,7 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
         inf_actual=counts.inf_actual,
         inf_expected=counts.inf_expected,
         nan_positions_differ=counts.nan_positions_differ,
-        cosine_similarity=cosine.finish(),
+        cosine_similarity=cosine_similarity,
     )
 
 
