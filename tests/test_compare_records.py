@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 
 
 def _report(pytester: pytest.Pytester) -> list[tuple[str, str, bool]]:
@@ -71,7 +71,7 @@ def test_each_record_once_from_teardown_subtests_and_a_second_call(pytester, xdi
     assert 'name="trtcompare.y#2.passed" value="false"' in twice
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_a_compare_kept_from_an_ended_test_is_refused(pytester, xdist):
     """A `compare` fixture kept past its test's teardown would record on no test: calling
     it fails the test that does, with one message naming the test it belonged to."""
@@ -101,7 +101,7 @@ def test_a_compare_kept_from_an_ended_test_is_refused(pytester, xdist):
     assert "pytest_trtcompare/" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_records_of_tests_of_the_same_name_in_two_files_carry_their_node_ids(pytester, xdist):
     """The JSON report's `test` is the test's name within its file (the summary's); its
     `nodeid` tells two files' tests of the same name apart."""

@@ -13,7 +13,7 @@ import pytest
 from pytest_trtcompare.session.layout import abbreviate, fit_text, wrap
 
 from .onnx_models import layer_chain
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 
 CONFTEST = """
 import onnx
@@ -333,7 +333,7 @@ def test_wrap_and_abbreviate():
     assert len(abbreviate("x" * 100, 20)) == 20 and abbreviate("short", 20) == "short"
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_tb_line_points_at_the_call_of_an_error_of_ours_in_a_body(pytester, xdist):
     """--tb=line prints the line of the test that called us for our errors in a body, as a
     mismatch's line does, not the test's `def` line."""
