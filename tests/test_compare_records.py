@@ -4,6 +4,7 @@ JUnit, each record once and on its own test, however the test makes it."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
@@ -124,3 +125,44 @@ def test_records_of_tests_of_the_same_name_in_two_files_carry_their_node_ids(pyt
         ("sub/test_two.py::test_same", "test_same", False),
         ("test_one.py::test_same", "test_same", True),
     ]
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_failing_outputs_of_an_xfailed_test_count_apart(pytester, xdist):
+    """An expected failure (xfail) that failed shows its failing outputs as `xfail`, not
+    `FAIL`, and the totals count them apart; an xpassed test's outputs are `ok`; the JSON
+    report says `xfailed`."""
+    pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.xfail(reason="expected drift")
+        def test_expected(compare):
+            compare({"drift": np.ones(2)}, {"drift": np.full(2, 2.0)})
+
+        @pytest.mark.xfail(reason="fixed since")
+        def test_fixed(compare):
+            compare({"fine": np.ones(2)}, {"fine": np.ones(2)})
+
+        def test_real(compare):
+            compare({"real": np.ones(2)}, {"real": np.full(2, 3.0)})
+        """
+    )
+    quiet = run(pytester, "-q", "--trt-report=report.json", *xdist)
+    quiet.assert_outcomes(failed=1, xfailed=1, xpassed=1)
+    quiet.stdout.fnmatch_lines(
+        [
+            "*FAIL  test_real :: real*",
+            "3 outputs: 1 failing, 1 within tolerance, 1 failing in xfailed tests",
+        ]
+    )
+    data = json.loads((pytester.path / "report.json").read_text())
+    assert sorted((r["output"], r["passed"], r["xfailed"]) for r in data["outputs"]) == [
+        ("drift", False, True),
+        ("fine", True, False),
+        ("real", False, False),
+    ]
+    rows = run(pytester, *xdist).stdout.lines
+    assert any(re.match(r"\S+ +xfail +test_expected :: drift", line) for line in rows), rows
+    assert any(re.match(r"\S+ +ok +test_fixed :: fine", line) for line in rows), rows

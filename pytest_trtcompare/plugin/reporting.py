@@ -30,6 +30,7 @@ class Reporter:
         self.layers: list[dict[str, Any]] = []
         self.descriptions: dict[str, Any] = {}
         self.builds: dict[str, dict[str, dict[str, int]]] = {}
+        self._xfailed: set[str] = set()  # node ids of expected failures (xfail) that failed
 
     def note(self, outcome: Outcome) -> None:
         """Keep the runners' descriptions for the JSON report."""
@@ -43,8 +44,13 @@ class Reporter:
         # carries all of them so far: the teardown's holds every record once (a compare in a
         # fixture's teardown too; the reports of subtests repeat the earlier ones). JUnit
         # reads them there too.
+        if report.skipped and getattr(report, "wasxfail", None) is not None:
+            self._xfailed.add(report.nodeid)
         if report.when == "teardown":
-            self.records.extend(summary.from_properties(report.user_properties))
+            records = summary.from_properties(report.user_properties)
+            if report.nodeid in self._xfailed:
+                records = [summary.expected_failure(r) for r in records]
+            self.records.extend(records)
             self.layers.extend(
                 json.loads(str(value))
                 for key, value in report.user_properties

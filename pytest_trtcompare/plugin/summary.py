@@ -58,6 +58,7 @@ class Record:
     #: the test's pytest node id ('tests/test_m.py::test_x[fp16]'): `test` is its name
     #: within its file, which two files may share; None in records of earlier versions
     nodeid: str | None = None
+    xfailed: bool = False  # a failing output of an expected failure (xfail) that failed
 
 
 def records(
@@ -164,8 +165,13 @@ def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> 
 _Row = tuple[str, str, str, str, str]  # margin, verdict, name, figures, tolerance
 
 
+def expected_failure(record: Record) -> Record:
+    """A record of a test that failed as expected (xfail): its failing outputs count apart."""
+    return record if record.passed else dataclasses.replace(record, xfailed=True)
+
+
 def _verdict(r: Record) -> str:
-    return "ok" if r.passed else ("FAIL" if r.gates else "over")
+    return "ok" if r.passed else ("xfail" if r.xfailed else "FAIL" if r.gates else "over")
 
 
 def _name(r: Record) -> str:
@@ -185,11 +191,12 @@ def _two_line_rows(rows: list[_Row], width: int) -> list[str]:
     """Each row in two lines: margin, verdict and name; under the name its errors and
     tolerance. A name too long for its line puts ':: output' on a line of its own."""
     margin = max(len(_HEADS[0]), *(len(row[0]) for row in rows))
-    column = margin + 2 + 4 + 2  # the verdict is at most 4 wide
+    verdicts = max(4, *(len(row[1]) for row in rows))  # 'ok', 'FAIL', 'over', 'xfail'
+    column = margin + 2 + verdicts + 2
     indent = " " * column
     lines = [f"{_HEADS[0].ljust(column)}{_HEADS[2]}", f"{indent}{_HEADS[3]}  {_HEADS[4]}"]
     for value, verdict, name, figures, tolerance in rows:
-        head = f"{value.ljust(margin)}  {verdict.ljust(4)}  "
+        head = f"{value.ljust(margin)}  {verdict.ljust(verdicts)}  "
         if len(head + name) <= width:
             lines.append(head + name)
         else:
@@ -213,8 +220,9 @@ def _fit_name(name: str, width: int) -> str:
 
 def _quiet(ordered: list[Record], width: int) -> list[str]:
     """-q: one line per failing output (its margin, name and errors), then the totals."""
-    failing = [r for r in ordered if not r.passed and r.gates]
-    over = [r for r in ordered if not r.passed and not r.gates]
+    failing = [r for r in ordered if not r.passed and r.gates and not r.xfailed]
+    over = [r for r in ordered if not r.passed and not r.gates and not r.xfailed]
+    expected = [r for r in ordered if r.xfailed]
     margin = max((len(num(r.margin, 3)) for r in failing), default=0)
     lines = []
     for r in failing:
@@ -224,7 +232,9 @@ def _quiet(ordered: list[Record], width: int) -> list[str]:
             line = head + _fit_name(_name(r), width - len(head))
         lines.append(line)
     totals = f"{len(ordered)} outputs: {len(failing)} failing, "
-    totals += f"{len(ordered) - len(failing) - len(over)} within tolerance"
+    totals += f"{len(ordered) - len(failing) - len(over) - len(expected)} within tolerance"
+    if expected:
+        totals += f", {len(expected)} failing in xfailed tests"
     if over:
         totals += f", {len(over)} layers over tolerance that do not decide (layers='report')"
     return [*lines, *wrap(totals, width)]
