@@ -127,7 +127,7 @@ def test_records_of_tests_of_the_same_name_in_two_files_carry_their_node_ids(pyt
     ]
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_failing_outputs_of_an_xfailed_test_count_apart(pytester, xdist):
     """An expected failure (xfail) that failed shows its failing outputs as `xfail`, not
     `FAIL`, and the totals count them apart; an xpassed test's outputs are `ok`; the JSON

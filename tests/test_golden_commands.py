@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare.goldens.store import read_golden
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import run
 
 TESTS = """
 import os
@@ -50,11 +50,19 @@ def _command(result: pytest.RunResult, after: str) -> list[str]:
     return shlex.split(text)
 
 
-@pytest.mark.parametrize("xdist", XDIST)
 @pytest.mark.parametrize(
-    "options",
-    [["--trt-precision=fp16"], ["-o", "trtcompare_precisions=fp16"]],
-    ids=["option", "ini-override"],
+    ("options", "xdist"),
+    [
+        pytest.param(["--trt-precision=fp16"], [], id="option-no-xdist"),
+        pytest.param(["-o", "trtcompare_precisions=fp16"], [], id="ini-override-no-xdist"),
+        pytest.param(["--trt-precision=fp16"], ["-n", "2"], id="option-xdist-n2"),
+        pytest.param(  # the test command's time: the same command under xdist as above
+            ["-o", "trtcompare_precisions=fp16"],
+            ["-n", "2"],
+            id="ini-override-xdist-n2",
+            marks=pytest.mark.slow,
+        ),
+    ],
 )
 def test_the_printed_command_regenerates_the_golden(pytester, monkeypatch, xdist, options):
     """Started in a sub-folder of the rootdir, with the precision (it is in the item id) and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 
 COMPARE_TESTS = """
 import numpy as np
@@ -44,7 +44,7 @@ def test_report_survives_assert_plain(pytester, xdist):
     result.stdout.fnmatch_lines(["*worst elements:*", "*error histogram*"])
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_verbose_flag_gives_the_fuller_report(pytester, xdist):
     pytester.makepyfile(COMPARE_TESTS)
     quiet = run(pytester, *xdist)

@@ -152,7 +152,7 @@ def test_a_wide_terminal_keeps_the_report_as_it_is(suite, monkeypatch):
     assert re.fullmatch(r"margin +test :: output +worst error +tolerance", header)
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_quiet_summary_is_the_failing_outputs_and_the_totals(suite, xdist):
     result = run(suite, "-q", "--trt-report=report.json", *xdist)
     result.assert_outcomes(failed=FAILED_TESTS, passed=1)
@@ -165,7 +165,7 @@ def test_quiet_summary_is_the_failing_outputs_and_the_totals(suite, xdist):
     assert "runners built" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_very_quiet_prints_no_accuracy_summary(suite, xdist):
     result = run(suite, "-qq", "--trt-report=report.json", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -173,7 +173,7 @@ def test_very_quiet_prints_no_accuracy_summary(suite, xdist):
     assert (suite.path / "report.json").is_file()  # written all the same
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_verbose_summary_lists_every_output(suite, xdist):
     result = run(suite, "-v", "--trt-report=report.json", *xdist)
     result.assert_outcomes(failed=FAILED_TESTS, passed=1)
@@ -227,7 +227,7 @@ def _failed_ids(result: pytest.RunResult) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_tb_no_prints_no_failure_and_one_summary_line_each(suite, xdist):
     result = run(suite, "--tb=no", *xdist)
     result.assert_outcomes(failed=FAILED_TESTS, passed=1)
