@@ -5,6 +5,7 @@ Their types (`CompareFixture`, `RunnersFixture`, `GoldenFixture`) are public, fo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -66,18 +67,15 @@ class CompareFixture:
                 f"compare: this fixture belongs to {self._item.nodeid}, which has ended; ask "
                 "for `compare` in the test that calls it instead of keeping one from another test"
             )
-        run = _COMPARE_CALL[0] if _COMPARE_CALL else _load_compare_call()
+        run = _compare_call()
         return run(self._item, actual, expected, tolerance, precision, names, shape_check, fields)
 
 
-#: compare_call.run once imported (its module needs numpy and the engine)
-_COMPARE_CALL: list[Callable[..., ComparisonResult]] = []
-
-
-def _load_compare_call() -> Callable[..., ComparisonResult]:
+@functools.cache
+def _compare_call() -> Callable[..., ComparisonResult]:
+    """compare_call.run, imported on the first call (its module needs numpy and the engine)."""
     from .compare_call import run
 
-    _COMPARE_CALL.append(run)
     return run
 
 
