@@ -16,8 +16,10 @@ with the plugin loaded, in the same report setting. `--baseline DIR` also runs o
 with the package found in DIR (the code before a change, `git worktree add DIR COMMIT`).
 
 `--interleaved N`: the steady state, robust on a machine whose speed drifts. One pytest
-process holds N tests of each kind, run in turn (assert_allclose, assert_outputs_close, the
-`compare` fixture, assert_allclose, ...); a conftest hook times each test's whole protocol
+process holds N tests of each kind, run in turn (assert_allclose, assert_allclose through a
+bare fixture of the suite's own, assert_outputs_close, the `compare` fixture,
+assert_allclose, ...); the bare fixture is the floor of any fixture (pytest's setup and
+teardown of it). A conftest hook times each test's whole protocol
 (setup, call, teardown and their reports). The first 100 tests of each kind are left out
 (what the first call imports), and each kind's median is taken in that process, so the
 ratios compare tests that ran milliseconds apart. One such process per report setting and
@@ -84,7 +86,7 @@ import time
 import pytest
 
 _TIMES = {}
-_ORDER = ("test_allclose", "test_engine", "test_fixture")
+_ORDER = ("test_allclose", "test_bare_fixture", "test_engine", "test_fixture")
 
 def pytest_collection_modifyitems(items):
     kinds = [[i for i in items if i.originalname == name] for name in _ORDER]
@@ -101,6 +103,18 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_unconfigure(config):
     medians = {k: statistics.median(v[100:]) for k, v in _TIMES.items()}
     print("INTERLEAVED " + " ".join(f"{k}={medians.get(k, 0):.9f}" for k in _ORDER))
+"""
+
+#: The interleaved run's fourth kind: assert_allclose called through a pytest fixture of the
+#: suite's own, what any fixture costs (pytest's setup, teardown and their reports).
+BARE_FIXTURE = """
+@pytest.fixture
+def allclose():
+    return np.testing.assert_allclose
+
+@pytest.mark.parametrize("i", range({tests}))
+def test_bare_fixture(i, allclose):
+    allclose(ACTUAL, EXPECTED, rtol=1e-5, atol=1e-5)
 """
 
 #: (label, test file, extra pytest arguments, the package's folder: None for this one)
@@ -135,17 +149,17 @@ def _run(
 def _interleaved(
     args: argparse.Namespace, reports: list[str], base: list[str]
 ) -> list[dict[str, object]]:
-    """Per-test medians of the three kinds run in turn in one process (see the docstring)."""
+    """Per-test medians of the four kinds run in turn in one process (see the docstring)."""
     packages: list[tuple[str, str | None]] = [("this", None)]
     if args.baseline:
         packages.append(("before", str(args.baseline.resolve())))
-    ratios: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    ratios: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         (folder / "conftest.py").write_text(textwrap.dedent(INTERLEAVING_CONFTEST))
         text = textwrap.dedent(HEAD) + "".join(
             textwrap.dedent(body).replace("{tests}", str(args.interleaved))
-            for body in BODIES.values()
+            for body in [*BODIES.values(), BARE_FIXTURE]
         )
         (folder / "test_interleaved.py").write_text(text)
         for _ in range(args.rounds):
@@ -154,19 +168,23 @@ def _interleaved(
                 for label, package in packages:
                     command = [*base, "test_interleaved.py", *flags]
                     line = _output_line(folder, command, package, "INTERLEAVED")
-                    peer, engine, fixture = (float(f.split("=")[1]) for f in line.split()[1:])
-                    ratios.setdefault((report, label), []).append((peer, engine, fixture))
+                    peer, bare, engine, fixture = (float(f.split("=")[1]) for f in line.split()[1:])
+                    ratios.setdefault((report, label), []).append((peer, engine, fixture, bare))
     rows: list[dict[str, object]] = []
     print(f"\nInterleaved, {args.interleaved} tests of each kind, medians of {args.rounds} rounds:")
-    print("| reports | package | assert_allclose (µs) | assert_outputs_close | compare fixture |")
-    print("|---|---|---:|---:|---:|")
+    print(
+        "| reports | package | assert_allclose (µs) | bare fixture "
+        "| assert_outputs_close | compare fixture |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
     for (report, label), runs in ratios.items():
         peer = statistics.median(r[0] for r in runs)
         engine = statistics.median(r[1] / r[0] for r in runs)
         fixture = statistics.median(r[2] / r[0] for r in runs)
         fixture_us = statistics.median(r[2] for r in runs)
+        bare = statistics.median(r[3] / r[0] for r in runs)
         print(
-            f"| {report} | {label} | {peer * 1e6:.0f} | {engine:.2f}x "
+            f"| {report} | {label} | {peer * 1e6:.0f} | {bare:.2f}x | {engine:.2f}x "
             f"| {fixture:.2f}x ({fixture_us * 1e6:.0f} µs) |"
         )
         rows.append(
@@ -175,6 +193,7 @@ def _interleaved(
                 "reports": report,
                 "package": label,
                 "assert_allclose_us": peer * 1e6,
+                "bare_fixture_ratio": bare,
                 "assert_outputs_close_ratio": engine,
                 "compare_fixture_ratio": fixture,
                 "compare_fixture_us": fixture_us * 1e6,
