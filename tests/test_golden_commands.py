@@ -97,6 +97,14 @@ def test_the_printed_command_regenerates_the_golden(pytester, monkeypatch, xdist
     assert _command(result, "an empty file, not a golden; regenerate it with:") == expected
     run(pytester, *command[1:], *xdist).assert_outcomes(passed=1)
 
+    golden.write_text("not a golden\n")  # a text file where the golden was
+    result = run(pytester, *given)
+    result.assert_outcomes(failed=1)
+    said = " ".join(result.stdout.str().split())  # the message may wrap at any space
+    assert "safetensors: a text file, not a golden (it starts with 'not a golden\\n');" in said
+    assert _command(result, "regenerate it with:") == expected
+    run(pytester, *command[1:], *xdist).assert_outcomes(passed=1)
+
     _model(suite / "model.onnx", 1.5)  # a mismatch: the model changed
     result = run(pytester, *given)
     result.assert_outcomes(failed=1)

@@ -255,6 +255,12 @@ def test_a_safetensors_file_of_another_tool_is_not_taken_for_a_golden(tmp_path):
         (b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 512\n", "git lfs pull"),
         (b"<<<<<<< HEAD\nPYTEST-TRTCOMPARE", "holds git merge-conflict markers, not a golden"),
         (b"PK\x03\x04 a zip file of 32 bytes ......", "not a pytest-trtcompare golden"),
+        (
+            b"not a golden\nsecond line\n",
+            "a text file, not a golden (it starts with 'not a golden\\nsecond line\\n')",
+        ),
+        (b'{"outputs": [1, 2, 3]}', """a text file, not a golden (it starts with '{"outputs\""""),
+        ("vérifié: pas un golden".encode(), "a text file, not a golden (it starts with 'vérifié"),
     ],
 )
 def test_what_real_life_leaves_instead_of_a_golden_is_named(small, content, message):

@@ -11,6 +11,7 @@ sees the old golden or the new one, never a part of either.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import hashlib
 import io
@@ -153,11 +154,22 @@ def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> An
         raise GoldenError(f"{source}: {legacy.foreign(start, size)}")
     if safetensors_format.starts_like_a_golden(start):
         return safetensors_format.read_header(handle, size, source)
+    text = _text_start(start)
+    if text is not None:
+        raise GoldenError(f"{source}: a text file, not a golden (it starts with {text!r})")
     raise GoldenError(
         f"{source}: not a pytest-trtcompare golden, or a corrupt one (it starts with "
         f"{start[8:].decode('ascii', 'backslashreplace')!r} after its 8 length bytes where a "
         f"golden has {safetensors_format.START.decode()!r})"
     )
+
+
+def _text_start(start: bytes) -> str | None:
+    """The first bytes as text where they are printable UTF-8 (a golden's 8 length bytes
+    never are: they hold zeros), else None."""
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(start)
+    printable = all(char.isprintable() or char in "\t\n\r" for char in text)
+    return text if text and printable and "\ufffd" not in text else None
 
 
 def read_header(path: Path) -> dict[str, Any]:
