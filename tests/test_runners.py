@@ -41,6 +41,40 @@ def test_onnxrt_runner_specs_outputs_and_describe(chain, feed):
     assert out["y"].shape == (4, 8) and out["y"].dtype == np.float32
     assert info["providers"] == ["CPUExecutionProvider"] and info["device"] == "cpu"
     assert info["version"] and info["model_digest"] and "note" not in info
+    assert info["session_options"] == {  # ours: the threads sleep between ops
+        "given": False,
+        "graph_optimization_level": "ORT_ENABLE_ALL",
+        "execution_mode": "ORT_SEQUENTIAL",
+        "intra_op_num_threads": 0,
+        "inter_op_num_threads": 0,
+        "use_deterministic_compute": False,
+        "allow_spinning": False,
+    }
+
+
+def test_onnxrt_describe_says_which_session_options_ran(chain, feed):
+    """The user's options as onnxruntime took them: what can change the numbers (graph
+    optimizations) or the speed (threads), recorded with the runner in reports and goldens."""
+    import json
+
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    with runners.create("onnxrt", chain, session_options=options) as runner:
+        runner.infer(feed)
+        info = runner.describe()
+    assert info["session_options"] == {
+        "given": True,
+        "graph_optimization_level": "ORT_DISABLE_ALL",
+        "execution_mode": "ORT_SEQUENTIAL",
+        "intra_op_num_threads": 1,
+        "inter_op_num_threads": 0,
+        "use_deterministic_compute": False,
+        "allow_spinning": True,  # onnxruntime's default, where the options do not say
+    }
+    assert json.loads(json.dumps(info)) == info
 
 
 def test_onnxrt_matches_a_numpy_twin(chain, feed):

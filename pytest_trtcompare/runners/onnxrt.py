@@ -52,6 +52,33 @@ def default_session_options(ort: Any) -> Any:
     return options
 
 
+def session_options_summary(options: Any, *, given: bool) -> dict[str, Any]:
+    """What of a session's options can change its numbers or its speed, as JSON: the graph
+    optimizations (fusions change rounding), execution mode, thread counts (0: onnxruntime
+    chooses), deterministic compute and thread spinning; `given`: the user's options, not
+    `default_session_options`."""
+
+    def entry(key: str, default: str) -> str:
+        try:
+            return str(options.get_session_config_entry(key))
+        except Exception:  # onnxruntime raises when the entry was never set
+            return default
+
+    return {
+        "given": given,
+        "graph_optimization_level": _name(options.graph_optimization_level),
+        "execution_mode": _name(options.execution_mode),
+        "intra_op_num_threads": int(options.intra_op_num_threads),
+        "inter_op_num_threads": int(options.inter_op_num_threads),
+        "use_deterministic_compute": bool(options.use_deterministic_compute),
+        "allow_spinning": entry("session.intra_op.allow_spinning", "1") != "0",
+    }
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "name", value))
+
+
 class OnnxRuntimeRunner(OnnxModelRunner):
     """`providers` defaults to CPU; CUDA / TensorRT execution providers where installed.
 
@@ -114,6 +141,7 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         self._run = self.session.run
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
         self._version = ort.__version__
+        self._options_given = session_options is not None
 
     def _session_source(self) -> str | bytes:
         """The file itself when the model runs as saved (onnxruntime reads it and the weights
@@ -139,6 +167,9 @@ class OnnxRuntimeRunner(OnnxModelRunner):
             "providers": providers,
             "device": "cuda" if "CUDAExecutionProvider" in providers else "cpu",
         }
+        info["session_options"] = session_options_summary(
+            self.session.get_session_options(), given=self._options_given
+        )
         if self.precision != "fp32" and providers[:1] == ["CPUExecutionProvider"]:
             info["note"] = _CPU_NOTE
         return info
