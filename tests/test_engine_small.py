@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, example, given, settings
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine import scan
 from pytest_trtcompare.engine.arrays import dtype_kind
-from pytest_trtcompare.engine.tolerance import DEFAULT, ToleranceTable
+from pytest_trtcompare.engine.tolerance import DEFAULT
+from pytest_trtcompare.engine.tolerance_table import ToleranceTable
 from pytest_trtcompare.engine.tuning import TUNING
 from pytest_trtcompare.errors import ToleranceError
 

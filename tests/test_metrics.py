@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from pytest_trtcompare import Tolerance, assert_outputs_close, compare_outputs
 from pytest_trtcompare.engine.metrics import margin, verdict
-from pytest_trtcompare.engine.tolerance import METRIC_DEFAULTS, METRICS, ToleranceTable
+from pytest_trtcompare.engine.tolerance import METRIC_DEFAULTS, METRICS
+from pytest_trtcompare.engine.tolerance_table import ToleranceTable
 from pytest_trtcompare.errors import ToleranceError
 
 

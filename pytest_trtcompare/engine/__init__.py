@@ -29,14 +29,12 @@ from .tolerance import (
     Entry,
     Tolerance,
     ToleranceSpec,
-    ToleranceTable,
     entry_record,
     entry_sources,
-    fields_key,
-    is_field_mapping,
     metric_bound,
     with_metrics,
 )
+from .tolerance_table import ToleranceTable, fields_key, is_field_mapping
 
 __all__ = [
     "FIELD_NAMES",

@@ -27,11 +27,11 @@ from .tolerance import (
     Entry,
     Tolerance,
     ToleranceSpec,
-    ToleranceTable,
     members,
     parse_top_k,
     split_entry,
 )
+from .tolerance_table import ToleranceTable
 
 __all__ = [
     "SHAPE_CHECKS",
