@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bytecode import compile_packages
 
 MODELS = 20
 
@@ -124,6 +125,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    compile_packages()  # the .pyc an installed package has (bytecode.py)
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     with tempfile.TemporaryDirectory(dir=args.dir) as name:
         root = Path(name)

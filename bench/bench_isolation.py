@@ -24,6 +24,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from bytecode import compile_packages
+
 MODELS = """
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -75,6 +77,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, default=None, help="the code before, to compare")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    compile_packages(args.baseline)  # the .pyc an installed package has (bytecode.py)
     base = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     base += ["-p", "no:randomly", "-p", "no:xdist", "test_models.py"]
     codes = {"ours": None}

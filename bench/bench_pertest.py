@@ -39,6 +39,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from bytecode import compile_packages
+
 TIMING_CONFTEST = """
 import time
 import pytest
@@ -227,6 +229,7 @@ def main() -> None:
         help="only the steady state: N tests of each kind in turn in one process",
     )
     args = parser.parse_args()
+    compile_packages(args.baseline)  # the .pyc an installed package has (bytecode.py)
     kinds = list(KINDS)
     if args.baseline:
         before = str(args.baseline.resolve())

@@ -23,6 +23,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from bytecode import compile_packages
+
 MODEL = """
 import numpy as np
 import onnx
@@ -147,6 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    compile_packages()  # the .pyc an installed package has (bytecode.py)
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
