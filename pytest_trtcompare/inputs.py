@@ -39,6 +39,16 @@ def _kind(dtype: np.dtype) -> str:
     return "float"
 
 
+def val_range_record(val_range: Any) -> list[float] | dict[str, list[float]] | None:
+    """A val_range as a golden's metadata records it: [low, high], or {input or dtype name:
+    [low, high]} (the "" key: every other input); None where none was given."""
+    if val_range is None:
+        return None
+    if isinstance(val_range, Mapping):
+        return {str(key): [float(v) for v in pair] for key, pair in val_range.items()}
+    return [float(v) for v in val_range]
+
+
 def _value_range(spec: TensorSpec, dtype: np.dtype, val_range: Any) -> ValueRange:
     """Per input name > per dtype name > "" default > the model's own range (the rows of an
     embedding table) > built-in per kind."""

@@ -328,3 +328,47 @@ def test_a_tolerance_with_metric_checks_is_recorded_alike(pytester):
     for test in (MARKER, FIXTURE):
         tolerance = read_golden(_golden(pytester, test)).meta["tolerance"]
         assert [entry["check"] for entry in tolerance] == ["elemwise", "cosine"], test
+
+
+META_TESTS = """
+import pytest
+
+@pytest.mark.compare_frameworks(
+    model="model.onnx", frameworks=["onnxrt"], golden=True, seed=7, val_range=(0.2, 0.3)
+)
+@pytest.mark.shapes({"x": (2, 4)})
+def test_marker():
+    pass
+
+def test_fixture_per_input(golden, runners):
+    runner = runners.onnxrt("model.onnx")
+    feed = golden.inputs(runner, shapes={"x": (2, 4)}, val_range={"x": (0.2, 0.3)})
+    golden.check(runner.infer(feed))
+
+def test_fixture_named(golden, runners):
+    runner = runners.onnxrt("model.onnx")
+    feed = golden.inputs(runner, name="low", shapes={"x": (2, 4)}, val_range=(-1, 0), seed=3)
+    golden.check(runner.infer(feed), name="low")
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_golden_metadata_says_how_its_inputs_were_made(pytester, xdist):
+    """A golden's metadata records the seed and value range its synthetic inputs came from,
+    for the marker's golden and the fixture's alike; a range given per input as a dict too."""
+    onnx.save(layer_chain((4, 3)), str(pytester.path / "model.onnx"))
+    pytester.makepyfile(test_meta=META_TESTS)
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=3)
+    folder = pytester.path / "goldens" / "test_meta"
+    metas = {path.name: read_golden(path).meta for path in folder.glob("*.safetensors")}
+    marker = metas["test_marker[onnxrt-fp32-bs2].safetensors"]
+    per_input = metas["test_fixture_per_input.safetensors"]
+    named = metas["test_fixture_named.low.safetensors"]
+    assert (marker["name"], marker["seed"], marker["val_range"]) == (None, 7, [0.2, 0.3])
+    assert (per_input["name"], per_input["seed"]) == (None, 1)
+    assert per_input["val_range"] == {"x": [0.2, 0.3]}
+    assert (named["name"], named["seed"], named["val_range"]) == ("low", 3, [-1.0, 0.0])
+    assert all(meta["shapes"] == {"x": [2, 4]} for meta in metas.values())
+    stored = read_golden(folder / "test_fixture_per_input.safetensors").inputs["x"]
+    assert stored.min() >= 0.2 and stored.max() <= 0.3
+    run(pytester, *xdist).assert_outcomes(passed=3)

@@ -11,7 +11,7 @@ import pytest
 from ..engine import ComparisonResult, ToleranceSpec, check_shape_check, compare_outputs
 from ..errors import TrtCompareError
 from ..goldens import Golden
-from ..inputs import specs_of, synthetic_feed
+from ..inputs import specs_of, synthetic_feed, val_range_record
 from ..runners import TensorSpec
 from ..session.golden_check import check_golden, inputs_problem, read_stored, stored_inputs
 from ..session.outcome import Kind, Outcome
@@ -123,7 +123,7 @@ class GoldenFixture:
             "runner": describe() if callable(describe) else None,
             "seed": seed,
             "shapes": {k: list(v) for k, v in (shapes or {}).items()},
-            "val_range": val_range if isinstance(val_range, (list, tuple)) else None,
+            "val_range": val_range_record(val_range),
         }
         return {key: value.copy() for key, value in feed.items()}
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..engine import ComparisonResult, compare_outputs
 from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
 from ..goldens import Golden, load_reference
-from ..inputs import Feed
+from ..inputs import Feed, val_range_record
 from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
@@ -337,9 +337,11 @@ class CaseRunner:
                 target.input_specs() if target.checks_feed else None, stored, case.shapes
             ),
             meta={
+                "name": None,  # compare_frameworks(golden=True) keeps the test's one golden
                 "precision": case.precision,
                 "seed": spec.seed,
                 "shapes": {k: list(v) for k, v in (case.shapes or {}).items()},
+                "val_range": val_range_record(spec.val_range),
             },
             target=target,
             compare=lambda got, want, tolerance: self._golden_result(
