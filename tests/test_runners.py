@@ -52,31 +52,6 @@ def test_onnxrt_runner_specs_outputs_and_describe(chain, feed):
     }
 
 
-def test_onnxrt_describe_says_which_session_options_ran(chain, feed):
-    """The user's options as onnxruntime took them: what can change the numbers (graph
-    optimizations) or the speed (threads), recorded with the runner in reports and goldens."""
-    import json
-
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    with runners.create("onnxrt", chain, session_options=options) as runner:
-        runner.infer(feed)
-        info = runner.describe()
-    assert info["session_options"] == {
-        "given": True,
-        "graph_optimization_level": "ORT_DISABLE_ALL",
-        "execution_mode": "ORT_SEQUENTIAL",
-        "intra_op_num_threads": 1,
-        "inter_op_num_threads": 0,
-        "use_deterministic_compute": False,
-        "allow_spinning": True,  # onnxruntime's default, where the options do not say
-    }
-    assert json.loads(json.dumps(info)) == info
-
-
 def test_onnxrt_matches_a_numpy_twin(chain, feed):
     weights = chain_weights(chain)
     h = feed["x"].astype(np.float64)

@@ -44,6 +44,7 @@ _LAZY = {
     "module_exits": "onnx_scopes",
     "node_scopes": "onnx_scopes",
     "topological_sort": "precision",
+    "session_options_key": "onnxrt_options",
 }
 
 
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from .onnx_graph import graph_input_specs
     from .onnx_model import LoadedModel, file_digest, load_model
     from .onnx_scopes import Scope, module_exits, node_scopes
+    from .onnxrt_options import session_options_key
     from .precision import convert_mixed, topological_sort
     from .registry import (
         ENTRY_POINT_GROUP,
@@ -99,6 +101,7 @@ __all__ = [
     "node_scopes",
     "runner_factory",
     "runner_options",
+    "session_options_key",
     "shape_fits",
     "topological_sort",
 ]

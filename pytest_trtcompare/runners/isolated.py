@@ -20,6 +20,7 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import pickle
 import shutil
 import signal
 import tempfile
@@ -237,6 +238,7 @@ class IsolatedRunner(Runner):
             raise RunnerOptionError(
                 f"runner {name!r}: timeout={timeout!r}; it takes seconds > 0 (or None: no limit)"
             )
+        _check_sendable(name, options)
         self.inner = name
         self.timeout = timeout
         self._spec = {
@@ -395,6 +397,27 @@ class IsolatedRunner(Runner):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _check_sendable(name: str, options: dict[str, Any]) -> None:
+    """A RunnerOptionError for an option the worker cannot receive (pickle refuses it, as
+    it refuses an onnxruntime.SessionOptions), naming it, instead of a TypeError at the
+    first send."""
+    for key, value in options.items():
+        try:
+            pickle.dumps(value)
+        except Exception as exc:  # pickle raises TypeError, PicklingError, AttributeError ...
+            instead = (
+                "give session_options as a dict of its settings, e.g. "
+                "{'intra_op_num_threads': 1}, which can be sent"
+                if key == "session_options"
+                else "give the option as values pickle can send"
+            )
+            raise RunnerOptionError(
+                f"runner {name!r}: option {key}={value!r} cannot be sent to an isolated "
+                f"worker ({type(exc).__name__}: {exc}); {instead}, or run this runner with "
+                "isolate=False (or without --trt-isolate)"
+            ) from None
 
 
 def _sendable(model: Any) -> Any:

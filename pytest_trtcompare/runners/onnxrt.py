@@ -11,12 +11,12 @@ from ..errors import (
     FrameworkUnavailable,
     ModelLoadError,
     PrecisionUnsupported,
-    RunnerOptionError,
 )
 from .failures import tidy_onnxruntime_text
 from .onnx_runner import OnnxModelRunner
 from .onnx_versions import RuntimeVersions, onnxruntime_versions
 from .onnxrt_kernels import DTYPE_NAMES, is_type_failure, missing_kernels
+from .onnxrt_options import session_options_of, session_options_summary
 
 _CPU_NOTE = (
     "onnxruntime's CPU provider computes most float16 ops in float32 (it casts around "
@@ -34,56 +34,12 @@ def _import_onnxruntime() -> Any:
     return onnxruntime
 
 
-#: Session config entries of the sessions built without the user's `session_options`.
-QUIET_THREADS = {
-    "session.intra_op.allow_spinning": "0",
-    "session.inter_op.allow_spinning": "0",
-}
-
-
-def default_session_options(ort: Any) -> Any:
-    """Session options for a test suite: the thread pool's threads sleep between ops instead
-    of spin-waiting. Spinning buys a little latency for a service; in a suite it burned about
-    as much CPU as the inference itself, taken from the comparisons, the conversions and the
-    other xdist workers on the same cores. It changes no result."""
-    options = ort.SessionOptions()
-    for key, value in QUIET_THREADS.items():
-        options.add_session_config_entry(key, value)
-    return options
-
-
-def session_options_summary(options: Any, *, given: bool) -> dict[str, Any]:
-    """What of a session's options can change its numbers or its speed, as JSON: the graph
-    optimizations (fusions change rounding), execution mode, thread counts (0: onnxruntime
-    chooses), deterministic compute and thread spinning; `given`: the user's options, not
-    `default_session_options`."""
-
-    def entry(key: str, default: str) -> str:
-        try:
-            return str(options.get_session_config_entry(key))
-        except Exception:  # onnxruntime raises when the entry was never set
-            return default
-
-    return {
-        "given": given,
-        "graph_optimization_level": _name(options.graph_optimization_level),
-        "execution_mode": _name(options.execution_mode),
-        "intra_op_num_threads": int(options.intra_op_num_threads),
-        "inter_op_num_threads": int(options.inter_op_num_threads),
-        "use_deterministic_compute": bool(options.use_deterministic_compute),
-        "allow_spinning": entry("session.intra_op.allow_spinning", "1") != "0",
-    }
-
-
-def _name(value: Any) -> str:
-    return str(getattr(value, "name", value))
-
-
 class OnnxRuntimeRunner(OnnxModelRunner):
     """`providers` defaults to CPU; CUDA / TensorRT execution providers where installed.
 
-    `session_options` (an onnxruntime.SessionOptions) is used as given; without it the
-    session's threads do not spin-wait (`default_session_options`).
+    `session_options` (an onnxruntime.SessionOptions, used as given, or a dict of its
+    settings, which an isolated worker can receive) is the user's; without it the session's
+    threads do not spin-wait (onnxrt_options.py `default_session_options`).
 
     `outputs="all"` marks every intermediate tensor as an output (per-layer comparison).
     """
@@ -101,12 +57,8 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         outputs: str | Sequence[str] | None = None,
     ) -> None:
         ort = self._ort = _import_onnxruntime()
-        if session_options is not None and not isinstance(session_options, ort.SessionOptions):
-            raise RunnerOptionError(
-                f"onnxrt option session_options={session_options!r} "
-                f"({type(session_options).__name__}) takes an onnxruntime.SessionOptions, "
-                "e.g. options = onnxruntime.SessionOptions(); options.intra_op_num_threads = 1"
-            )
+        given = session_options is not None
+        session_options = session_options_of(ort, session_options)
         super().__init__(model, precision, outputs)
         wanted = list(providers) if providers else ["CPUExecutionProvider"]
         available = ort.get_available_providers()
@@ -120,7 +72,7 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         try:
             self.session = ort.InferenceSession(
                 self._session_source(),
-                sess_options=session_options or default_session_options(ort),
+                sess_options=session_options,
                 providers=wanted,
             )
         except Exception as exc:  # onnxruntime raises its own pybind exception types
@@ -141,7 +93,7 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         self._run = self.session.run
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
         self._version = ort.__version__
-        self._options_given = session_options is not None
+        self._options_given = given
 
     def _session_source(self) -> str | bytes:
         """The file itself when the model runs as saved (onnxruntime reads it and the weights

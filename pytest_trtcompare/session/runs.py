@@ -20,7 +20,7 @@ import numpy as np
 from .. import runners
 from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
-from ..runners import Runner, file_digest
+from ..runners import Runner, file_digest, session_options_key
 from .layers import LAYER_GROUP, compare_layers
 
 _log = logging.getLogger(__name__)
@@ -35,7 +35,11 @@ def _freeze(value: Any) -> Hashable:
         return tuple(_freeze(v) for v in value)
     if isinstance(value, (str, int, float, bool, type(None), bytes)):
         return value
-    return ("id", id(value))  # modules, callables, session options: by identity
+    if type(value).__name__ == "SessionOptions" and type(value).__module__.startswith(
+        "onnxruntime"
+    ):  # by identity and settings: an object changed between tests builds a new session
+        return ("id", id(value), session_options_key(value))
+    return ("id", id(value))  # modules, callables: by identity
 
 
 class RunnerCache:
