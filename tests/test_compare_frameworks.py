@@ -88,8 +88,13 @@ def test_new_user_project_four_items_summary_and_report(pytester, xdist):
         f"test_model[onnxref-{p}-bs{b}]" for p in ("fp32", "fp16") for b in (1, 4)
     )
     assert all(entry["passed"] and entry["margin"] < 1 for entry in report["outputs"])
-    assert {"onnxref-fp16", "onnxref-fp32", "onnxrt-fp32"} <= set(report["runners"])
-    assert report["runners"]["onnxref-fp16"]["precision_route"].startswith("fp16")
+    described = {key: d["runner"] for key, d in report["runners"].items()}
+    assert sorted(described.values()) == ["onnxref-fp16", "onnxref-fp32", "onnxrt-fp32"]
+    for entry in report["outputs"]:  # each record names its runners' descriptions
+        target, reference = entry["target_runner"], entry["reference_runner"]
+        assert (described[target], described[reference]) == (entry["target"], entry["reference"])
+    (fp16,) = (d for d in report["runners"].values() if d["runner"] == "onnxref-fp16")
+    assert fp16["precision_route"].startswith("fp16")
     margins = [entry["margin"] for entry in report["outputs"]]
     assert margins == sorted(margins, reverse=True)  # closest to failing first
 

@@ -358,7 +358,7 @@ def test_golden_metadata_says_how_its_inputs_were_made(pytester, xdist):
     for the marker's golden and the fixture's alike; a range given per input as a dict too."""
     onnx.save(layer_chain((4, 3)), str(pytester.path / "model.onnx"))
     pytester.makepyfile(test_meta=META_TESTS)
-    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=3)
+    run(pytester, "--trt-update-goldens", "--trt-report=r.json", *xdist).assert_outcomes(passed=3)
     folder = pytester.path / "goldens" / "test_meta"
     metas = {path.name: read_golden(path).meta for path in folder.glob("*.safetensors")}
     marker = metas["test_marker[onnxrt-fp32-bs2].safetensors"]
@@ -371,4 +371,7 @@ def test_golden_metadata_says_how_its_inputs_were_made(pytester, xdist):
     assert all(meta["shapes"] == {"x": [2, 4]} for meta in metas.values())
     stored = read_golden(folder / "test_fixture_per_input.safetensors").inputs["x"]
     assert stored.min() >= 0.2 and stored.max() <= 0.3
+    # the JSON report describes every runner built, those of the golden fixture's tests too
+    (described,) = json.loads((pytester.path / "r.json").read_text())["runners"].values()
+    assert described == marker["runner"] == per_input["runner"]
     run(pytester, *xdist).assert_outcomes(passed=3)

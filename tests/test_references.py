@@ -66,7 +66,8 @@ def test_a_torch_twin_takes_the_export_names_by_position(pytester, xdist, export
     result = run(pytester, "--trt-report=report.json", *xdist)
     result.assert_outcomes(passed=1)
     report = json.loads((pytester.path / "report.json").read_text())
-    names = report["runners"]["torch-fp32"]["twin_names"]
+    (record,) = report["outputs"]
+    names = report["runners"][record["target_runner"]]["twin_names"]
     assert names == {
         "inputs": {"input": "x (by position)"},
         "outputs": {"logits": "output (by position)"},

@@ -145,9 +145,13 @@ def test_a_twin_in_a_marked_test_reports_how_it_was_bound(pytester, xdist, gate)
         ]
     )
     report = json.loads((pytester.path / "r.json").read_text())
-    assert report["runners"]["torch-fp32"]["twin_names"]["inputs"]["mask"] in (
-        "mask (by name)",
-        "weights (by position)",
+    runners = {  # two torch twins: one description each, named by each test's records
+        entry["test"].split("[")[0]: report["runners"][entry["target_runner"]]
+        for entry in report["outputs"]
+    }
+    assert runners["test_swapped"]["twin_names"]["inputs"]["mask"] == "mask (by name)"
+    assert runners["test_renamed_fails"]["twin_names"]["inputs"]["mask"] == (
+        "weights (by position)"
     )
 
 

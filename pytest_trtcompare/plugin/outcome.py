@@ -19,7 +19,7 @@ import pytest
 from ..engine import ComparisonResult, OutputMismatchError, listed, num
 from ..errors import LayerDivergenceWarning
 from ..session.brief import joined, outcome_line
-from ..session.outcome import Kind, Outcome, runner_name
+from ..session.outcome import Kind, Outcome, runner_key, runner_name
 from . import properties, summary, timings
 from .options import Settings
 from .terminal import mark
@@ -62,6 +62,7 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         verbosity,
         (_milliseconds(outcome.target), _milliseconds(outcome.reference)),
         item.nodeid,
+        (runner_key(outcome.target or None), runner_key(outcome.reference)),
     )
     taken = [key for key, _ in item.user_properties]
     item.user_properties.extend(properties.to_properties(records, taken))

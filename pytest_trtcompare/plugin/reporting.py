@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from ..session.layout import wrap
-from ..session.outcome import Outcome
-from . import properties, summary
+from ..session.outcome import Outcome, runner_key
+from . import properties, summary, timings
 from .options import Settings
 from .terminal import terminal_width
 
@@ -35,9 +35,13 @@ class Reporter:
     def note(self, outcome: Outcome) -> None:
         """Keep the runners' descriptions for the JSON report."""
         for info in (outcome.target, outcome.reference):
-            if info and "runner" in info and not str(info["runner"]).startswith("golden "):
-                description = {k: v for k, v in info.items() if k != "inference_ms"}  # a test's
-                self.descriptions[str(info["runner"])] = description
+            self.describe(info)
+
+    def describe(self, info: Mapping[str, Any] | None) -> None:
+        """Keep one runner's description (its inference times are a test's) by its key."""
+        key = runner_key(info)
+        if info and key is not None and not str(info["runner"]).startswith("golden "):
+            self.descriptions[key] = {k: v for k, v in info.items() if k != "inference_ms"}
 
     def logreport(self, report: pytest.TestReport) -> None:
         # A test's user_properties grow through its setup, call and teardown, and each report
@@ -96,9 +100,7 @@ class Reporter:
             path.parent.mkdir(parents=True, exist_ok=True)
             version = importlib.metadata.version("pytest-trtcompare")
             path.write_text(
-                summary.report_json(
-                    self.records, self.descriptions, self.builds, version, self.layers
-                )
+                report_json(self.records, self.descriptions, self.builds, version, self.layers)
             )
         except OSError as exc:
             terminalreporter.write_line(f"accuracy report NOT written to {path}: {exc}", red=True)
@@ -106,3 +108,23 @@ class Reporter:
         if verbosity >= 0:  # as pytest's "generated xml file"
             for line in wrap(f"accuracy report: {path}", terminal_width(config)):
                 terminalreporter.write_line(line)
+
+
+def report_json(
+    items: list[summary.Record],
+    runners: Mapping[str, Any],
+    builds: Mapping[str, Any],
+    version: str,
+    layers: list[dict[str, Any]] | None = None,
+) -> str:
+    """--trt-report: every record, the runners' descriptions, the build counts, and
+    per per-layer test what it compared and its first divergence."""
+    document = {
+        "plugin_version": version,
+        "inference_ms": timings.inference_times(items),
+        "layers": layers or [],
+        "outputs": [properties.record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
+        "runners": dict(sorted(runners.items())),
+        "runner_builds": builds,
+    }
+    return json.dumps(document, indent=2, sort_keys=True, default=str)

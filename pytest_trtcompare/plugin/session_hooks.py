@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import logging
 from typing import Any
 
 import pytest
@@ -23,6 +24,8 @@ from .outcome import (
     settle,
 )
 from .state import PENDING, STATE, WORKER_KEY, PluginState, state_of
+
+_log = logging.getLogger(__name__)
 
 
 def activate(config: pytest.Config) -> PluginState:
@@ -135,6 +138,11 @@ class SessionHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config
+        for runner in self.state.cases.runners.built():  # those of no record too
+            try:
+                self.state.reporter.describe(runner.describe())
+            except Exception as exc:  # a description must not fail the session
+                _log.debug("no description of %s for the report: %s", runner.name, exc)
         builds = RunnersFixture(self.state.cases.runners).builds
         workeroutput = getattr(config, "workeroutput", None)
         if workeroutput is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from ..engine import (
 )
 from ..session.layout import abbreviate, wrap
 from . import timings
-from .properties import NUMBERS, read_records, record_fields
+from .properties import NUMBERS, read_records
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,10 @@ class Record:
     #: within its file, which two files may share; None in records of earlier versions
     nodeid: str | None = None
     xfailed: bool = False  # a failing output of an expected failure (xfail) that failed
+    #: the keys of the target's and the reference's descriptions in the JSON report's
+    #: `runners` ('onnxrt-fp32@3fa2c1d0'); None where no runner ran
+    target_runner: str | None = None
+    reference_runner: str | None = None
 
 
 def records(
@@ -70,8 +74,10 @@ def records(
     verbosity: int = 0,
     times: tuple[float | None, float | None] = (None, None),
     nodeid: str | None = None,
+    runners: tuple[str | None, str | None] = (None, None),
 ) -> list[Record]:
-    """One record per output; per-layer, per layer that the report lists (engine/layers.py)."""
+    """One record per output; per-layer, per layer that the report lists (engine/layers.py).
+    `runners`: the target's and the reference's keys in the JSON report (runner_key)."""
     out = []
     view = result.layers
     names = list(result.outputs) if view is None else list(listed(result, verbosity).names)
@@ -100,6 +106,8 @@ def records(
                 target_ms=times[0],
                 reference_ms=times[1],
                 nodeid=nodeid,
+                target_runner=runners[0],
+                reference_runner=runners[1],
             )
         )
     missing = [(name, "actual") for name in result.missing_in_actual]
@@ -123,6 +131,8 @@ def records(
                 target_ms=times[0],
                 reference_ms=times[1],
                 nodeid=nodeid,
+                target_runner=runners[0],
+                reference_runner=runners[1],
             )
         )
     return out
@@ -275,23 +285,3 @@ def _tolerance(r: Record) -> str:
 
 
 _HEADS = ("margin", "", "test :: output", "worst error", "tolerance")
-
-
-def report_json(
-    items: list[Record],
-    runners: Mapping[str, Any],
-    builds: Mapping[str, Any],
-    version: str,
-    layers: list[dict[str, Any]] | None = None,
-) -> str:
-    """--trt-report: every record, the runners' descriptions, the build counts, and
-    per per-layer test what it compared and its first divergence."""
-    document = {
-        "plugin_version": version,
-        "inference_ms": timings.inference_times(items),
-        "layers": layers or [],
-        "outputs": [record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
-        "runners": dict(sorted(runners.items())),
-        "runner_builds": builds,
-    }
-    return json.dumps(document, indent=2, sort_keys=True, default=str)

@@ -7,6 +7,8 @@ else decides whether a test passes, fails, errors or skips.
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,3 +108,14 @@ def compared(
 def runner_name(description: Mapping[str, Any] | None) -> str | None:
     """'onnxrt-fp32' from a describe() dict (None when there is none)."""
     return None if description is None else str(description.get("runner"))
+
+
+def runner_key(description: Mapping[str, Any] | None) -> str | None:
+    """'onnxrt-fp32@3fa2c1d0': the runner's name and a digest of its description (its
+    inference times left out), which tells apart two runners of one name (two models, two
+    sets of options) in the JSON report's `runners`; the same in every xdist worker."""
+    if not description or "runner" not in description:
+        return None
+    kept = {key: value for key, value in description.items() if key != "inference_ms"}
+    text = json.dumps(kept, sort_keys=True, default=str)
+    return f"{description['runner']}@{hashlib.sha256(text.encode()).hexdigest()[:8]}"

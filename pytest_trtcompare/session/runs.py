@@ -82,6 +82,10 @@ class RunnerCache:
             _log.debug("reusing the %s runner built earlier in this session", runner.name)
         return runner
 
+    def built(self) -> list[Runner]:
+        """Every runner this cache built, in the order it built them."""
+        return list(self._runners.values())
+
     def close(self) -> None:
         for runner in self._runners.values():
             runner.close()
