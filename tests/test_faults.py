@@ -104,3 +104,9 @@ def test_a_full_disk_fails_the_test_clearly_and_keeps_the_old_golden(pytester):
     assert "(the old golden is kept)" in output and "INTERNALERROR" not in output
     assert golden.read_bytes() == before
     assert _stray_temps(pytester.path) == []
+    golden.unlink()  # no golden before: the message does not claim an old one
+    process = _pytest(pytester.path, "--trt-update-goldens", env={"GOLDEN_VALUE": "5"})
+    output = process.communicate(timeout=120)[0].decode()
+    assert process.returncode == 1
+    assert "File too large (nothing was written)" in " ".join(output.split())
+    assert not golden.exists() and _stray_temps(pytester.path) == []

@@ -261,6 +261,9 @@ def test_a_safetensors_file_of_another_tool_is_not_taken_for_a_golden(tmp_path):
         ),
         (b'{"outputs": [1, 2, 3]}', """a text file, not a golden (it starts with '{"outputs\""""),
         ("vérifié: pas un golden".encode(), "a text file, not a golden (it starts with 'vérifié"),
+        (b"TODO\n", "a text file, not a golden (it starts with 'TODO\\n')"),
+        (b"{}", "a text file, not a golden (it starts with '{}')"),
+        (b"\x10\x00\x00", "truncated golden (3 bytes, cut in its header)"),
     ],
 )
 def test_what_real_life_leaves_instead_of_a_golden_is_named(small, content, message):

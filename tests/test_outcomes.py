@@ -548,6 +548,21 @@ def test_7_repeated_precision_options_merge(pytester, xdist):
         ),
         (
             "",
+            ["--trt-report=test_m.py/report.json"],
+            "*--trt-report=*test_m.py/report.json: *test_m.py is a file, not a folder*",
+        ),
+        (
+            "",
+            ["--trt-report=/proc/report.json"],
+            "*--trt-report=/proc/report.json: cannot write in /proc (*)*",
+        ),
+        (
+            "trtcompare_strict_goldens = yes please\n",
+            [],
+            "*ini trtcompare_strict_goldens: invalid truth value 'yes please'; give true or false*",
+        ),
+        (
+            "",
             ["--trt-frameworks=onnxruntim"],
             "*--trt-frameworks: unknown framework 'onnxruntim'; known*",
         ),

@@ -101,9 +101,16 @@ def test_missing_feed_input_is_named():
         runners.create("onnxrt", multi_input()).infer({"x": np.zeros((2, 4), np.float32)})
 
 
-def test_bad_models_name_the_file(tmp_path):
-    with pytest.raises(ModelLoadError, match=r"model file '.*nope.onnx' does not exist"):
+def test_bad_models_name_the_file(tmp_path, monkeypatch):
+    with pytest.raises(ModelLoadError) as missing:
         runners.create("onnxrt", tmp_path / "nope.onnx")
+    assert str(missing.value) == f"model file '{tmp_path / 'nope.onnx'}' does not exist"
+    monkeypatch.chdir(tmp_path)  # a relative path: where it was looked for
+    with pytest.raises(ModelLoadError) as relative:
+        runners.create("onnxrt", "nope.onnx")
+    assert str(relative.value) == (
+        f"model file 'nope.onnx' does not exist (relative to the working directory {tmp_path})"
+    )
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(b"\x08\x07garbage that is not protobuf \xff\xff")
     with pytest.raises(ModelLoadError, match=r"corrupt.onnx' is not a readable ONNX model"):

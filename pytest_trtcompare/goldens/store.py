@@ -152,11 +152,11 @@ def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> An
         return legacy.read_header(handle, size, source)
     if size == 0 or start.startswith((b"version https://git-lfs", b"<<<<<<<")):
         raise GoldenError(f"{source}: {legacy.foreign(start, size)}")
+    text = None if legacy.MAGIC_V1.startswith(start) else _text_start(start)
+    if text is not None:  # before the length check: 'TODO\n' is no golden cut short
+        raise GoldenError(f"{source}: a text file, not a golden (it starts with {text!r})")
     if safetensors_format.starts_like_a_golden(start):
         return safetensors_format.read_header(handle, size, source)
-    text = _text_start(start)
-    if text is not None:
-        raise GoldenError(f"{source}: a text file, not a golden (it starts with {text!r})")
     raise GoldenError(
         f"{source}: not a pytest-trtcompare golden, or a corrupt one (it starts with "
         f"{start[8:].decode('ascii', 'backslashreplace')!r} after its 8 length bytes where a "

@@ -96,7 +96,9 @@ def _in_use_from_start(config: pytest.Config) -> bool:
         if dest.startswith(("trt_", "trtcompare_"))
     ):
         return True
-    return any(config.getini(name) != default for name, default in argv.INI_DEFAULTS.items())
+    return any(
+        names.ini_value(config, name) != default for name, default in argv.INI_DEFAULTS.items()
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

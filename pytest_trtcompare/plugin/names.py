@@ -229,3 +229,11 @@ class LateUpdateGoldens:
     def pytest_runtest_setup(self) -> None:
         if self.owner is not None:
             pytest.fail(self.message(), pytrace=False)
+
+
+def ini_value(config: pytest.Config, name: str) -> Any:
+    """config.getini; a bad boolean's error (pytest's names no key) names the key."""
+    try:
+        return config.getini(name)
+    except (ValueError, pytest.UsageError) as exc:  # UsageError since pytest 9
+        raise pytest.UsageError(f"ini {name}: {exc}; give true or false") from None

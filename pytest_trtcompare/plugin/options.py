@@ -7,6 +7,7 @@ settings object to whoever needs it. A bad value is a usage error (exit 4) namin
 from __future__ import annotations
 
 import shlex
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from ..session.settings import (
 )
 from ..vocabulary import parse_precisions
 from .argv import check_split_paths
-from .names import UPDATE_GOLDENS
+from .names import UPDATE_GOLDENS, ini_value
 
 
 @dataclass(frozen=True)
@@ -167,12 +168,30 @@ def _overrides(config: pytest.Config) -> dict[str, Any]:
 _REPEATED_INI = ("trtcompare_precisions", "trtcompare_goldens_dir")
 
 
+def _check_writable(path: Path) -> None:
+    """--trt-report names a file the run can write, found out now rather than after the
+    tests (a CI job would pass without its report): not a folder, under folders (made if
+    missing) and in one this user may write."""
+    if path.is_dir():
+        raise _usage(f"--trt-report={path} is a directory; give a file name")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise _usage(f"--trt-report={path}: {folder} is a file, not a folder")
+    try:  # os.access says yes to root where the filesystem says no (/proc, read-only)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise _usage(f"--trt-report={path}: cannot write in {folder} ({exc.strerror})") from None
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """All options validated; a usage error (exit 4) names the first bad one."""
     check_split_paths(config)
     report_path = _path(config, "trtcompare_report")
-    if report_path is not None and report_path.is_dir():
-        raise _usage(f"--trt-report={report_path} is a directory; give a file name")
+    if report_path is not None:
+        _check_writable(report_path)
     engine_cache = _path(config, "trt_engine_cache")
     if engine_cache is None and getattr(config, "cache", None) is not None:
         engine_cache = Path(config.cache.mkdir("trtcompare-engines"))
@@ -198,7 +217,7 @@ def build_settings(config: pytest.Config) -> Settings:
         prune_goldens=bool(config.getoption("trtcompare_prune_goldens")),
         strict_goldens=bool(
             config.getoption("trtcompare_strict_goldens")
-            or config.getini("trtcompare_strict_goldens")
+            or ini_value(config, "trtcompare_strict_goldens")
         ),
         goldens_root=goldens_root,
         frameworks=_frameworks(config),

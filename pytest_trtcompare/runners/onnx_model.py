@@ -162,8 +162,8 @@ def _load_file(path: Path) -> LoadedModel:
 
     key = _file_key(path) if path.is_file() else None
     if key is None:
-        shown = str(path) if path.is_absolute() else f"{path} (from {Path.cwd()})"
-        raise ModelLoadError(f"model file {shown!r} does not exist")
+        where = "" if path.is_absolute() else f" (relative to the working directory {Path.cwd()})"
+        raise ModelLoadError(f"model file {str(path)!r} does not exist{where}")
     known = _known(path, key) or _read(path, key)
     if known.problem is not None:
         raise ModelLoadError(

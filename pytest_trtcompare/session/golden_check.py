@@ -333,11 +333,13 @@ def _write(
     compared with is what was written. A failed write is FAILED (the old golden is kept)."""
     meta = {"plugin_version": importlib.metadata.version("pytest-trtcompare"), **meta}
     shown = store.show(path)
+    existed = path.is_file()
     try:
         with progress.step(f"writing golden {shown}") as timing:
             written = store.write(path, outputs, feed, meta)
     except (GoldenError, OSError) as exc:
-        message = f"cannot write golden {path}: {exc} (the old golden is kept)"
+        kept = "the old golden is kept" if existed else "nothing was written"
+        message = f"cannot write golden {path}: {exc} ({kept})"
         return Outcome(Kind.FAILED, message, source="golden")
     _log.info(
         "golden %s %s: outputs %s, %d bytes, in %.2f s",
