@@ -372,6 +372,10 @@ def test_golden_metadata_says_how_its_inputs_were_made(pytester, xdist):
     stored = read_golden(folder / "test_fixture_per_input.safetensors").inputs["x"]
     assert stored.min() >= 0.2 and stored.max() <= 0.3
     # the JSON report describes every runner built, those of the golden fixture's tests too
-    (described,) = json.loads((pytester.path / "r.json").read_text())["runners"].values()
+    report = json.loads((pytester.path / "r.json").read_text())
+    ((key, described),) = report["runners"].items()
     assert described == marker["runner"] == per_input["runner"]
+    assert {(o["target_runner"], o["reference_runner"]) for o in report["outputs"]} == {
+        (key, None)  # a golden is no runner: its file is in the record's reference
+    }
     run(pytester, *xdist).assert_outcomes(passed=3)
