@@ -261,3 +261,16 @@ def test_squares_that_overflow_in_an_equal_chunk_raise_no_warning(monkeypatch):
         warnings.simplefilter("error")
         result = compare_outputs(actual, expected, atol=1.0, rtol=0.0)
     assert result.passed and result.outputs["output"].max_abs_error == 0.5
+
+
+def test_an_unknown_output_name_lists_the_names_there_are():
+    outputs = {f"layer{i}": np.ones(2) for i in range(12)}
+    result = compare_outputs(outputs, outputs)
+    with pytest.raises(KeyError) as typo:
+        result.outputs["layer1O"]
+    assert typo.value.args[0] == (
+        "'layer1O': no output of that name; did you mean 'layer1', 'layer11', 'layer10'? "
+        "the outputs are 'layer0', 'layer1', 'layer2', 'layer3', 'layer4', 'layer5', "
+        "'layer6', 'layer7', ... (12 in all)"
+    )
+    assert result.outputs.get("layer1O") is None and result.outputs == dict(result.outputs)

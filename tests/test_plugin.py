@@ -327,3 +327,25 @@ def test_compare_records_on_its_own_test_however_it_is_requested(pytester):
         case = xml.split(f'name="{test}"', 1)[1].split("</testcase>", 1)[0]
         assert f'name="trtcompare.{output}.passed" value="true"' in case
         assert case.count(".passed") == 1  # its own record only
+
+
+OUTPUT_NAME_TYPO = """
+import numpy as np
+
+def test_typo(compare):
+    result = compare({"logits": np.ones(3)}, {"logits": np.ones(3)})
+    assert result.outputs["logit"].passed
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_an_output_name_typo_in_a_result_lists_the_outputs(pytester, xdist):
+    """A result's outputs by a name it does not have: a KeyError that names the outputs
+    there are, the closest first, not the bare name."""
+    pytester.makepyfile(test_typo=OUTPUT_NAME_TYPO)
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=1)
+    said = result.stdout.str()
+    typo = "'logit': no output of that name; did you mean 'logits'? the outputs are 'logits'"
+    assert f'FAILED test_typo.py::test_typo - KeyError: "{typo}"' in said
+    assert "pytest_trtcompare/" not in said  # the user's line shows, not ours

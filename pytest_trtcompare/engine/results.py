@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +12,21 @@ from .layer_report import format_layers
 from .layers import LayerView
 from .outputs import OutputComparison
 from .report import format_result
+
+
+class Outputs(dict[str, OutputComparison]):
+    """The per-output results by name. An unknown name's KeyError says which names there
+    are (the closest first), not the name alone."""
+
+    def __missing__(self, name: str) -> OutputComparison:
+        __tracebackhide__ = True  # the user's line shows, not this one
+        names = list(self)
+        close = difflib.get_close_matches(str(name), [str(n) for n in names], n=3)
+        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+        shown = ", ".join(map(repr, names[:8])) + (
+            f", ... ({len(names)} in all)" if len(names) > 8 else ""
+        )
+        raise KeyError(f"{name!r}: no output of that name; {hint}the outputs are {shown or 'none'}")
 
 
 @dataclass(frozen=True)
@@ -25,6 +41,10 @@ class ComparisonResult:
     restricted_to: tuple[str, ...] | None = field(default=None)
     per_layer: bool = False  # outputs are a model's intermediate tensors in topological order
     layers: LayerView | None = None  # per-layer: producing nodes, model outputs, gate mode
+
+    def __post_init__(self) -> None:
+        if type(self.outputs) is not Outputs:
+            object.__setattr__(self, "outputs", Outputs(self.outputs))
 
     @property
     def first_divergence(self) -> str | None:
