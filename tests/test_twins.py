@@ -145,6 +145,8 @@ def test_a_twin_in_a_marked_test_reports_how_it_was_bound(pytester, xdist, gate)
         ]
     )
     report = json.loads((pytester.path / "r.json").read_text())
+    torch = [d for d in report["runners"].values() if d["runner"] == "torch-fp32"]
+    assert len(torch) == 2  # one per twin: the same runner is not described bare as well
     runners = {  # two torch twins: one description each, named by each test's records
         entry["test"].split("[")[0]: report["runners"][entry["target_runner"]]
         for entry in report["outputs"]

@@ -140,7 +140,7 @@ class SessionHooks:
         config = session.config
         for runner in self.state.cases.runners.built():  # those of no record too
             try:
-                self.state.reporter.describe(runner.describe())
+                self.state.reporter.describe_built(runner.describe())
             except Exception as exc:  # a description must not fail the session
                 _log.debug("no description of %s for the report: %s", runner.name, exc)
         builds = RunnersFixture(self.state.cases.runners).builds

@@ -32,7 +32,6 @@ def session_options_summary(options: Any, *, given: bool) -> dict[str, Any]:
     optimizations (fusions change rounding), execution mode, thread counts (0: onnxruntime
     chooses), deterministic compute and thread spinning; `given`: the user's options, not
     `default_session_options`."""
-
     return {
         "given": given,
         "graph_optimization_level": _name(options.graph_optimization_level),
