@@ -81,3 +81,56 @@ def multi_input() -> onnx.ModelProto:
         [table, axis],
     )
     return make(graph)
+
+
+def branches_into_nms() -> onnx.ModelProto:
+    """boxes float[1, 4, 4], scores float[1, 1, 4], flag float[2] -> selected int64[N, 3]:
+    an If whose branches scale the boxes and run NonMaxSuppression on them, as a detection
+    model's exported post-processing does. The float16 converter keeps NonMaxSuppression in
+    float32, so each branch needs a Cast of a value only that branch makes."""
+
+    def branch(name: str, scale: float) -> onnx.GraphProto:
+        nodes = [
+            helper.make_node(
+                "Constant",
+                [],
+                [f"{name}_scale"],
+                value=helper.make_tensor(f"{name}_value", TensorProto.FLOAT, [], [scale]),
+            ),
+            helper.make_node("Mul", ["boxes", f"{name}_scale"], [f"{name}_boxes"]),
+            helper.make_node(
+                "NonMaxSuppression",
+                [f"{name}_boxes", "scores", "max_boxes", "iou"],
+                [f"{name}_selected"],
+            ),
+        ]
+        out = helper.make_tensor_value_info(f"{name}_selected", TensorProto.INT64, [None, 3])
+        return helper.make_graph(nodes, name, [], [out])
+
+    nodes = [
+        helper.make_node("ReduceSum", ["flag"], ["total"], keepdims=0),
+        helper.make_node("Greater", ["total", "zero"], ["positive"]),
+        helper.make_node(
+            "If",
+            ["positive"],
+            ["selected"],
+            then_branch=branch("then", 1.0),
+            else_branch=branch("else", 2.0),
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "branches_into_nms",
+        [
+            helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4]),
+            helper.make_tensor_value_info("flag", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("selected", TensorProto.INT64, [None, 3])],
+        [
+            helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+            helper.make_tensor("max_boxes", TensorProto.INT64, [1], [10]),
+            helper.make_tensor("iou", TensorProto.FLOAT, [1], [0.5]),
+        ],
+    )
+    return make(graph)

@@ -12,10 +12,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import compare_outputs, runners
-from pytest_trtcompare.runners import precision
+from pytest_trtcompare.errors import PrecisionUnsupported
+from pytest_trtcompare.runners import float16_repair, precision
 from pytest_trtcompare.runners.onnx_model import load_model
 
-from .onnx_models import make
+from .onnx_models import branches_into_nms, make
 
 
 def tricky_model() -> onnx.ModelProto:
@@ -118,3 +119,50 @@ def test_modelopt_autocast_is_preferred_when_importable(monkeypatch):
     assert runner.describe()["precision_route"] == "fp16 by ModelOpt AutoCast (float32 I/O)"
     assert calls["level"] == "fp16" and calls["keep_io_types"] is True
     assert calls["path"].endswith("model.onnx")
+
+
+BOXES = np.random.default_rng(1).uniform(0, 1, (1, 4, 4)).astype(np.float32)
+NMS_FEED = {
+    "boxes": np.sort(BOXES.reshape(1, 4, 2, 2), axis=2).reshape(1, 4, 4),
+    "scores": np.random.default_rng(2).uniform(0, 1, (1, 1, 4)).astype(np.float32),
+}
+
+
+@pytest.mark.parametrize(
+    ("framework", "level"), [("onnxrt", "fp16"), ("onnxref", "fp16"), ("onnxref", "bf16")]
+)
+@pytest.mark.parametrize("flag", [1.0, -1.0], ids=["then", "else"])
+def test_casts_for_values_made_inside_if_branches_stay_in_their_branch(framework, level, flag):
+    """The converter keeps NonMaxSuppression in float32 and appends the Cast of its float16
+    input (made inside the branch) to the main graph, where no runtime can read it (issue
+    35, item 3): the Cast moves into the branch, after the value's producer."""
+    model = branches_into_nms()
+    converted = precision.convert(load_model(model), level).proto
+    onnx.checker.check_model(converted)
+    (branching,) = [n for n in converted.graph.node if n.op_type == "If"]
+    for branch in (attribute.g for attribute in branching.attribute):
+        nodes = list(branch.node)
+        (at,) = [i for i, n in enumerate(nodes) if n.name.endswith("_boxes_cast_to_fp32_node")]
+        assert nodes[at - 1].op_type == "Mul" and nodes[at - 1].output[0] == nodes[at].input[0]
+    assert not any(n.input[0].startswith(("then_", "else_")) for n in converted.graph.node)
+    feed = {**NMS_FEED, "flag": np.full(2, flag, np.float32)}
+    expected = runners.create("onnxrt", model).infer(feed)
+    got = runners.create(framework, model, level).infer(feed)
+    assert compare_outputs(got, expected, atol=0, rtol=0).passed
+
+
+def test_a_conversion_we_cannot_make_valid_is_named_as_ours_not_the_users_file(monkeypatch):
+    """Where our repair misses a construct, onnx's checker refuses the converted model while
+    the model as given passes: a skip (PrecisionUnsupported) naming our conversion and the
+    construct, never the runtime's 'cannot load model <your file>'."""
+    monkeypatch.setattr(float16_repair, "move_casts_into_bodies", lambda graph: None)
+    monkeypatch.setattr(precision, "CONVERTED", {})
+    with pytest.raises(PrecisionUnsupported) as raised:
+        runners.create("onnxrt", branches_into_nms(), "fp16")
+    text = str(raised.value)
+    assert text.startswith(
+        "pytest-trtcompare's fp16 conversion of <ModelProto> (a model with If subgraphs) made "
+        "an invalid model (fp16 by onnxruntime.transformers.float16"
+    )
+    assert "else_cast_to_fp32" not in text and "the model as given is valid" in text
+    assert "cannot load model" not in text

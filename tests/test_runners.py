@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import compare_outputs, runners
 from pytest_trtcompare.errors import (
@@ -17,7 +18,7 @@ from pytest_trtcompare.inputs import synthetic_feed
 from pytest_trtcompare.runners.base import TensorSpec
 from pytest_trtcompare.session.runs import RunnerCache, compare_layers, compare_runners, make_feeds
 
-from .onnx_models import chain_weights, layer_chain, multi_input
+from .onnx_models import chain_weights, layer_chain, make, multi_input
 
 
 @pytest.fixture(scope="module")
@@ -314,3 +315,22 @@ def test_infer_of_an_array_says_to_pass_a_dict_of_its_inputs(chain, name, feed):
     callable_runner = runners.create("callable", lambda inputs: {"y": inputs["x"]})
     with pytest.raises(FeedError, match=r"got ndarray; pass \{input_name: array\}"):
         callable_runner.infer(np.ones(2))
+
+
+def test_onnxrt_bf16_skip_reason_leaves_out_constants_it_folds():
+    """A Constant node becomes an initializer when onnxruntime loads the model: it never
+    needs a kernel, so it is not among the ops the bf16 skip reason blames (issue 35)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "Constant", [], ["c"], value=numpy_helper.from_array(np.ones(3, np.float32))
+            ),
+            helper.make_node("Add", ["x", "c"], ["y"]),
+        ],
+        "constant_add",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )
+    with pytest.raises(PrecisionUnsupported) as info:
+        runners.create("onnxrt", make(graph), "bf16")
+    assert str(info.value).startswith("onnxruntime CPU has no bfloat16 kernel for Add (")

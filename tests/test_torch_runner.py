@@ -417,3 +417,24 @@ def test_a_forward_signature_is_a_value_immutable_and_picklable():
     with pytest.raises(AttributeError):
         signature.text = "changed"  # type: ignore[misc]
     assert signature != runners.create("torch", PositionalOnly()).signature
+
+
+class Renamed(torch.nn.Module):
+    def forward(self, x, mask=None, scale=2.0):
+        return x * scale - (0 if mask is None else mask)
+
+
+def test_input_names_bind_parameters_by_keyword_and_the_others_by_position():
+    """A name of forward's goes by keyword; one forward does not name (an export's input
+    name) fills the leading positional parameters; a name that would land twice is an error
+    naming both routes."""
+    runner = runners.create("torch", Renamed(), input_names=["images", "scale"])
+    assert runner.infer({"images": ones(2), "scale": 3 * ones(2)})["output"].tolist() == [3, 3]
+    runner = runners.create("torch", Renamed(), input_names=["images", "x"])
+    with pytest.raises(FeedError) as info:
+        runner.infer({"images": ones(1), "x": ones(1)})
+    assert str(info.value) == (
+        "torch-fp32: input_names=['images', 'x']: ['images'] go by position to ['x'] of "
+        "forward(x, mask=None, scale=2.0), which input_names also names (['x']); name the "
+        "inputs as forward's parameters, or give only positional names"
+    )

@@ -43,7 +43,7 @@ _LAZY = {
     "graph_input_specs": "onnx_graph",
     "module_exits": "onnx_scopes",
     "node_scopes": "onnx_scopes",
-    "topological_sort": "precision",
+    "topological_sort": "float16_repair",
     "session_options_key": "onnxrt_options",
 }
 
@@ -56,6 +56,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
+    from .float16_repair import topological_sort
     from .frameworks import header_line
     from .isolated import IsolatedRunner as IsolatedRunner
     from .isolated import RunnerCrashed
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from .onnx_model import LoadedModel, file_digest, load_model
     from .onnx_scopes import Scope, module_exits, node_scopes
     from .onnxrt_options import session_options_key
-    from .precision import convert_mixed, topological_sort
+    from .precision import convert_mixed
     from .registry import (
         ENTRY_POINT_GROUP,
         canonical_framework,

@@ -13,10 +13,10 @@ import numpy as np
 import onnx
 
 from ..errors import ModelLoadError, PrecisionUnsupported
+from .float16_repair import implicit_inputs, topological_sort
 from .onnx_graph import value_spec
 from .onnx_runner import OnnxModelRunner
 from .onnx_versions import RuntimeVersions, onnx_reference_versions
-from .precision import implicit_inputs, topological_sort
 
 
 def _in_order(graph: onnx.GraphProto) -> bool:

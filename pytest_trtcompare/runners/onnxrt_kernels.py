@@ -19,6 +19,8 @@ DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16"}
 #: onnxruntime's words for a model it cannot run in a type: no kernel, or an op schema that
 #: does not admit the type ("Type 'tensor(bfloat16)' of input parameter ... is invalid").
 _TYPE_FAILURE = re.compile(r"NOT_IMPLEMENTED|Type 'tensor\((?:b?float16)\)'")
+#: Cast runs in any type; onnxruntime folds a Constant into an initializer as it loads.
+_NEVER_A_KERNEL = ("Cast", "Constant")
 _NAMED_OP = re.compile(r"(?:implementation for |of operator \()(\w+)")
 
 
@@ -54,7 +56,7 @@ def missing_kernels(
         for node in model.graph.node
         if node.domain in ("", "ai.onnx")
         and node.op_type not in has_kernel
-        and node.op_type != "Cast"
+        and node.op_type not in _NEVER_A_KERNEL
         and any(typed.get(name) == low for name in [*node.input, *node.output])
     }
     return sorted(missing | set(named))

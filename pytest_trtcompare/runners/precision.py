@@ -3,10 +3,8 @@
 Route, in order: NVIDIA ModelOpt AutoCast (`convert_to_mixed_precision`, float32 I/O) when
 importable with the API we know; else onnxruntime's bundled float16 converter with
 `keep_io_types=True` (inputs and outputs stay float32, so feeds and goldens
-do not change). The converter's output is repaired before use: it appends its input/output
-Cast nodes at the end of the graph (the reference evaluator runs nodes in listed order) and
-leaves `Cast(to=FLOAT)` nodes whose outputs it retyped to float16. bf16 is derived from the
-fp16 conversion: same graph, float16 types become bfloat16 and every converted weight is
+do not change), its output repaired before use (runners/float16_repair.py). bf16 is derived
+from the fp16 conversion: same graph, float16 types become bfloat16 and every converted weight is
 rounded from its original float32 value (not from the clipped float16 one).
 Results are cached per (model digest, precision).
 
@@ -33,7 +31,8 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from .. import progress
-from ..errors import FrameworkUnavailable, ModelLoadError
+from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
+from .float16_repair import bodies, remove_round_trips, repair
 from .labels import loaded_label
 from .onnx_model import LoadedModel
 
@@ -71,9 +70,32 @@ def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
     label = loaded_label(loaded)
     with progress.step(f"converting {label} to {precision}") as timing:
         converted = _to_float16(loaded) if precision == "fp16" else _to_bfloat16(loaded)
+        _check_conversion(loaded, precision, converted)
     CONVERTED[key] = converted
     log_conversion(label, precision, converted, timing.elapsed)
     return converted
+
+
+def _check_conversion(loaded: LoadedModel, precision: str, converted: ConvertedModel) -> None:
+    """A converted model that onnx's checker refuses, where the model as given passes, is
+    our conversion's fault: PrecisionUnsupported says so (the test skips, naming the
+    conversion and what the checker found), instead of a runtime blaming the user's file."""
+    try:
+        onnx.checker.check_model(converted.proto)
+    except onnx.checker.ValidationError as exc:
+        try:
+            onnx.checker.check_model(loaded.proto)
+        except (onnx.checker.ValidationError, ValueError):
+            return  # the model as given fails too: the runtime's own words say what is wrong
+        bodies_of = sorted({n.op_type for n in loaded.proto.graph.node if any(bodies(n))})
+        construct = f" (a model with {', '.join(bodies_of)} subgraphs)" if bodies_of else ""
+        found = " ".join(str(exc).split())
+        raise PrecisionUnsupported(
+            f"pytest-trtcompare's {precision} conversion of {loaded.source}{construct} made an "
+            f"invalid model ({converted.route}): {found}; the model as given is valid"
+        ) from None
+    except ValueError:  # over protobuf's 2 GB: the checker needs a file; the runtime checks
+        return
 
 
 def log_conversion(label: str, precision: str, converted: ConvertedModel, seconds: float) -> None:
@@ -212,9 +234,8 @@ def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
 def _all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
     for node in graph.node:
         yield node
-        for attribute in node.attribute:
-            for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-                yield from _all_nodes(sub)
+        for sub in bodies(node):
+            yield from _all_nodes(sub)
 
 
 def _all_tensors(model: onnx.ModelProto) -> Iterable[TensorProto]:
@@ -236,101 +257,8 @@ def _float_tensors(model: onnx.ModelProto) -> dict[str, TensorProto]:
 
 
 def _value_infos(model: onnx.ModelProto) -> Iterable[onnx.ValueInfoProto]:
-    yield from model.graph.value_info
-    yield from model.graph.input
-    yield from model.graph.output
-
-
-def repair(model: onnx.ModelProto) -> None:
-    """Fix what the float16 converter leaves: node order and stale Cast targets."""
-    types = {vi.name: vi.type.tensor_type.elem_type for vi in _value_infos(model)}
-    for node in model.graph.node:
-        if node.op_type == "Cast" and types.get(node.output[0]) == TensorProto.FLOAT16:
-            for attribute in node.attribute:
-                if attribute.name == "to" and attribute.i == TensorProto.FLOAT:
-                    attribute.i = TensorProto.FLOAT16
-    topological_sort(model.graph)
-
-
-def remove_round_trips(model: onnx.ModelProto) -> None:
-    """Drop the converter's float32 -> float16 -> float32 Cast pairs between kept nodes (and
-    between a float32 graph input and a kept node): readers get the float32 tensor. Before
-    a float32 graph output the second Cast stays, reading the float32 tensor (a copy).
-    Duplicate up-Casts (same name, same output: invalid ONNX) are merged first."""
-    graph = model.graph
-    seen: set[str] = set()
-    unique = []
-    for node in graph.node:  # the converter adds one Cast per kept reader of a tensor, all alike
-        if not (node.name.endswith("_cast_to_fp32_node") and node.output[0] in seen):
-            unique.append(node)
-            seen.update(node.output)
-    del graph.node[:]
-    graph.node.extend(unique)
-    producers = {out: node for node in graph.node for out in node.output}
-    rename: dict[str, str] = {}
-    for node in graph.node:
-        source = producers.get(node.input[0]) if node.op_type == "Cast" else None
-        if source is None or not _is_down_cast(source):
-            continue
-        if node.name.endswith("_cast_to_fp32_node"):
-            rename[node.output[0]] = source.input[0]
-        elif node.name.startswith("graph_output_cast"):
-            node.input[0] = source.input[0]
-    kept = [node for node in graph.node if node.output[0] not in rename]
-    for node in kept:
-        node.input[:] = [rename.get(name, name) for name in node.input]
-    read = {name for node in kept for name in node.input} | {vi.name for vi in graph.output}
-    kept = [  # the first Cast of a pair, when nobody reads it any more
-        node for node in kept if not (_is_down_cast(node) and node.output[0] not in read)
-    ]
-    del graph.node[:]
-    graph.node.extend(kept)
-    live = {name for node in kept for name in [*node.input, *node.output]}
-    stale = [vi for vi in graph.value_info if vi.name not in live]
-    for vi in stale:
-        graph.value_info.remove(vi)
-
-
-def _is_down_cast(node: onnx.NodeProto) -> bool:
-    """A float32 -> low-precision Cast the converter inserted (after a kept node or input)."""
-    return node.op_type == "Cast" and (
-        node.name.endswith("_cast_to_fp16_node") or node.name.startswith("graph_input_cast")
-    )
-
-
-def topological_sort(graph: onnx.GraphProto) -> None:
-    """Reorder nodes so each comes after the producers of its inputs (stable otherwise)."""
-    available = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | {""}
-    pending = list(graph.node)
-    ordered: list[onnx.NodeProto] = []
-    while pending:
-        progress = []
-        for node in pending:
-            needed = [*node.input, *implicit_inputs(node)]
-            if all(name in available for name in needed if name):
-                ordered.append(node)
-                available.update(node.output)
-            else:
-                progress.append(node)
-        if len(progress) == len(pending):  # a cycle or an input nobody produces: keep as is
-            ordered.extend(progress)
-            break
-        pending = progress
-    copies = [onnx.NodeProto() for _ in ordered]
-    for copy, node in zip(copies, ordered, strict=True):
-        copy.CopyFrom(node)
-    del graph.node[:]
-    graph.node.extend(copies)
-
-
-def implicit_inputs(node: onnx.NodeProto) -> set[str]:
-    """Names a node's subgraphs (If / Loop / Scan bodies) read from the enclosing graph."""
-    names: set[str] = set()
-    for attribute in node.attribute:
-        for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-            local = {vi.name for vi in sub.input} | {t.name for t in sub.initializer}
-            for inner in sub.node:
-                local.update(inner.output)
-            for inner in sub.node:
-                names.update(n for n in [*inner.input, *implicit_inputs(inner)] if n not in local)
-    return names
+    """The value infos of the main graph and of every subgraph (If / Loop / Scan bodies)."""
+    for graph in [model.graph, *(sub for node in _all_nodes(model.graph) for sub in bodies(node))]:
+        yield from graph.value_info
+        yield from graph.input
+        yield from graph.output

@@ -4,7 +4,8 @@
 is passed by keyword (by position only for positional-only parameters); parameters without a
 default must be fed, the others keep their defaults when the feed lacks them; `**kwargs`
 takes any other name, `*args` takes the remaining entries in feed order. `input_names=[...]`
-says that the feed's entries of those names are the first positional arguments, in order.
+names the inputs the model takes: those that are forward's parameters go by keyword, the
+others are the first positional arguments, in order.
 """
 
 from __future__ import annotations
@@ -206,6 +207,9 @@ class ForwardSignature(_Frozen):
     def _bind_positional(
         self, feed: Mapping[str, Any], runner: str
     ) -> tuple[list[Any], dict[str, Any]]:
+        """`input_names=`: a name that is one of forward's parameters (not positional-only)
+        goes by keyword, as Python would bind it; the others, in order, by position (they
+        fill the leading positional parameters, then `*args`)."""
         assert self.positional_names is not None
         names = self.positional_names
         missing = [name for name in names if name not in feed]
@@ -213,10 +217,21 @@ class ForwardSignature(_Frozen):
         if missing or unknown:
             problem = f"lacks {missing}" if missing else f"has unknown input(s) {unknown}"
             raise FeedError(
-                f"{runner}: feed {problem}; input_names={list(names)} are the positional "
-                f"arguments of {self.text}"
+                f"{runner}: feed {problem}; input_names={list(names)} are the inputs of {self.text}"
             )
-        return [feed[name] for name in names], {}
+        by_keyword = (
+            {p.name for p in self.parameters if not p.positional_only} if self.known else ()
+        )
+        positional = [name for name in names if name not in by_keyword]
+        filled = [p.name for p in self.parameters if not p.keyword_only][: len(positional)]
+        twice = [name for name in filled if name in names and name not in positional]
+        if twice:
+            raise FeedError(
+                f"{runner}: input_names={list(names)}: {positional} go by position to "
+                f"{filled} of {self.text}, which input_names also names ({twice}); name the "
+                "inputs as forward's parameters, or give only positional names"
+            )
+        return [feed[name] for name in positional], {n: feed[n] for n in names if n in by_keyword}
 
 
 _ANNOTATED_DTYPES = (

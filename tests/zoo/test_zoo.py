@@ -351,3 +351,29 @@ def test_an_encoder_decoder_cache_flattens_and_non_tensors_can_be_left_out():
     assert "cache.cross_attention_cache.0.key" in names
     only = runners.create("torch", t5, outputs=["last_hidden_state"]).infer(feed)
     assert list(only) == ["last_hidden_state"]
+
+
+def test_input_names_that_are_forward_parameters_bind_by_keyword():
+    """input_names=["input_ids", "attention_mask"] on GPT-2, whose second positional
+    parameter is past_key_values, and ["input_ids", "token_type_ids"] on BERT, whose second
+    is attention_mask: each name reaches its parameter (issue 35, item 4)."""
+    import torch
+
+    ids = np.arange(16, dtype=np.int64).reshape(2, 8) % models.VOCAB
+    mask = np.ones((2, 8), np.int64)
+    mask[1, 5:] = 0
+    gpt2 = ENTRIES["gpt2"].module
+    runner = runners.create("torch", gpt2, input_names=["input_ids", "attention_mask"])
+    got = runner.infer({"input_ids": ids, "attention_mask": mask})
+    with torch.no_grad():
+        logits = gpt2(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+    np.testing.assert_array_equal(got["logits"], logits.logits.numpy())
+    bert = ENTRIES["bert"].module
+    types = np.ones((2, 8), np.int64)
+    runner = runners.create("torch", bert, input_names=["input_ids", "token_type_ids"])
+    got = runner.infer({"input_ids": ids, "token_type_ids": types})
+    with torch.no_grad():
+        out = bert(input_ids=torch.from_numpy(ids), token_type_ids=torch.from_numpy(types))
+    np.testing.assert_array_equal(got["pooler_output"], out.pooler_output.numpy())
+    without = bert(input_ids=torch.from_numpy(ids)).pooler_output.detach().numpy()
+    assert not np.array_equal(got["pooler_output"], without)  # the types reached the model
