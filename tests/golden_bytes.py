@@ -124,3 +124,28 @@ def as_format_1(path: Path) -> Path:
         path = as_format_2(path)
     rewrite_legacy(path, lambda document: None, version=1)
     return path
+
+
+DEEP = 100_000  # levels of nesting: past json's recursion limit on every Python we support
+
+
+def deep_json(levels: int = DEEP) -> str:
+    return "[" * levels + "]" * levels
+
+
+def with_deep_header(data: bytes) -> bytes:
+    """A safetensors golden whose header nests a value DEEP levels down (no checksum is
+    reached: the JSON itself is what a reader must survive)."""
+    (length,) = struct.unpack("<Q", data[:8])
+    header = ('{"__metadata__":{"a":' + deep_json() + "}}").encode()
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + data[8 + length :]
+
+
+def legacy_with_deep_header(data: bytes) -> bytes:
+    """A format-2 golden whose header (with a valid checksum) nests DEEP levels down."""
+    _, body = legacy_split(data)
+    header = ('{"format":2,"meta":' + deep_json() + ',"tensors":[]}').encode()
+    line = b"%016d %s\n" % (len(header), xxhash.xxh3_64_hexdigest(header).encode())
+    used = len(legacy.MAGIC) + len(line) + len(header)
+    return legacy.MAGIC + line + header + b"\0" * (-used % legacy.ALIGN) + body

@@ -12,7 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from pytest_trtcompare.goldens.store import read_golden
+from pytest_trtcompare.goldens.store import read_golden, write_golden
+
+from .golden_bytes import as_format_2
 
 BIG_GOLDEN_TEST = """
 import os
@@ -110,3 +112,11 @@ def test_a_full_disk_fails_the_test_clearly_and_keeps_the_old_golden(pytester):
     assert process.returncode == 1
     assert "File too large (nothing was written)" in " ".join(output.split())
     assert not golden.exists() and _stray_temps(pytester.path) == []
+    write_golden(golden, {"y": np.zeros(3, np.float32)})
+    old = as_format_2(golden)  # an old .golden, which the update would replace: it is kept
+    process = _pytest(pytester.path, "--trt-update-goldens", env={"GOLDEN_VALUE": "5"})
+    output = " ".join(process.communicate(timeout=120)[0].decode().split())
+    assert process.returncode == 1
+    shown = old.relative_to(pytester.path)
+    assert f"File too large (the old golden {shown} is kept)" in output
+    assert old.is_file() and not golden.exists() and _stray_temps(pytester.path) == []

@@ -18,7 +18,18 @@ from pytest_trtcompare.cli import main as cli
 from pytest_trtcompare.goldens.format import OURS
 from pytest_trtcompare.goldens.store import GoldenError, read_golden, write_golden
 
-from .golden_bytes import as_format_1, as_format_2, join, ours, rewrite, rewrite_legacy, split
+from .golden_bytes import (
+    as_format_1,
+    as_format_2,
+    deep_json,
+    join,
+    legacy_with_deep_header,
+    ours,
+    rewrite,
+    rewrite_legacy,
+    split,
+    with_deep_header,
+)
 from .pytester_helpers import XDIST_SLOW as XDIST
 from .pytester_helpers import run
 
@@ -191,6 +202,18 @@ HAND_CRAFTED = {
         _metadata("xxh3:outputs/y", "0" * 16),
         "checksum of output 'y' does not match",
     ),
+    "dtype as a list": (
+        _set("dtype", ["F32"]),
+        "header field 'dtype' of tensor 'outputs/y': ['F32'] is not a type goldens hold",
+    ),
+    "our entry nested past json's recursion limit": (
+        _metadata(OURS, '{"format":3,"meta":' + deep_json() + "}"),
+        "header field 'pytest_trtcompare': nests deeper than 32 levels",
+    ),
+    "meta nested 32 levels": (
+        ours(lambda o: o.__setitem__("meta", json.loads(deep_json(32)))),
+        "header field 'pytest_trtcompare': nests deeper than 32 levels",
+    ),
 }
 
 
@@ -229,6 +252,31 @@ def test_a_header_checksum_that_holds_does_not_excuse_other_bytes(small):
         read_golden(path)
 
 
+def test_headers_nested_past_json_recursion_limit_are_corrupt(small):
+    """JSON nested 100,000 levels down, where json.loads raises RecursionError: in the
+    safetensors header and in a format-2 header (its checksum holds), named as corrupt."""
+    path, twin, data = small
+    path.write_bytes(with_deep_header(data))
+    _assert_detected(path, twin, "deep header")
+    with pytest.raises(GoldenError, match=r"corrupt golden \(the header nests deeper than 32"):
+        read_golden(path)
+    path.write_bytes(data)
+    old = as_format_2(path)
+    old.write_bytes(legacy_with_deep_header(old.read_bytes()))
+    _assert_detected(old, twin, "deep format-2 header")
+    with pytest.raises(GoldenError, match=r"corrupt golden \(the header nests deeper than 32"):
+        read_golden(old)
+
+
+def test_meta_a_reader_would_refuse_is_never_written(tmp_path):
+    path = tmp_path / "g.safetensors"
+    with pytest.raises(GoldenError, match="a golden's meta nests deeper than 31 levels"):
+        write_golden(path, OUTPUTS, meta={"deep": json.loads(deep_json(31))})
+    assert not path.exists()
+    write_golden(path, OUTPUTS, meta={"deep": json.loads(deep_json(30))})
+    assert read_golden(path).meta["deep"] == json.loads(deep_json(30))
+
+
 def test_a_header_length_beyond_the_file_never_allocates(small):
     path, twin, data = small
     path.write_bytes(struct.pack("<Q", 8 * 10**15) + data[8:])
@@ -263,7 +311,11 @@ def test_a_safetensors_file_of_another_tool_is_not_taken_for_a_golden(tmp_path):
         ("vérifié: pas un golden".encode(), "a text file, not a golden (it starts with 'vérifié"),
         (b"TODO\n", "a text file, not a golden (it starts with 'TODO\\n')"),
         (b"{}", "a text file, not a golden (it starts with '{}')"),
-        (b"\x10\x00\x00", "truncated golden (3 bytes, cut in its header)"),
+        (b"\x10\x00\x00", "truncated golden (3 bytes, cut in its 8 length bytes)"),
+        (b"h", "truncated golden (1 bytes, cut in its 8 length bytes)"),  # 0x68: a length's
+        (b"i", "a text file, not a golden (it starts with 'i')"),  # 0x69: no length's byte
+        (b"PYTEST-TRT", "truncated golden (10 bytes, cut in its magic)"),  # an old .golden
+        (b"PYTEST-TRTCOMPARE-GOLDEN-", "truncated golden (25 bytes, cut in its magic)"),
     ],
 )
 def test_what_real_life_leaves_instead_of_a_golden_is_named(small, content, message):
@@ -366,6 +418,11 @@ def _damage(path, how, rng):
         data[bit // 8] ^= 1 << (bit % 8)
     elif how == "cut":
         del data[rng.randrange(len(data)) :]
+    elif how == "deep":  # JSON nested past json's recursion limit
+        data = bytearray(with_deep_header(bytes(data)))
+    elif how == "dtype list":  # a valid checksum, a dtype that is no string
+        rewrite(path, lambda d: d["outputs/y"].__setitem__("dtype", ["F32"]))
+        return
     else:  # a header rewritten with a valid checksum but a broken schema
         rewrite(path, lambda d: d["outputs/y"].__setitem__("shape", [-1]))
         return
@@ -381,7 +438,7 @@ def test_damaged_goldens_fail_their_tests_and_update_regenerates_them(pytester, 
     goldens = sorted(folder.glob("*.safetensors"))
     assert len(goldens) == MANY + 1
     for index, path in enumerate(goldens):
-        _damage(path, ("flip", "cut", "schema")[index % 3], rng)
+        _damage(path, ("flip", "cut", "schema", "deep", "dtype list")[index % 5], rng)
     result = run(pytester, "-rf", *xdist)
     result.assert_outcomes(failed=MANY + 1)  # zero passes
     lines = [line for line in result.stdout.lines if line.startswith("FAILED")]
@@ -530,17 +587,22 @@ def test_a_symlinked_golden_is_read_through_and_replaced_on_update(pytester, xdi
 
 @pytest.mark.parametrize("xdist", XDIST)
 @pytest.mark.parametrize("what", ["a symlink loop", "a broken symlink"])
-def test_update_replaces_a_dangling_link_with_the_golden(pytester, xdist, what):
+@pytest.mark.parametrize("suffix", [".safetensors", ".golden"])
+def test_update_replaces_a_dangling_link_with_the_golden(pytester, xdist, what, suffix):
+    """A dangling link at the golden's path, or at the old `.golden` path beside it: named,
+    and --trt-update-goldens writes the golden and leaves no link behind."""
     path = _golden_test(pytester)
     path.parent.mkdir(parents=True)
-    path.symlink_to(path if what == "a symlink loop" else pytester.path / "nowhere")
+    link = path.with_suffix(suffix)
+    link.symlink_to(link if what == "a symlink loop" else pytester.path / "nowhere")
     result = run(pytester, *xdist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [f"*test_it.safetensors: is {what}, not a golden file; regenerate it with:", "  pytest *"]
+        [f"*test_it{suffix}: is {what}, not a golden file; regenerate it with:", "  pytest *"]
     )
     run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=1)
     assert not path.is_symlink() and read_golden(path).outputs["y"].tolist() == [1.0, 1.0, 1.0]
+    assert not link.is_symlink()
     run(pytester, *xdist).assert_outcomes(passed=1)
 
 
@@ -567,6 +629,43 @@ def test_something_else_where_a_golden_should_be_is_named(pytester, xdist, what)
                 "  pytest --trt-update-goldens*",
             ]
         )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_file_where_the_goldens_folder_should_be_is_the_thing_to_remove(pytester, xdist):
+    """goldens/test_link is a file: the message names it as what to remove (not the golden
+    path under it, which cannot exist), and --trt-update-goldens cannot write through it."""
+    path = _golden_test(pytester)
+    path.parent.parent.mkdir()
+    path.parent.write_text("not a folder")
+    for options in ([], ["--trt-update-goldens"]):
+        result = run(pytester, "-rf", *options, *xdist)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*goldens/test_link/test_it.safetensors: goldens/test_link is a file, where a "
+                "folder of goldens should be; remove goldens/test_link, then regenerate it with:",
+                "  pytest --trt-update-goldens test_link.py::test_it",
+            ]
+        )
+    assert path.parent.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("given", ["--trt-goldens-dir=store.txt", "--trt-goldens-dir=store.txt/g"])
+def test_a_goldens_dir_that_is_a_file_is_a_usage_error(pytester, xdist, given):
+    _golden_test(pytester)
+    (pytester.path / "store.txt").write_text("a file")
+    result = run(pytester, given, *xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: {given}: {pytester.path / 'store.txt'} is a file, not a folder"]
+    )
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    pytester.makeini("[pytest]\ntrtcompare_goldens_dir = store.txt\n")
+    result = run(pytester, *xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini trtcompare_goldens_dir: * is a file, not a folder"])
 
 
 @pytest.mark.parametrize("xdist", XDIST)

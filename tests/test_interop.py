@@ -188,7 +188,8 @@ def test_cli_help_for_each_command(capsys):
 
 def test_every_command_reads_old_and_new_goldens_and_plain_safetensors(tmp_path, capsys):
     """show, diff, import-polygraphy and export-polygraphy on a format-2 .golden, its
-    .safetensors twin, and a safetensors file of another tool (its tensors as outputs)."""
+    .safetensors twin, and safetensors files of another tool, with and without metadata
+    (their tensors as outputs)."""
     import safetensors.numpy
 
     from .golden_bytes import as_format_2
@@ -199,7 +200,9 @@ def test_every_command_reads_old_and_new_goldens_and_plain_safetensors(tmp_path,
     old = as_format_2(tmp_path / "old.safetensors")
     plain = tmp_path / "plain.safetensors"
     safetensors.numpy.save_file(dict(OUTPUTS), str(plain), metadata={"tool": "other"})
-    for path in (new, old, plain):
+    bare = tmp_path / "bare.safetensors"  # no __metadata__ at all (issue 35, item 6)
+    safetensors.numpy.save_file(dict(OUTPUTS), str(bare))
+    for path in (new, old, plain, bare):
         assert main(["show", str(path)]) == 0
         shown = capsys.readouterr().out
         assert "output y: float32 (3, 4)" in shown and "output ids: int64 (3,)" in shown, path
@@ -208,6 +211,7 @@ def test_every_command_reads_old_and_new_goldens_and_plain_safetensors(tmp_path,
         assert main(["export-polygraphy", str(path), str(exported)]) == 0
         np.testing.assert_array_equal(read_polygraphy_outputs(exported)["y"], OUTPUTS["y"])
     assert load_reference(plain).meta == {"source": "safetensors", "tool": "other"}
+    assert load_reference(bare).meta == {"source": "safetensors"}
     capsys.readouterr()
     # import-polygraphy given an old name writes the .safetensors beside it, removing the old
     assert main(["import-polygraphy", str(tmp_path / "g.json"), str(old)]) == 0

@@ -122,6 +122,31 @@ def test_saved_outputs_are_the_reference_of_every_listed_framework(pytester, xdi
 
 
 @pytest.mark.parametrize("xdist", XDIST)
+def test_a_safetensors_file_without_metadata_is_saved_outputs(pytester, xdist):
+    """safetensors.numpy.save_file with no metadata, as most tools write it: read as the
+    reference, as a file with other metadata is (issue 35, item 6)."""
+    import safetensors.numpy
+
+    from pytest_trtcompare.goldens.interop import read_polygraphy_outputs
+
+    pytester.makeconftest(STATIC)
+    pytester.makepyfile(test_saved=MODEL_TESTS.format(reference="plain.safetensors"))
+    run(pytester, "--collect-only", "-q")  # conftest writes model.onnx
+    _saved_outputs(pytester)
+    outputs = read_polygraphy_outputs(pytester.path / "outputs.json")
+    safetensors.numpy.save_file(dict(outputs), str(pytester.path / "plain.safetensors"))
+    result = run(pytester, "-v", *xdist)
+    result.assert_outcomes(passed=2)
+    assert _passed(result, "test_saved[onnxref-fp32]")
+    safetensors.numpy.save_file({"y": outputs["y"] * 1.5}, str(pytester.path / "plain.safetensors"))
+    result = run(pytester, "-rf", *xdist)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*onnx*-fp32 vs saved plain.safetensors: 1 of 1 outputs out of tolerance*"]
+    )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
 def test_saved_outputs_without_inputs_or_missing_say_so(pytester, xdist):
     pytester.makeconftest(STATIC)
     pytester.makepyfile(

@@ -35,9 +35,12 @@ import xxhash
 
 from .legacy import (
     GROUPS,
+    MAX_DEPTH,
     ForeignSafetensorsError,
     GoldenError,
     checksum,
+    nesting,
+    parse_json,
     raw_bytes,
 )
 
@@ -71,6 +74,7 @@ _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 _OUR_KEYS = {"format", "meta", "outputs", "inputs", "stored_as_u8"}
 _TENSOR_KEYS = {"data_offsets", "dtype", "shape"}
 _MAX_RANK = 64
+_FOREIGN_HEADER_LIMIT = 100 << 20  # safetensors' own limit on a header's size
 START = b'{"__metadata__":{'  # every golden's header starts so (sorted keys)
 
 
@@ -133,6 +137,8 @@ def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str,
         }
         sums[SUM_PREFIX + key] = checksum(array)
         offset += array.nbytes
+    if nesting(meta) >= MAX_DEPTH:  # what a reader would refuse is never written
+        raise GoldenError(f"a golden's meta nests deeper than {MAX_DEPTH - 1} levels")
     ours = {
         "format": FORMAT_VERSION,
         "meta": dict(meta),
@@ -152,6 +158,29 @@ def starts_like_a_golden(start: bytes) -> bool:
     format-3 golden."""
     known = max(len(start) - 8, 0)
     return start[8 : 8 + known] == START[:known]
+
+
+def is_foreign_safetensors(handle: io.BufferedReader, size: int) -> bool:
+    """Whether a file that does not start like a golden is a safetensors file of another
+    tool: a JSON header of tensor entries, with or without `__metadata__`, none of ours (a
+    golden damaged where its metadata begins is no such file)."""
+    handle.seek(0)
+    start = handle.read(9)
+    if len(start) < 9 or start[8:9] != b"{":
+        return False
+    (length,) = struct.unpack("<Q", start[:8])
+    if length > min(size - 8, _FOREIGN_HEADER_LIMIT):
+        return False
+    handle.seek(8)
+    try:
+        document = parse_json(handle.read(length))
+    except ValueError:
+        return False
+    metadata = document.get("__metadata__", {}) if isinstance(document, dict) else None
+    if not isinstance(metadata, dict) or OURS in metadata or HEADER_SUM in metadata:
+        return False  # a golden's metadata in bytes we never write: a damaged golden
+    entries = [entry for key, entry in document.items() if key != "__metadata__"]
+    return all(isinstance(entry, dict) and set(entry) == _TENSOR_KEYS for entry in entries)
 
 
 def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
@@ -185,9 +214,9 @@ def _parse(header: bytes, source: str) -> dict[str, Any]:
     if len(header) % ALIGN or len(header) - len(text) >= ALIGN:
         raise GoldenError(f"{source}: corrupt golden (the header's padding is damaged)")
     try:
-        document = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
-        raise GoldenError(f"{source}: corrupt golden (the header is not JSON)") from None
+        document = parse_json(text)
+    except ValueError as exc:
+        raise GoldenError(f"{source}: corrupt golden (the header {exc})") from None
     if not isinstance(document, dict) or not isinstance(document.get("__metadata__"), dict):
         raise GoldenError(f"{source}: corrupt golden (the header has no __metadata__ object)")
     metadata = document["__metadata__"]
@@ -217,9 +246,9 @@ def _check_metadata(document: dict[str, Any], source: str) -> tuple[dict[str, st
         if not isinstance(value, str):
             raise _field(source, "", "__metadata__", f"{key!r} is not a string")
     try:
-        ours = json.loads(metadata[OURS])
-    except ValueError:
-        raise _field(source, "", OURS, "not JSON") from None
+        ours = parse_json(metadata[OURS])
+    except ValueError as exc:
+        raise _field(source, "", OURS, str(exc).removeprefix("is ")) from None
     if not isinstance(ours, dict) or set(ours) != _OUR_KEYS:
         found = sorted(ours) if isinstance(ours, dict) else type(ours).__name__
         raise _field(source, "", OURS, f"keys {found}")
@@ -268,7 +297,7 @@ def _check_tensors(
             got = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
             raise GoldenError(f"{source}: corrupt golden (tensor {key!r} has keys {got})")
         code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if code not in NUMPY_NAMES:
+        if not isinstance(code, str) or code not in NUMPY_NAMES:
             raise _field(source, where, "dtype", f"{code!r} is not a type goldens hold")
         dtype_name = ours["stored_as_u8"].get(key, NUMPY_NAMES[code])
         if dtype_name in AS_U8 and code != "U8":

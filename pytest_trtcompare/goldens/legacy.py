@@ -46,6 +46,40 @@ _MAX_RANK = 64
 HASH_CHUNK = 16 << 20  # bytes hashed (and compared) at a time
 
 
+#: How deep a golden's JSON may nest: what we write nests a few levels (meta's runner
+#: descriptions); deeper JSON is not ours, and Python's json would hit its recursion limit.
+MAX_DEPTH = 32
+
+
+def parse_json(data: bytes | str) -> Any:
+    """A header's JSON document; ValueError saying what is wrong with it: 'is not JSON' or
+    'nests deeper than 32 levels' (json.loads raises RecursionError on deep enough text)."""
+    try:
+        document = json.loads(data)
+    except ValueError:  # UnicodeDecodeError included
+        raise ValueError("is not JSON") from None
+    except RecursionError:
+        document = None
+    else:
+        if nesting(document) <= MAX_DEPTH:
+            return document
+    raise ValueError(f"nests deeper than {MAX_DEPTH} levels")
+
+
+def nesting(document: Any) -> int:
+    """How many levels of lists and objects `document` has (0 for a scalar), without
+    recursion."""
+    deepest, pending = 0, [(document, 0)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth + 1)
+            pending.extend((child, depth + 1) for child in value)
+    return deepest
+
+
 class GoldenError(TrtCompareError, ValueError):
     """A golden file is missing, truncated, corrupt, or would hold something it must not."""
 
@@ -150,9 +184,9 @@ def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
     if version == 2 and xxhash.xxh3_64_hexdigest(header_bytes).encode() != match.group(2):
         raise GoldenError(f"{source}: corrupt golden (the header's checksum does not match)")
     try:
-        document = json.loads(header_bytes)
-    except (ValueError, UnicodeDecodeError):
-        raise GoldenError(f"{source}: corrupt golden (the header is not JSON)") from None
+        document = parse_json(header_bytes)
+    except ValueError as exc:
+        raise GoldenError(f"{source}: corrupt golden (the header {exc})") from None
     meta, tensors, dtypes = _check_document(document, version, source)
     body_start = aligned(start + length)
     _check_layout(tensors, dtypes, body_start, size, source)

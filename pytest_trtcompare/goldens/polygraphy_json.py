@@ -70,6 +70,8 @@ def load_json(path: Path) -> Any:
         return json.loads(text, object_pairs_hook=_hook(source))
     except json.JSONDecodeError as exc:
         raise InputDataError(f"{source}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputDataError(f"{source}: JSON nested too deep for Python's json") from None
 
 
 def iterate_json(path: Path) -> Iterator[Any]:

@@ -148,19 +148,39 @@ def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> An
     """The checked header of a golden of any format (told by its first bytes)."""
     start = handle.read(8 + 17)
     handle.seek(0)
+    if start and any(size < len(m) and m.startswith(start) for m in _MAGICS):
+        raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its magic)")
     if start.startswith(legacy.MAGIC_V1[:-1]):  # formats 1 and 2
         return legacy.read_header(handle, size, source)
     if size == 0 or start.startswith((b"version https://git-lfs", b"<<<<<<<")):
         raise GoldenError(f"{source}: {legacy.foreign(start, size)}")
-    text = None if legacy.MAGIC_V1.startswith(start) else _text_start(start)
+    if _cut_in_length(start):
+        raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its 8 length bytes)")
+    text = _text_start(start)
     if text is not None:  # before the length check: 'TODO\n' is no golden cut short
         raise GoldenError(f"{source}: a text file, not a golden (it starts with {text!r})")
     if safetensors_format.starts_like_a_golden(start):
         return safetensors_format.read_header(handle, size, source)
+    if safetensors_format.is_foreign_safetensors(handle, size):
+        raise legacy.ForeignSafetensorsError(
+            f"{source}: a safetensors file, not a pytest-trtcompare golden (no metadata)"
+        )
     raise GoldenError(
         f"{source}: not a pytest-trtcompare golden, or a corrupt one (it starts with "
         f"{start[8:].decode('ascii', 'backslashreplace')!r} after its 8 length bytes where a "
         f"golden has {safetensors_format.START.decode()!r})"
+    )
+
+
+_MAGICS = (legacy.MAGIC, legacy.MAGIC_V1)
+
+
+def _cut_in_length(start: bytes) -> bool:
+    """Whether a file too short for a golden's 8 length bytes holds the start of them: a
+    header's length is a multiple of 8 below 16 MiB (a 1-byte cut of a golden can read as
+    text: 'h' is 0x68)."""
+    return (
+        len(start) < 8 and start[0] % 8 == 0 and b"\n" not in start and not start[3:].strip(b"\0")
     )
 
 
@@ -228,7 +248,7 @@ def write_golden(
     place (a rewrite of it counts as "updated")."""
     path = current_path(path)
     old = legacy_path(path)
-    replaced = old is not None and old.is_file()
+    replaced = old is not None and (old.is_file() or old.is_symlink())  # a dangling link too
     arrays = {name: item.array for name, item in as_output_mapping(outputs, "golden").items()}
     entries = _entries(arrays, dict(inputs or {}))
     head = encode_header(entries, dict(meta or {}))
@@ -286,6 +306,8 @@ def _file_kind(path: Path) -> str:
     except OSError as exc:  # a symlink loop, a permission problem
         if exc.errno == errno.ELOOP:
             return "a symlink loop"
+        if exc.errno == errno.ENOTDIR:
+            return _UNDER_A_FILE
         return f"unreadable ({exc.strerror or exc})"
     if stat.S_ISREG(mode):
         return "file"
@@ -300,11 +322,22 @@ def _file_kind(path: Path) -> str:
     return "not a regular file"
 
 
+_UNDER_A_FILE = "under a file"
+
+
+def file_in_the_way(path: Path) -> Path:
+    """What must go for a golden to be written at `path`: the file standing where a folder
+    above it should be (a goldens folder that is a file), else `path` itself."""
+    return next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), path)
+
+
 def golden_file_problem(path: Path) -> str | None:
     """None when `path` is a regular file (or a link to one) or nothing; else what it is."""
     kind = _file_kind(path)
     if kind in ("file", "missing"):
         return None
+    if kind == _UNDER_A_FILE:
+        return f"{path}: {file_in_the_way(path)} is a file, where a folder of goldens should be"
     return f"{path}: is {kind}, not a golden file" if kind.startswith("a ") else f"{path}: {kind}"
 
 

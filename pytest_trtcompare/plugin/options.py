@@ -186,6 +186,15 @@ def _check_writable(path: Path) -> None:
         raise _usage(f"--trt-report={path}: cannot write in {folder} ({exc.strerror})") from None
 
 
+def _check_folder(root: Path, config: pytest.Config) -> None:
+    """A goldens folder that is a file, or lies under one, is a usage error at the start."""
+    blocked = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        given = config.getoption("trtcompare_goldens_dir")
+        where = f"--trt-goldens-dir={given}" if given else "ini trtcompare_goldens_dir"
+        raise _usage(f"{where}: {blocked} is a file, not a folder")
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """All options validated; a usage error (exit 4) names the first bad one."""
     check_split_paths(config)
@@ -197,6 +206,8 @@ def build_settings(config: pytest.Config) -> Settings:
         engine_cache = Path(config.cache.mkdir("trtcompare-engines"))
     precisions = _precisions(config)
     goldens_root = _path(config, "trtcompare_goldens_dir", "trtcompare_goldens_dir")
+    if goldens_root is not None:
+        _check_folder(goldens_root, config)
     repeat = []
     if config.getoption("trt_precision"):  # item ids name the precision
         repeat.append(f"--trt-precision={','.join(precisions)}")

@@ -40,6 +40,7 @@ from ..goldens import (
     Golden,
     GoldenError,
     current_path,
+    file_in_the_way,
     golden_file_problem,
     model_change_note,
     read_golden,
@@ -115,10 +116,15 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
     except GoldenError as exc:
         if store.update_all and replaceable:
             return None  # damaged, or a dangling link: --trt-update-goldens replaces it
-        why = str(exc).replace(str(path), store.show(path), 1)  # as the other messages show it
+        why, blocker = str(exc), file_in_the_way(path)
+        for shown in (path, blocker):  # as the other messages show paths
+            why = why.replace(str(shown), store.show(shown))
         hint = store.regenerate_hint()  # on a line of its own: copied whole
         if not replaceable:
-            raise GoldenError(f"{why}; remove it, then regenerate it with:\n  {hint}") from None
+            remove = "it" if blocker == path else store.show(blocker)
+            raise GoldenError(
+                f"{why}; remove {remove}, then regenerate it with:\n  {hint}"
+            ) from None
         raise GoldenError(f"{why}; regenerate it with:\n  {hint}") from None
     if golden.version < FORMAT_VERSION and not store.update_all:
         store.old_format(path, golden.version)
@@ -333,12 +339,14 @@ def _write(
     compared with is what was written. A failed write is FAILED (the old golden is kept)."""
     meta = {"plugin_version": importlib.metadata.version("pytest-trtcompare"), **meta}
     shown = store.show(path)
-    existed = path.is_file()
+    old = stored_file(path)  # the golden there now: this one, or an old .golden beside it
+    existed = old.is_file()
     try:
         with progress.step(f"writing golden {shown}") as timing:
             written = store.write(path, outputs, feed, meta)
     except (GoldenError, OSError) as exc:
-        kept = "the old golden is kept" if existed else "nothing was written"
+        kept = "the old golden" + ("" if old == path else f" {store.show(old)}") + " is kept"
+        kept = kept if existed else "nothing was written"
         message = f"cannot write golden {path}: {exc} ({kept})"
         return Outcome(Kind.FAILED, message, source="golden")
     _log.info(
