@@ -36,6 +36,12 @@ class FeedError(TrtCompareError, ValueError):
     """An input feed does not match the model: unknown name, wrong shape or dtype."""
 
 
+class LayerMatchError(TrtCompareError, ValueError):
+    """A per-layer comparison of a torch twin against its export matched none of the twin's
+    modules (the twin is not the module that was exported): the message names the twin, its
+    modules and the export's outer scopes."""
+
+
 class InferenceError(TrtCompareError, RuntimeError):
     """A framework raised while running a model (onnxruntime, onnx.reference, torch,
     TensorRT, a callable): the message names the runner, the feed, the node and op where the

@@ -18,6 +18,7 @@ from .compare import (
     compare_with_table,
 )
 from .digits import against, exact, num, shortest
+from .layer_report import unmatched_line
 from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
@@ -74,5 +75,6 @@ __all__ = [
     "metric_bound",
     "num",
     "shortest",
+    "unmatched_line",
     "with_metrics",
 ]

@@ -97,6 +97,8 @@ def _layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> d
         "listed": len(listing.names),
         "not_listed": listing.not_shown,
         "left_out": view.left_out,
+        "unmatched": len(view.unmatched),  # torch modules with no ONNX counterpart
+        "unmatched_modules": list(view.unmatched),
         "first_divergence": result.first_divergence,
         "first_divergence_node": result.first_divergence_node,
         "passed": result.passed,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ..engine import unmatched_line
 from ..session.layout import wrap
 from ..session.outcome import Outcome, runner_key
 from . import properties, summary, timings
@@ -92,6 +93,12 @@ class Reporter:
             for line in lines:
                 terminalreporter.write_line(line)
         if lines and verbosity >= 0:
+            for layers in self.layers:  # a passing per-layer test shows what it left out too
+                if layers.get("unmatched"):
+                    text = f"{layers['test']}: {layers['compared']} layers compared; "
+                    text += unmatched_line(tuple(layers["unmatched_modules"]))
+                    for line in wrap(text, width):
+                        terminalreporter.write_line(line)
             for worker, builds in sorted(self.builds.items()):
                 counts = ", ".join(
                     f"{name} x{n['builds']}"

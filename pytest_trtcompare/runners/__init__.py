@@ -43,6 +43,7 @@ _LAZY = {
     "graph_input_specs": "onnx_graph",
     "module_exits": "onnx_scopes",
     "node_scopes": "onnx_scopes",
+    "scope_names": "onnx_scopes",
     "topological_sort": "float16_repair",
     "session_options_key": "onnxrt_options",
 }
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from .isolated import RunnerCrashed
     from .onnx_graph import graph_input_specs
     from .onnx_model import LoadedModel, file_digest, load_model
-    from .onnx_scopes import Scope, module_exits, node_scopes
+    from .onnx_scopes import Scope, module_exits, node_scopes, scope_names
     from .onnxrt_options import session_options_key
     from .precision import convert_mixed
     from .registry import (
@@ -102,6 +103,7 @@ __all__ = [
     "node_scopes",
     "runner_factory",
     "runner_options",
+    "scope_names",
     "session_options_key",
     "shape_fits",
     "topological_sort",

@@ -46,6 +46,29 @@ def node_scopes(model: onnx.ModelProto, modules: Collection[str]) -> list[tuple[
     return scopes
 
 
+def scope_names(model: onnx.ModelProto) -> set[str]:
+    """The qualified module names the export records: every scope of the dynamo exporter;
+    the legacy exporter's node names joined level by level (a level named in full kept as
+    it is: `/layer1/layer1.0/conv1` gives `layer1`, `layer1.0`, `layer1.0.conv1`; a level
+    named relative to a grandparent comes out wrong, which `node_scopes` resolves right)."""
+    names: set[str] = set()
+    for node in model.graph.node:
+        props = {p.key: p.value for p in node.metadata_props}
+        if SCOPES_KEY in props:
+            try:
+                listed = ast.literal_eval(props[SCOPES_KEY])
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(listed, list):
+                names.update(n for n in listed[1:-1] if isinstance(n, str) and n)
+        elif node.name.startswith("/"):
+            path = ""
+            for part in node.name.split("/")[1:-1]:
+                path = part if not path or part.startswith(f"{path}.") else f"{path}.{part}"
+                names.add(path)
+    return names
+
+
 def _dynamo_scopes(text: str, known: set[str]) -> tuple[Scope, ...]:
     try:
         names = ast.literal_eval(text)

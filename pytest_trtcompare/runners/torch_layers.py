@@ -2,8 +2,10 @@
 
 A module's output is named by its qualified name (`layer1.0.conv1`); a module called more
 than once in one forward gets `#2`, `#3` ... for its later calls (`layer1.0.relu#2`); a module
-that returns several tensors gives `<name>.<leaf>` as torch_outputs.py names them (one tensor
-in a tuple or a `ModelOutput` is the module's output). Hooks live
+that returns several tensors gives `<name>:<leaf>` as torch_outputs.py names the leaves
+(`backbone.body:0` for the dict {'0': ...} a detection backbone returns: a `.` would make it
+the name of the submodule `backbone.body.0`); one tensor in a tuple or a `ModelOutput` is the
+module's output. Hooks live
 only while a forward runs, so the model is left as it was. Values are copied to the host the
 moment the module returns, so an in-place op later in the forward cannot change them.
 """
@@ -25,7 +27,7 @@ from .torch_outputs import flatten_outputs, to_numpy
 
 @dataclass(frozen=True)
 class Tap:
-    name: str  # the output's name: module path, '#k' for later calls, '.leaf' for tuples
+    name: str  # the output's name: module path, '#k' for later calls, ':leaf' for tuples
     module: str  # the module's qualified name
     call: int  # 0 for the first call of the module in one forward
     op: str  # the module's class name
@@ -62,7 +64,7 @@ class ModuleTaps:
                 return
             single = len(leaves) == 1  # a tensor, or a tuple or ModelOutput of one
             for leaf, value in leaves:
-                name = base if single else f"{base}.{leaf.removeprefix('output_')}"
+                name = base if single else f"{base}:{leaf.removeprefix('output_')}"
                 if not hasattr(value, "dtype"):
                     continue
                 dtype = str(value.dtype).removeprefix("torch.")

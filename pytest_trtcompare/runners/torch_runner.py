@@ -73,6 +73,20 @@ _TABLE_SIZES = {
 }
 
 
+def _config_size(config: Any, field: str) -> Any:
+    """`config.<field>`, else that of a sub-config of a composite config (CLIP's
+    `text_config.vocab_size`): the text one first, else the one value they agree on."""
+    own = getattr(config, field, None)
+    if own is not None or config is None:
+        return own
+    subs = [v for v in vars(config).values() if hasattr(v, "to_dict") and hasattr(v, field)]
+    text = getattr(config, "text_config", None)
+    if text is not None and hasattr(text, field):
+        return getattr(text, field)
+    values = {getattr(sub, field) for sub in subs}
+    return values.pop() if len(values) == 1 else None
+
+
 def _array(value: Any) -> np.ndarray:
     if isinstance(value, NotATensor):
         raise value.error
@@ -182,7 +196,7 @@ class TorchRunner(Runner):
             dtype = str(known.dtype).removeprefix("torch.")
         else:
             dtype = annotated or "float32"
-        rows = getattr(getattr(model, "config", None), _TABLE_SIZES.get(name, "vocab_size"), None)
+        rows = _config_size(getattr(model, "config", None), _TABLE_SIZES.get(name, "vocab_size"))
         value_range = None
         if (name in _TABLE_SIZES or name.endswith("input_ids")) and isinstance(rows, int):
             value_range = (0.0, float(rows - 1)) if rows > 0 else None

@@ -3,8 +3,11 @@
 leave it, through the module scopes `torch.onnx.export` records (runners/onnx_scopes.py).
 
 A module's k-th call takes the k-th float tensor leaving its scope (the legacy exporter
-numbers calls; the dynamo exporter's calls share one scope, so their exits are taken in
-order when there are as many as calls; a single call with several exits takes the last). A
+numbers calls where it suffixes the module's own name, `relu_1`; the dynamo exporter's
+calls share one scope, as do the legacy exporter's calls of a module only whose inner names
+it suffixed, `conv.0/conv.0.1_2`: their exits are taken in order when there are as many as
+calls, else those calls stay unmatched and named; a single call with several exits takes
+the last). A
 BatchNorm that the legacy exporter folded into the Conv before it has no nodes: it takes
 that Conv's tensor, which holds the folded result. One ONNX tensor is compared once, with the
 first module (in call order) that reaches it. Modules with no counterpart (fused away,
@@ -21,7 +24,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..runners import Layer, Scope, module_exits, node_scopes
+from ..errors import LayerMatchError
+from ..runners import Layer, Scope, module_exits, node_scopes, scope_names
 from .twins import Twin, input_map
 
 
@@ -30,15 +34,15 @@ def match_modules(
 ) -> tuple[dict[str, str], list[str]]:
     """(torch output name -> ONNX tensor, torch outputs without a counterpart)."""
     modules = {tap.node for tap in taps}
-    exits = module_exits(model, node_scopes(model, modules))
+    prefix = export_prefix(model, modules)
+    exits = module_exits(model, node_scopes(model, _under(prefix, modules)))
     call_of = {tap.tensor: _call_of(tap) for tap in taps}
     calls = Counter(tap.node for tap in taps if call_of[tap.tensor] is not None)
     exit_of: dict[str, str | None] = {}  # each tap's exit tensor, before the float filter
     for tap in taps:
         call = call_of[tap.tensor]
-        exit_of[tap.tensor] = (
-            None if call is None else _exit(exits, tap.node, call, calls[tap.node])
-        )
+        module = f"{prefix}.{tap.node}" if prefix else tap.node
+        exit_of[tap.tensor] = None if call is None else _exit(exits, module, call, calls[tap.node])
     matched: dict[str, str] = {}
     folded: set[str] = set()  # Conv outputs the export folded a BatchNorm into
     previous: str | None = None
@@ -60,6 +64,45 @@ def match_modules(
     return matched, unmatched
 
 
+def export_prefix(model: onnx.ModelProto, modules: set[str]) -> str:
+    """'' when the export's scopes name the twin's modules as they are; else the scope of the
+    exported module that holds the twin (the user exported a wrapper, `self.model = twin`,
+    and gave the twin: `model.lin1` in the export is the twin's `lin1`). The prefixes that
+    put a twin module's name under an export scope are tried, the most voted first, and
+    one wins only where it names more of the twin's modules than none does (a Hugging Face
+    twin has a module `model` of its own, which a wrapper's `model` scope also matches)."""
+    votes: Counter[str] = Counter()
+    for name in scope_names(model):
+        for at, char in enumerate(name):
+            if char == "." and name[at + 1 :] in modules:
+                votes[name[:at]] += 1
+    best, found = "", _named(model, modules, "")
+    for candidate, _ in votes.most_common(_CANDIDATES):
+        count = _named(model, modules, candidate)
+        if count > found:
+            best, found = candidate, count
+    return best
+
+
+_CANDIDATES = 3  # prefixes checked in full (each reads the graph's scopes once)
+
+
+def _named(model: onnx.ModelProto, modules: set[str], prefix: str) -> int:
+    """How many of the twin's modules the export's scopes name under `prefix`."""
+    under = _under(prefix, modules)
+    named = {scope.module for chain in node_scopes(model, under) for scope in chain}
+    return len(named - _under(prefix, set()))
+
+
+def _under(prefix: str, modules: set[str]) -> set[str]:
+    """The modules' names under `prefix`, with the prefix and its parents (`a`, `a.b`)."""
+    if not prefix:
+        return set(modules)
+    parts = prefix.split(".")
+    parents = {".".join(parts[: i + 1]) for i in range(len(parts))}
+    return parents | {f"{prefix}.{module}" for module in modules}
+
+
 def _call_of(tap: Layer) -> int | None:
     """0 for `module`, k - 1 for `module#k`; None for one leaf of a module's tuple output."""
     if tap.tensor == tap.node:
@@ -70,8 +113,10 @@ def _call_of(tap: Layer) -> int | None:
 
 def _exit(exits: Mapping[Scope, list[str]], module: str, call: int, calls: int) -> str | None:
     numbered = exits.get(Scope(module, call))
-    if numbered:  # the legacy exporter says which call a node belongs to
-        return numbered[-1]
+    if numbered and all(Scope(module, k) in exits for k in range(calls)):
+        return numbered[-1]  # the legacy exporter says which call a node belongs to
+    # A module whose own name is never suffixed (the exporter suffixes the innermost name
+    # that repeats: `conv.0/conv.0.1_2`) has every call's nodes under call 0.
     shared = exits.get(Scope(module), [])
     if len(shared) == calls:
         return shared[call]
@@ -103,6 +148,8 @@ class TorchLayers(Twin):
         }
         taps = [layer for layer in layers if not layer.model_output]
         matched, unmatched = match_modules(self._model, taps, floats)
+        if taps and not matched:
+            raise LayerMatchError(self._no_module_matched(taps))
         outputs = [layer.tensor for layer in layers if layer.model_output]
         self._match_outputs(outputs)
         for name in outputs:  # the model's outputs, unless a module's output is the same tensor
@@ -112,6 +159,21 @@ class TorchLayers(Twin):
         self._to_onnx = matched
         self.module_of = {tensor: name for name, tensor in matched.items()}
         self.unmatched_layers = tuple(unmatched)
+
+    def _no_module_matched(self, taps: Sequence[Layer]) -> str:
+        module = getattr(self._runner, "module", None)
+        twin = "the torch twin" + (f" {type(module).__name__}" if module is not None else "")
+        names = list(dict.fromkeys(tap.node for tap in taps))
+        shown = ", ".join(names[:8]) + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")
+        scopes = sorted(scope_names(self._model), key=lambda n: (n.count("."), n))
+        outer = ", ".join(scopes[:8]) or "none recorded (an export without module scopes)"
+        source = getattr(getattr(self._reference, "loaded", None), "source", None)
+        export = f"its export {source}" if source else "its export"
+        return (
+            f"outputs='all': no module of {twin} ({shown}) is named in the module scopes of "
+            f"{export} (outer scopes: {outer}), so no layer could be compared; give as the "
+            "twin the module that was exported"
+        )
 
     def output_names(self) -> list[str]:
         return list((self._to_onnx or {}).values())

@@ -1,4 +1,4 @@
-"""The zoo: six architectures from Hugging Face transformers, timm and torchvision, in small
+"""The zoo: architectures from Hugging Face transformers, timm and torchvision, in small
 configurations with seeded random weights, and their ONNX exports.
 
 `build(name)` returns the torch module (eval mode, the same weights on every call) and the
@@ -7,6 +7,14 @@ feed shapes its export was made for; `export(name, folder)` writes `<name>.onnx`
 forward's parameters, output names of the model's outputs, dynamic batch (and sequence).
 `resnet18_legacy` is resnet18 through the legacy TorchScript exporter (`dynamo=False`),
 whose node names carry the module scopes.
+
+The second shelf (`MORE`, issue 35) holds what users bring beyond classifiers and decoders:
+torchvision's Faster R-CNN (a small backbone; NMS inside `If` subgraphs, exported by the
+legacy exporter as torchvision documents it), CLIP (two modalities: ids and pixels in,
+eight outputs), Whisper (an encoder-decoder on float features; the legacy exporter cannot
+export `aten::diff`, so the dynamo one), and LLaMA exported inside a wrapper module that
+returns `.logits`, compared with the LLaMA model itself (the twin is not the exported
+module: matched through the wrapper's prefix).
 """
 
 from __future__ import annotations
@@ -24,6 +32,19 @@ VOCAB = 128
 TEXT = ("bert", "gpt2", "llama")
 VISION = ("resnet18", "mobilenet_v3_small", "vit_tiny")
 NAMES = TEXT + VISION
+MORE = ("fasterrcnn", "clip", "whisper", "wrapped_llama")
+#: how each of MORE is exported: the exporter users reach for that works on it
+LEGACY = ("fasterrcnn", "clip", "wrapped_llama")
+CLIP_OUTPUTS = (
+    "logits_per_image",
+    "logits_per_text",
+    "text_embeds",
+    "image_embeds",
+    "text_model_output.last_hidden_state",
+    "text_model_output.pooler_output",
+    "vision_model_output.last_hidden_state",
+    "vision_model_output.pooler_output",
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +59,8 @@ def build(name: str) -> Entry:
 
     torch.manual_seed(0)
     base = name.removesuffix("_legacy")
+    if base in MORE:
+        return _more(base)
     if base in TEXT:
         shapes = {"input_ids": (2, 8), "attention_mask": (2, 8)}
         outputs = ("last_hidden_state", "pooler_output") if base == "bert" else ("logits",)
@@ -94,6 +117,95 @@ def _vision_model(name: str) -> Any:
     return factory(num_classes=10).eval()
 
 
+def _more(name: str) -> Entry:
+    import transformers as hf
+
+    if name == "fasterrcnn":
+        return Entry(_faster_rcnn(), {"images": (1, 3, 64, 64)}, ("boxes", "labels", "scores"))
+    if name == "clip":
+        text = {"vocab_size": VOCAB, "max_position_embeddings": 16, "eos_token_id": 1}
+        config = hf.CLIPConfig(
+            text_config={**_TINY, **text, "bos_token_id": 0, "pad_token_id": 1},
+            vision_config={**_TINY, "image_size": 32, "patch_size": 8},
+            projection_dim=16,
+        )
+        shapes = {"input_ids": (2, 8), "pixel_values": (2, 3, 32, 32), "attention_mask": (2, 8)}
+        return Entry(hf.CLIPModel(config).eval(), shapes, CLIP_OUTPUTS)
+    if name == "whisper":
+        config = hf.WhisperConfig(
+            vocab_size=VOCAB,
+            num_mel_bins=16,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_source_positions=16,
+            max_target_positions=32,
+            use_cache=False,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+            decoder_start_token_id=1,
+        )
+        shapes = {"input_features": (2, 16, 32), "decoder_input_ids": (2, 6)}
+        outputs = ("last_hidden_state", "encoder_last_hidden_state")
+        return Entry(hf.WhisperModel(config).eval(), shapes, outputs)
+    shapes = {"input_ids": (2, 8), "attention_mask": (2, 8)}
+    return Entry(_text_model("llama"), shapes, ("logits",))
+
+
+_TINY = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+}
+
+
+def _faster_rcnn() -> Any:
+    """torchvision's Faster R-CNN on a MobileNetV3-small FPN backbone, 64x64 images, small
+    anchors and box head; scores kept from 0 so that random weights still give boxes."""
+    from torchvision.models.detection import FasterRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.backbone_utils import mobilenet_backbone
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+
+    from .torchvision_ops import detection_ops
+
+    detection_ops()
+    backbone = mobilenet_backbone(
+        backbone_name="mobilenet_v3_small", weights=None, fpn=True, trainable_layers=6
+    )
+    return FasterRCNN(
+        backbone,
+        num_classes=None,
+        rpn_anchor_generator=AnchorGenerator(((16,), (32,), (64,)), ((0.5, 1.0, 2.0),) * 3),
+        min_size=64,
+        max_size=64,
+        box_head=TwoMLPHead(backbone.out_channels * 49, 64),
+        box_predictor=FastRCNNPredictor(64, 3),
+        box_score_thresh=0.0,
+    ).eval()
+
+
+def _wrapped(model: Any) -> Any:
+    """What users export: the model inside a module that returns only `.logits`."""
+    import torch
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+
+    return Wrapper()
+
+
 def export(name: str, folder: Path) -> Path:
     """`<folder>/<name>.onnx`, exported as a user would."""
     import torch
@@ -101,20 +213,23 @@ def export(name: str, folder: Path) -> Path:
     entry = build(name)
     makers = {
         "input_ids": lambda shape: torch.randint(0, VOCAB, shape),
+        "decoder_input_ids": lambda shape: torch.randint(0, VOCAB, shape),
         "attention_mask": lambda shape: torch.ones(shape, dtype=torch.int64),
-        "x": torch.rand,
     }
-    feed = {key: makers[key](shape) for key, shape in entry.shapes.items()}
-    dims = {key: ({0: "batch", 1: "seq"} if key != "x" else {0: "batch"}) for key in feed}
+    feed = {key: makers.get(key, torch.rand)(shape) for key, shape in entry.shapes.items()}
+    dims = {key: {0: "batch", 1: "seq"} if key in makers else {0: "batch"} for key in feed}
+    if name == "fasterrcnn":
+        dims = {}  # one image of a fixed size, as torchvision exports it
     path = folder / f"{name}.onnx"
-    legacy = name.endswith("_legacy")
+    legacy = name.endswith("_legacy") or name in LEGACY
+    module = _wrapped(entry.module) if name.startswith("wrapped_") else entry.module
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            entry.module,
-            (),
+            module,
+            (feed["images"],) if name == "fasterrcnn" else (),  # forward(images, targets=None)
             str(path),
-            kwargs=feed,
+            kwargs=None if name == "fasterrcnn" else feed,
             input_names=list(feed),
             output_names=list(entry.outputs),
             dynamo=not legacy,
