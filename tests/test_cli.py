@@ -145,3 +145,21 @@ def test_check_reads_an_old_golden_names_its_format_and_update_rewrites_it(saved
     assert not old.exists() and read_golden(saved / "g.safetensors").version == 3
     assert main(args) == 0  # the old name finds the new golden
     assert "old format" not in capsys.readouterr().err
+
+
+def test_show_into_a_pipe_closed_early_says_nothing(tmp_path):
+    """`trtcompare show G | head`: the reader closing the pipe is no error of the golden's."""
+    from pytest_trtcompare.goldens import write_golden
+
+    path = tmp_path / "big.safetensors"
+    write_golden(path, {f"y{i}": np.arange(64, dtype=np.float32) for i in range(2000)})
+    script = "from pytest_trtcompare.cli import main; raise SystemExit(main())"
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "show", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stdout.readline().startswith(b"output y0")
+    process.stdout.close()  # as head does after its lines
+    _, stderr = process.communicate(timeout=60)
+    assert stderr == b"" and process.returncode == 0

@@ -120,19 +120,19 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
     for start in starts[first:] + starts[:first]:
         worst.add(computer.compute(a[start : start + chunk], e[start : start + chunk], start))
     # reference: the first NaN errors (at most NAN_SHOWN), then every other element's
-    # ratio, largest first, 0/0 never listed
+    # ratio, largest first (a tie: the larger error first, then the lower index), 0/0 never
     whole = Arithmetic(a_kind, e_kind, tol, max(1, a.shape[0]))
-    ratios = np.full(a.shape[0], np.nan)
+    ratios, errors = np.full(a.shape[0], np.nan), np.zeros(a.shape[0])
     nan: list[tuple[int, float]] = []
     if a.shape[0]:
         one = whole.compute(a, e, 0)
         positions = np.arange(a.shape[0]) if one.positions is None else one.positions
-        ratios[positions] = one.ratio
+        ratios[positions], errors[positions] = one.ratio, one.abs_err
         if one.nan_error_positions is not None:
             nan = [(int(i), math.inf) for i in one.nan_error_positions[:NAN_SHOWN]]
-    listed = [(r, i) for i, r in enumerate(ratios.tolist()) if r > 0]
-    listed.sort(key=lambda item: (-item[0], item[1]))
-    assert list(worst.finish()) == (nan + [(i, r) for r, i in listed])[:size]
+    listed = [(r, errors[i], i) for i, r in enumerate(ratios.tolist()) if r > 0]
+    listed.sort(key=lambda item: (-item[0], -item[1], item[2]))
+    assert list(worst.finish()) == (nan + [(i, r) for r, _, i in listed])[:size]
 
 
 @given(dtype=st.sampled_from(ALL_DTYPES), shape=shapes, data=st.data())
@@ -268,3 +268,17 @@ def test_order_statistics_of_extremes(tiny, actual, expected, check):
 def test_empty_output_has_zero_order_statistics():
     out = compare_outputs({"o": np.zeros((0, 3))}, {"o": np.zeros((0, 3))}, check="median")
     assert out.outputs["o"].median_abs_error == 0.0 and out.outputs["o"].passed
+
+
+def test_at_zero_tolerance_the_worst_elements_are_the_largest_errors():
+    """atol = rtol = 0 makes every ratio inf: the larger error comes first, not the lower
+    index (a new-user trial saw (0,) ... (9,) and not the worst element)."""
+    from pytest_trtcompare import compare_outputs
+
+    actual = np.ones(5000, np.float32)
+    expected = actual.copy()
+    actual[:20] += 1e-6
+    actual[4321] += 0.5
+    actual[77] += 0.1
+    out = compare_outputs({"y": actual}, {"y": expected}, atol=0, rtol=0).outputs["y"]
+    assert [element.index for element in out.worst[:3]] == [(4321,), (77,), (0,)]

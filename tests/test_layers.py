@@ -386,3 +386,26 @@ def test_a_per_layer_golden_reports_as_a_per_layer_comparison(pytester, xdist, m
             "first divergence (topological order): /block/Add (Add), layer 2 of 4",
         ]
     )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_outputs_all_misspelt_is_refused_not_taken_for_an_output_name(pytester, xdist):
+    """outputs="al" is a typo of "all", not an output called 'al' (a new-user trial got
+    'model has no output(s) ['al']' at setup)."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.compare_frameworks(model="m.onnx", frameworks=["onnxrt"], outputs="al")
+        def test_typo():
+            pass
+        """
+    )
+    result = run(pytester, *xdist)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_typo: @pytest.mark.compare_frameworks(outputs=...) got 'al' (str); it takes "
+            "'all' (every tensor: did you mean it?) or output names*"
+        ]
+    )

@@ -216,3 +216,12 @@ def test_statistic_check_names_its_source():
     assert table.default.describe() == (
         "mean tolerance (option) atol=1e-05 (default) rtol=1e-05 (default)"
     )
+
+
+def test_huge_whole_figures_print_in_their_significant_digits():
+    """A relative error against an expected 0 (|e| taken as 2.2e-16) is a whole float64
+    number: 3.288e+12, not 3287627857920 (a new-user trial's summary)."""
+    from pytest_trtcompare.engine.digits import num
+
+    assert num(7.3e-4 / 2.220446049250313e-16, 4) == "3.288e+12"
+    assert num(37.0) == "37" and num(9999.0) == "9999" and num(65504.0, 5) == "65504"

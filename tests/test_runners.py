@@ -334,3 +334,9 @@ def test_onnxrt_bf16_skip_reason_leaves_out_constants_it_folds():
     with pytest.raises(PrecisionUnsupported) as info:
         runners.create("onnxrt", make(graph), "bf16")
     assert str(info.value).startswith("onnxruntime CPU has no bfloat16 kernel for Add (")
+
+
+def test_an_output_the_model_lacks_gets_the_closest_name(chain):
+    with pytest.raises(ModelLoadError) as raised:
+        runners.create("onnxrt", chain, outputs=["yy"])
+    assert "has no output(s) ['yy'] (did you mean 'y'?); it has ['y']" in str(raised.value)

@@ -14,6 +14,7 @@ import torch
 
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import LayerMatchError
+from pytest_trtcompare.goldens import read_golden
 from pytest_trtcompare.session.layers import compare_layers
 from pytest_trtcompare.session.torch_layers import TorchLayers
 
@@ -32,19 +33,19 @@ class Inner(torch.nn.Module):
         self.drop = torch.nn.Dropout(0.1)  # no counterpart in an eval-mode export
         self.lin2 = torch.nn.Linear(16, 4)
 
-    def forward(self, x):
-        return self.lin2(self.drop(self.act(self.lin1(x))))
+    def forward(self, x):  # a dict, as a Hugging Face model's ModelOutput
+        return {"logits": self.lin2(self.drop(self.act(self.lin1(x))))}
 
 
 class Wrapper(torch.nn.Module):
-    '''What users export: the model inside a module that adds nothing.'''
+    '''What users export: the model inside a module that returns its logits.'''
 
     def __init__(self, inner):
         super().__init__()
         self.model = inner
 
     def forward(self, x):
-        return self.model(x)
+        return self.model(x)["logits"]
 
 
 class Head(torch.nn.Module):
@@ -66,7 +67,7 @@ Inner, Wrapper, Head = NAMESPACE["Inner"], NAMESPACE["Wrapper"], NAMESPACE["Head
 X = np.random.default_rng(0).random((2, 8), dtype=np.float32)
 
 
-def _export(module, feed, path, dynamo):
+def _export(module, feed, path, dynamo, outputs=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
@@ -75,6 +76,7 @@ def _export(module, feed, path, dynamo):
             str(path),
             dynamo=dynamo,
             input_names=list(feed),
+            output_names=outputs,
             verbose=False,
         )
     return path
@@ -93,7 +95,7 @@ def test_the_model_inside_an_exported_wrapper_is_matched_through_its_prefix(tmp_
     """The export's scopes say `model.lin1`, the twin's module is `lin1`: matched through
     the wrapper's prefix and compared, each layer (a wrong pairing would differ)."""
     inner = Inner().eval()
-    path = _export(Wrapper(inner), {"x": X}, tmp_path / "wrapped.onnx", dynamo)
+    path = _export(Wrapper(inner), {"x": X}, tmp_path / "wrapped.onnx", dynamo, ["logits"])
     target, result = _layers(inner, path, {"x": X})
     assert result.passed, result.report()
     assert set(target.module_of.values()) == {"lin1", "act", "lin2"}
@@ -150,6 +152,12 @@ def test_inner_against_the_wrapper_export(comparison):
 @pytest.mark.shapes({"x": (2, 8)})
 def test_another_model_as_the_twin(comparison):
     pass
+
+@pytest.mark.compare_frameworks(model="wrapped.onnx", frameworks=["onnxrt", "torch"],
+                                models={"torch": Inner()}, options={"torch": {"input_names": "x"}})
+@pytest.mark.shapes({"x": (2, 8)})
+def test_input_names_as_a_string(comparison):
+    pass
 """
 
 
@@ -158,7 +166,7 @@ def test_wrapper_exports_compare_layers_and_passing_runs_name_what_they_left_out
     pytester.makepyfile(models=MODELS, test_wrapped=TEST)
     _export(Wrapper(Inner().eval()), {"x": X}, pytester.path / "wrapped.onnx", False)
     result = run(pytester, "-rA", "--trt-report=r.json", *xdist)
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines(
         [
             "test_inner_against_the_wrapper_export[[]torch-fp32-bs2[]]: 3 layers "
@@ -171,6 +179,12 @@ def test_wrapper_exports_compare_layers_and_passing_runs_name_what_they_left_out
             "Failed: LayerMatchError: outputs='all': no module of the torch twin Sequential*",
         ]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR test_wrapped.py::test_input_names_as_a_string[[]torch-fp32-bs2[]] - Failed: "
+            "RunnerOptionError: torch runner: input_names= takes a list of names, not str 'x'",
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
     (layers,) = json.loads((pytester.path / "r.json").read_text())["layers"]
     assert (layers["compared"], layers["unmatched"], layers["unmatched_modules"]) == (
@@ -178,3 +192,31 @@ def test_wrapper_exports_compare_layers_and_passing_runs_name_what_they_left_out
         1,
         ["drop"],
     )
+
+
+GOLDEN = """
+import pytest
+from models import Inner
+
+@pytest.mark.compare_frameworks(model="wrapped.onnx", frameworks=["onnxrt", "torch"],
+                                models={"torch": Inner()}, outputs="all", golden=True)
+@pytest.mark.shapes({"x": (2, 8)})
+def test_layers_golden(comparison):
+    pass
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_per_layer_golden_of_the_model_inside_a_wrapper_keeps_its_modules(pytester, xdist):
+    """golden=True with outputs="all" and the twin inside the exported wrapper: the golden
+    holds every module's output under its module name (and the model output under the
+    export's name), not the model output alone (a new-user trial found them set aside)."""
+    pytester.makepyfile(models=MODELS, test_golden=GOLDEN)
+    _export(Wrapper(Inner().eval()), {"x": X}, pytester.path / "wrapped.onnx", False, ["logits"])
+    run(pytester, "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
+    path = (
+        pytester.path / "goldens" / "test_golden" / "test_layers_golden[torch-fp32-bs2].safetensors"
+    )
+    stored = read_golden(path).outputs
+    assert sorted(stored) == ["act", "drop", "lin1", "lin2", "logits"]
+    run(pytester, *xdist).assert_outcomes(passed=2)

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from pytest_trtcompare import runners
-from pytest_trtcompare.errors import FeedError, InferenceError, InputDataError, InvalidOutputError
+from pytest_trtcompare.errors import (
+    FeedError,
+    InferenceError,
+    InputDataError,
+    InvalidOutputError,
+    RunnerOptionError,
+)
 from pytest_trtcompare.inputs import synthetic_feed
 from pytest_trtcompare.runners.base import TensorSpec
 from pytest_trtcompare.session.runs import make_feeds
@@ -438,3 +444,32 @@ def test_input_names_bind_parameters_by_keyword_and_the_others_by_position():
         "forward(x, mask=None, scale=2.0), which input_names also names (['x']); name the "
         "inputs as forward's parameters, or give only positional names"
     )
+
+
+class One(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ("images", "torch runner: input_names= takes a list of names, not str 'images'"),
+        (["x", 3], "torch runner: input_names= takes a list of names, not list ['x', 3]"),
+        (
+            ["images", "images"],
+            "torch runner: input_names=['images', 'images'] names ['images'] twice",
+        ),
+        (
+            ["images", "extra"],
+            "torch runner: input_names=['images', 'extra']: ['images', 'extra'] go by position, "
+            "but forward(x) takes 1 input(s) by position",
+        ),
+    ],
+)
+def test_input_names_that_cannot_bind_are_refused_when_the_runner_is_made(names, message):
+    """A string is not split into letters, and names forward cannot take are refused at
+    once, not as a TypeError of forward at the first inference (a new-user trial)."""
+    with pytest.raises(RunnerOptionError) as raised:
+        runners.create("torch", One(), input_names=names)
+    assert str(raised.value) == message

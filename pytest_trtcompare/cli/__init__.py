@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import platform
 import shlex
 import sys
@@ -365,6 +366,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # `trtcompare show G | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush fails silently
+        return 0
     except (TrtCompareError, OSError) as exc:
         print(f"trtcompare: {exc}", file=sys.stderr)
         return 2

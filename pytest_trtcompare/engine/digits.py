@@ -25,7 +25,7 @@ def num(value: float | int | bool | None, digits: int = 4) -> str:
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    if value == int(value) and abs(value) < 1e15:
+    if value == int(value) and abs(value) < 10**digits:  # past that, 3.288e+12
         return str(int(value)) if digits < 16 else repr(value)
     return f"{value:.{digits}g}"
 

@@ -25,12 +25,13 @@ _SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of e
 
 
 class Worst:
-    """The lowest-index NaN errors (at most NAN_SHOWN) and then the largest (ratio, index)
-    pairs of the other elements, `size` in all; ties keep the lower index."""
+    """The lowest-index NaN errors (at most NAN_SHOWN) and then the other elements of the
+    largest ratio, `size` in all; a tie in ratio goes to the larger absolute error (with
+    atol = rtol = 0 every ratio is inf), then to the lower index."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.heap: list[tuple[float, int]] = []  # min-heap of (ratio, -flat index)
+        self.heap: list[tuple[float, float, int]] = []  # min-heap: (ratio, abs, -flat index)
         self.nan: list[int] = []  # flat indices of NaN errors, the lowest, ascending
 
     def add(self, chunk: ErrorChunk) -> None:
@@ -58,7 +59,9 @@ class Worst:
         # Only elements above the current k-th worst can enter (exact matches never do):
         # a partition degrades badly on the many tied zeros of a mostly exact output.
         xp, ratio, floor = chunk.xp, chunk.ratio, self.floor()
-        if self.ties_may_enter(chunk.flat_index(0)):
+        # ties in ratio may enter by a larger error (a ratio of 0 is an error of 0: only
+        # by a lower index)
+        if floor > 0 or self.ties_may_enter(chunk.flat_index(0)):
             candidates = xp.nonzero(ratio >= floor)[0]  # NaN ratios (0/0) never enter
         else:
             candidates = xp.nonzero(ratio > floor)[0]
@@ -66,9 +69,11 @@ class Worst:
             values = xp.take(ratio, candidates)
             kth = _kth_largest(values, self.size, xp)
             above, tied = candidates[values > kth], candidates[values == kth]
-            candidates = xp.concat([above, tied[: self.size - above.shape[0]]])  # lower first
+            errors = xp.take(chunk.abs_err, tied)  # the larger first, then the lower index
+            tied = xp.take(tied, xp.argsort(-errors, stable=True))
+            candidates = xp.concat([above, tied[: self.size - above.shape[0]]])
         for i in (int(i) for i in candidates):
-            ranked = (float(ratio[i]), -chunk.flat_index(i))
+            ranked = (float(ratio[i]), float(chunk.abs_err[i]), -chunk.flat_index(i))
             if len(self.heap) < self.size:
                 heapq.heappush(self.heap, ranked)
             elif ranked > self.heap[0]:
@@ -82,7 +87,7 @@ class Worst:
     def ties_may_enter(self, first: int) -> bool:
         """Whether elements from flat index `first` on, tied with the k-th worst, may
         displace it (a lower index): the chunks before the first mismatch come last."""
-        return self.full() and first < -self.heap[0][1]
+        return self.full() and first < -self.heap[0][2]
 
     def nan_may_enter(self, first: int) -> bool:
         return len(self.nan) < NAN_SHOWN or first < self.nan[-1]
@@ -97,7 +102,7 @@ class Worst:
     def finish(self) -> tuple[tuple[int, float], ...]:
         """(flat index, ratio), worst first."""
         nan = [(flat, math.inf) for flat in self.nan]
-        finite = [(-negative, ratio) for ratio, negative in sorted(self.heap, reverse=True)]
+        finite = [(-negative, ratio) for ratio, _, negative in sorted(self.heap, reverse=True)]
         return tuple(nan + finite)[: self.size]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,8 +47,11 @@ class OnnxModelRunner(Runner):
         if self._requested is not None:
             unknown = [name for name in self._requested if name not in available]
             if unknown:
+                close = difflib.get_close_matches(unknown[0], available, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ModelLoadError(
-                    f"model {self.loaded.source} has no output(s) {unknown}; it has {available}"
+                    f"model {self.loaded.source} has no output(s) {unknown}{hint}; it has "
+                    f"{available}"
                 )
             self._outputs = self._requested
 

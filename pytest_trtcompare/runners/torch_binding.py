@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..errors import FeedError
+from ..errors import FeedError, RunnerOptionError
 
 
 class _Frozen:
@@ -138,6 +138,20 @@ class ForwardSignature(_Frozen):
                 )
         text = _signature_text(getattr(target, "__name__", "forward"), signature)
         return cls(tuple(parameters), var_positional, var_keyword, text, names)
+
+    def check_input_names(self) -> None:
+        """RunnerOptionError where `input_names=` gives more positional inputs than
+        `forward` takes (no `*args`)."""
+        if self.positional_names is None or not self.known or self.var_positional:
+            return
+        keyword = {p.name for p in self.parameters if not p.positional_only}
+        positional = [name for name in self.positional_names if name not in keyword]
+        room = [p.name for p in self.parameters if not p.keyword_only]
+        if len(positional) > len(room):
+            raise RunnerOptionError(
+                f"torch runner: input_names={list(self.positional_names)}: {positional} go by "
+                f"position, but {self.text} takes {len(room)} input(s) by position"
+            )
 
     @property
     def required(self) -> list[str]:

@@ -73,6 +73,19 @@ _TABLE_SIZES = {
 }
 
 
+def _names(option: str, value: Any) -> Sequence[str] | None:
+    """A names option checked: a list (or tuple) of distinct non-empty strings."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) and n for n in value):
+        got = f"{type(value).__name__} {value!r}"
+        raise RunnerOptionError(f"torch runner: {option}= takes a list of names, not {got}")
+    twice = sorted({name for name in value if value.count(name) > 1})
+    if twice:
+        raise RunnerOptionError(f"torch runner: {option}={list(value)} names {twice} twice")
+    return value
+
+
 def _config_size(config: Any, field: str) -> Any:
     """`config.<field>`, else that of a sub-config of a composite config (CLIP's
     `text_config.vocab_size`): the text one first, else the one value they agree on."""
@@ -125,7 +138,9 @@ class TorchRunner(Runner):
         self._model = model
         self._modes_fixed = False
         self.module = self._prepare(model)
-        self.signature = ForwardSignature.of(self._forward(), input_names)
+        self.signature = ForwardSignature.of(self._forward(), _names("input_names", input_names))
+        self.signature.check_input_names()
+        output_names = _names("output_names", output_names)
         self._output_names = list(output_names) if output_names else None
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
         given = specs_from(input_specs)

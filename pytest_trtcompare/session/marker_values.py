@@ -3,6 +3,7 @@ it got and what it takes. numpy numbers are numbers; booleans must be booleans."
 
 from __future__ import annotations
 
+import difflib
 import numbers
 import os
 from collections.abc import Mapping, Sequence
@@ -107,6 +108,8 @@ def val_range(value: Any, check: Checker) -> Any:
 def outputs(value: Any, check: Checker) -> str | tuple[str, ...] | None:
     if value is None or value == "all":
         return value  # type: ignore[no-any-return]
+    if isinstance(value, str) and difflib.get_close_matches(value.lower(), ["all"], cutoff=0.8):
+        raise check.fail("outputs", value, "'all' (every tensor: did you mean it?) or output names")
     if isinstance(value, str):
         return (value,)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):

@@ -119,6 +119,11 @@ class Twin:
         return {self._renamed.get(k, k): v for k, v in got.items() if k not in self._set_aside}
 
     def _match_outputs(self, got: list[str]) -> None:
+        """Bind the model's outputs to the reference's; a per-layer twin's module outputs
+        (`outputs="all"` against a golden) keep their module names, never set aside."""
+        layers = getattr(self._runner, "layers", None) or ()
+        modules = {layer.tensor for layer in layers if not layer.model_output}
+        got = [name for name in got if name not in modules]
         want = self._outputs
         if not want or set(want) <= set(got):
             self._how_outputs = "by name"
