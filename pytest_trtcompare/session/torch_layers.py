@@ -7,11 +7,11 @@ numbers calls where it suffixes the module's own name, `relu_1`; the dynamo expo
 calls share one scope, as do the legacy exporter's calls of a module only whose inner names
 it suffixed, `conv.0/conv.0.1_2`: their exits are taken in order when there are as many as
 calls, else those calls stay unmatched and named; a single call with several exits takes
-the last). A
-BatchNorm that the legacy exporter folded into the Conv before it has no nodes: it takes
-that Conv's tensor, which holds the folded result. One ONNX tensor is compared once, with the
-first module (in call order) that reaches it. Modules with no counterpart (fused away,
-identities, dropout) are listed in the report, not failed.
+the last). A BatchNorm that the legacy exporter folded into the Conv before it has no nodes:
+it takes that Conv's tensor, which holds the folded result. One ONNX tensor is compared
+once, with the first module (in call order) that reaches it. Modules with no counterpart
+(fused away, identities, dropout) are listed in the report, not failed. A twin exported
+inside a wrapper is matched under the wrapper's scope prefix (`export_prefix`).
 """
 
 from __future__ import annotations
