@@ -59,12 +59,12 @@ class Worst:
         # Only elements above the current k-th worst can enter (exact matches never do):
         # a partition degrades badly on the many tied zeros of a mostly exact output.
         xp, ratio, floor = chunk.xp, chunk.ratio, self.floor()
-        # ties in ratio may enter by a larger error (a ratio of 0 is an error of 0: only
-        # by a lower index)
-        if floor > 0 or self.ties_may_enter(chunk.flat_index(0)):
-            candidates = xp.nonzero(ratio >= floor)[0]  # NaN ratios (0/0) never enter
-        else:
-            candidates = xp.nonzero(ratio > floor)[0]
+        entering = ratio > floor  # NaN ratios (0/0) never enter
+        if self.full():  # a tie with the k-th worst enters by a larger error, or then index
+            least, errors = self.heap[0][1], chunk.abs_err
+            ties = self.ties_may_enter(chunk.flat_index(0))
+            entering |= (ratio == floor) & (errors >= least if ties else errors > least)
+        candidates = xp.nonzero(entering)[0]
         if candidates.shape[0] > self.size:
             values = xp.take(ratio, candidates)
             kth = _kth_largest(values, self.size, xp)
