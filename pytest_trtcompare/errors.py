@@ -42,6 +42,11 @@ class LayerMatchError(TrtCompareError, ValueError):
     modules and the export's outer scopes."""
 
 
+class ReportError(TrtCompareError, ValueError):
+    """A JSON report (--trt-report) that `trtcompare merge` cannot take: unreadable,
+    damaged, of another report format or of another suite."""
+
+
 class InferenceError(TrtCompareError, RuntimeError):
     """A framework raised while running a model (onnxruntime, onnx.reference, torch,
     TensorRT, a callable): the message names the runner, the feed, the node and op where the

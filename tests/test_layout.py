@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("goldens", "runners"),  # the golden store; one module per framework
     ("inputs",),  # specs -> arrays (runner specs, saved inputs read by goldens/)
     ("session",),  # what one comparison does, without pytest
+    ("reports",),  # a run's accuracy records: summary, JSON report, merge of shards
     ("plugin", "cli"),  # the pytest glue; the console script
     ("", "compare", "debug"),  # faces: documented import paths that only re-export
 )

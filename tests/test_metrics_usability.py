@@ -10,7 +10,7 @@ import pytest
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine.tolerance_table import ToleranceTable
 from pytest_trtcompare.errors import InvalidOutputError, ToleranceError
-from pytest_trtcompare.plugin.summary import Record, format_summary
+from pytest_trtcompare.reports.summary import Record, format_summary
 from pytest_trtcompare.session.settings import (
     parse_ini_tolerances,
     parse_metrics,

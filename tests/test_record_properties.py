@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_trtcompare import Tolerance, compare_outputs
-from pytest_trtcompare.plugin import properties, summary
+from pytest_trtcompare.reports import properties, summary
 
 
 def _records() -> list[summary.Record]:

@@ -37,6 +37,7 @@ from ..session.golden_check import check_golden
 from ..session.outcome import Kind
 from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
+from .merge import add_parser as add_merge
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -305,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.set_defaults(run=_export_polygraphy)
 
     add_debug_precision(commands)
+    add_merge(commands)
     for command in commands.choices.values():  # its own usage on an unknown option
         command.set_defaults(command_parser=command)
     return parser

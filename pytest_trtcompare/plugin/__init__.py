@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import TrtCompareError
-from . import argv, names, progress_lines, properties
+from ..reports import properties
+from . import argv, names, progress_lines
 from .fixtures import (
     CASE_FIXTURE,
     OUTCOME,
@@ -220,7 +221,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         return
     config = items[0].config
     if active(config):
-        state_of(config).goldens.collected(items, partial=True)
+        state_of(config).goldens.collected(items, deselected=True)
     else:
         config.stash[PENDING].deselected.append(list(items))
 

@@ -1,10 +1,10 @@
 """Goldens inside pytest: where they live, what a session did with them, the `golden` fixture.
 
 Under pytest-xdist each worker sends its stats through `workeroutput`; the controller merges
-them, decides which goldens went unused, and prints the summary. A golden counts as unused
-only in a module whose selected tests all ran and passed with nothing deselected and that the
-command line did not narrow to some of its tests (so -k, -x, `mod.py::test_x`, failures and
-skips never make a golden look unused).
+them, decides which goldens went unused (reports/golden_use.py: only in modules whose tests
+all ran and passed, so -k, -x, `mod.py::test_x`, a shard, failures and skips never make a
+golden look unused), and prints the summary. The JSON report carries what the run did with
+each module, for `trtcompare merge --goldens-dir` to judge over all the shards of a suite.
 """
 
 from __future__ import annotations
@@ -16,25 +16,14 @@ from typing import Any
 import pytest
 
 from ..atomic import remove_stale_temps
-from ..goldens import (
-    GoldenError,
-    GoldenStats,
-    golden_path,
-    iter_goldens,
-    read_header,
-    write_golden,
-)
+from ..goldens import GoldenStats, golden_path, write_golden
+from ..reports.golden_use import ModuleRun, merged, unused_goldens
 from .argv import default_goldens_folder
 from .options import Settings
 from .outcome import quoted_nodeid
 
 WORKER_KEY = "trtcompare_goldens"
 _log = logging.getLogger(__name__)
-
-
-def _function_id(nodeid: str) -> str:
-    """'mod.py::TestA::test_x[fp16-bs8]' -> 'mod.py::TestA::test_x'."""
-    return nodeid.split("[", 1)[0]
 
 
 def narrowed_modules(config: pytest.Config) -> frozenset[Path]:
@@ -55,7 +44,7 @@ class GoldenSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.stats = GoldenStats()
-        self.modules: dict[str, dict[str, Any]] = {}  # module nodeid -> folder, items, partial
+        self.modules: dict[str, ModuleRun] = {}  # by module node id ('tests/test_m.py')
         self.passed: set[str] = set()
         self.unused: list[str] = []
         self.pruned: list[str] = []
@@ -83,59 +72,59 @@ class GoldenSession:
     def collected(
         self,
         items: list[pytest.Item],
-        partial: bool = False,
+        deselected: bool = False,
         narrowed: frozenset[Path] = frozenset(),
     ) -> None:
-        """Items selected (or deselected: `partial`); a module in `narrowed` ran in part."""
+        """Items selected, or `deselected`; a module in `narrowed` ran in part."""
         in_narrowed: dict[str, bool] = {}  # by module: resolving a path is a few syscalls
         for item in items:
-            module = item.nodeid.split("::")[0]
-            state = self.modules.get(module)
-            if state is None:  # the folder once per module, not per item
-                state = {"folder": str(self.folder(item.path)), "items": [], "partial": False}
-                self.modules[module] = state
-            if not partial and narrowed and module not in in_narrowed:
-                in_narrowed[module] = Path(item.path).resolve() in narrowed
-            if partial or in_narrowed.get(module, False):
-                state["partial"] = True
-            if not partial:
-                state["items"].append(item.nodeid)
+            name = item.nodeid.split("::")[0]
+            module = self.modules.get(name)
+            if module is None:  # the folder once per module, not per item
+                module = self.modules[name] = ModuleRun(self.folder(item.path))
+            if not deselected and narrowed and name not in in_narrowed:
+                in_narrowed[name] = Path(item.path).resolve() in narrowed
+            module.narrowed |= in_narrowed.get(name, False)
+            (module.deselected if deselected else module.selected).add(item.nodeid)
 
     def worker_payload(self) -> dict[str, Any]:
-        return {"stats": self.stats.to_json(), "modules": self.modules}
+        modules = {name: m.to_json(str(m.folder)) for name, m in self.modules.items()}
+        return {"stats": self.stats.to_json(), "modules": modules}
 
     def merge_worker(self, data: dict[str, Any]) -> None:
         self.stats.merge(data["stats"])
-        for module, state in data["modules"].items():
-            mine = self.modules.setdefault(module, {**state, "items": []})
-            mine["items"] = sorted(set(mine["items"]) | set(state["items"]))
-            mine["partial"] = mine["partial"] or state["partial"]
+        workers = {name: ModuleRun.from_json(m, Path()) for name, m in data["modules"].items()}
+        self.modules = merged([self.modules, workers])
+
+    def report_section(self) -> dict[str, Any]:
+        """The goldens part of the JSON report: what this run did with each module's tests
+        and which goldens it used, paths relative to the rootdir, for `trtcompare merge` to
+        judge unused goldens over the shards of a suite."""
+        modules = {name: m.to_json(self._relative(m.folder)) for name, m in self.modules.items()}
+        used = sorted(self._relative(Path(path)) for path in self.stats.used)
+        return {"modules": modules, "passed": sorted(self.passed), "used": used}
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.settings.rootpath).as_posix()
+        except ValueError:
+            return str(path)
+
+    @property
+    def shard(self) -> bool:
+        """Whether this run deselected tests (a shard plugin, -k, -m): their modules'
+        goldens are judged over all the runs of the suite, not here."""
+        return any(m.deselected - m.selected for m in self.modules.values())
 
     def find_unused(self, session: pytest.Session) -> None:
-        """A golden is unused when its module ran in full and either its own test ran without
-        using it, or its test function no longer exists. A test that was not collected in
-        this run (another precision or framework selected) never makes a golden unused."""
-        for state in self.modules.values():
-            remove_stale_temps(Path(state["folder"]))  # left behind by killed runs
+        """The goldens no test used, in the modules this run can judge (reports/golden_use.py):
+        a test not collected in this run (another precision or framework selected) never
+        makes a golden unused."""
+        for module in self.modules.values():
+            remove_stale_temps(module.folder)  # left behind by killed runs
         if session.shouldstop or session.shouldfail:
             return
-        for state in self.modules.values():
-            complete = not state["partial"] and all(i in self.passed for i in state["items"])
-            if not complete or not state["items"]:
-                continue
-            items = set(state["items"])
-            functions = {_function_id(nodeid) for nodeid in items}
-            for path in iter_goldens(Path(state["folder"])):
-                if str(path) in self.stats.used:
-                    continue
-                try:
-                    test = read_header(path).get("meta", {}).get("test")
-                except GoldenError:
-                    continue  # a broken golden is reported by the test that reads it
-                if not isinstance(test, str):
-                    continue  # imported goldens name no test: never called unused
-                if test in items or _function_id(test) not in functions:
-                    self.unused.append(str(path))
+        self.unused, _ = unused_goldens(self.modules, self.passed, self.stats.used)
         if self.settings.prune_goldens:
             for name in self.unused:
                 Path(name).unlink(missing_ok=True)
@@ -169,12 +158,21 @@ class GoldenSession:
     def noteworthy(self) -> bool:
         """Something to do or done (written, unused, pruned): shown under -q and -qq too."""
         stats = self.stats
-        return bool(stats.created or stats.updated or self.unused or stats.old_format)
+        strict_shard = self.settings.strict_goldens and self.shard
+        return (
+            bool(stats.created or stats.updated or self.unused or stats.old_format) or strict_shard
+        )
+
+    SHARD_LINE = (
+        "  (--trt-strict-goldens cannot judge the goldens of tests this run deselected (a "
+        "shard, -k, -m); judge them over all shards: trtcompare merge REPORT.json... "
+        "--goldens-dir DIR --strict)"
+    )
 
     def summary_lines(self) -> list[str]:
         stats = self.stats
         if not (stats.created or stats.updated or stats.unchanged or stats.used or self.unused):
-            return []
+            return [self.SHARD_LINE] if self.settings.strict_goldens and self.shard else []
         if self.settings.update_goldens:
             counts = (
                 f"created {len(stats.created)}, updated {len(stats.updated)}, "
@@ -201,6 +199,8 @@ class GoldenSession:
             if self.settings.strict_goldens:
                 lines.append(self.FAILING_LINE)
             lines.append("  (delete unused goldens with --trt-prune-goldens)")
+        if self.settings.strict_goldens and self.shard:
+            lines.append(self.SHARD_LINE)
         return lines
 
 

@@ -18,9 +18,9 @@ import pytest
 
 from ..engine import ComparisonResult, OutputMismatchError, listed, num
 from ..errors import LayerDivergenceWarning
+from ..reports import properties, summary, timings
 from ..session.brief import joined, outcome_line
 from ..session.outcome import Kind, Outcome, runner_key, runner_name
-from . import properties, summary, timings
 from .options import Settings
 from .terminal import mark
 
@@ -68,7 +68,7 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
     item.user_properties.extend(properties.to_properties(records, taken))
     item.user_properties.extend(timings.timing_properties(records[:1]))
     if worst.layers is not None:
-        layers = _layer_summary(worst, display_id(item), verbosity)
+        layers = _layer_summary(worst, display_id(item), item.nodeid, verbosity)
         item.user_properties.append(
             (properties.LAYERS_PROPERTY, json.dumps(layers, sort_keys=True))
         )
@@ -84,13 +84,16 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
             )
 
 
-def _layer_summary(result: ComparisonResult, test: str, verbosity: int = 0) -> dict[str, Any]:
+def _layer_summary(
+    result: ComparisonResult, test: str, nodeid: str, verbosity: int = 0
+) -> dict[str, Any]:
     """What a per-layer comparison compared, listed and left out, and its first divergence."""
     view = result.layers
     assert view is not None
     listing = listed(result, verbosity)
     return {
         "test": test,
+        "nodeid": nodeid,
         "layers": view.mode,
         "compared": len(result.outputs),
         "failing": sum(not out.passed for out in result.outputs.values()),

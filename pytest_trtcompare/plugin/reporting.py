@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from ..engine import unmatched_line
+from ..reports import properties, summary
+from ..reports.document import report_json
 from ..session.layout import wrap
 from ..session.outcome import Outcome, runner_key
-from . import properties, summary, timings
 from .options import Settings
 from .terminal import terminal_width
 
@@ -81,9 +82,9 @@ class Reporter:
             self.builds[worker] = data["builds"]
         self.descriptions.update(data["descriptions"])
 
-    def terminal_summary(self, terminalreporter: Any) -> None:
+    def terminal_summary(self, terminalreporter: Any, goldens: Mapping[str, Any]) -> None:
         """The accuracy summary, fitted to the terminal; -q shortens it, -qq leaves it out
-        (the JSON report is written all the same)."""
+        (the JSON report is written all the same, with `goldens`, the goldens' use)."""
         config = terminalreporter.config
         verbosity = int(config.option.verbose)
         width = terminal_width(config)
@@ -108,37 +109,19 @@ class Reporter:
                 for line in wrap(f"runners built ({worker}): {counts}", width):
                     terminalreporter.write_line(line)
         path = self.settings.report_path
-        if path is None or not self.records:
+        if path is None:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             version = importlib.metadata.version("pytest-trtcompare")
-            path.write_text(
-                report_json(self.records, self.descriptions, self.builds, version, self.layers)
+            suite = self.settings.rootpath.name
+            document = report_json(
+                self.records, self.descriptions, self.builds, version, self.layers, goldens, suite
             )
+            path.write_text(document)
         except OSError as exc:
             terminalreporter.write_line(f"accuracy report NOT written to {path}: {exc}", red=True)
             return
         if verbosity >= 0:  # as pytest's "generated xml file"
             for line in wrap(f"accuracy report: {path}", terminal_width(config)):
                 terminalreporter.write_line(line)
-
-
-def report_json(
-    items: list[summary.Record],
-    runners: Mapping[str, Any],
-    builds: Mapping[str, Any],
-    version: str,
-    layers: list[dict[str, Any]] | None = None,
-) -> str:
-    """--trt-report: every record, the runners' descriptions, the build counts, and
-    per per-layer test what it compared and its first divergence."""
-    document = {
-        "plugin_version": version,
-        "inference_ms": timings.inference_times(items),
-        "layers": layers or [],
-        "outputs": [properties.record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
-        "runners": dict(sorted(runners.items())),
-        "runner_builds": builds,
-    }
-    return json.dumps(document, indent=2, sort_keys=True, default=str)

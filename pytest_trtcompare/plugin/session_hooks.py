@@ -36,7 +36,7 @@ def activate(config: pytest.Config) -> PluginState:
     config.pluginmanager.register(SessionHooks(state), "trtcompare-session")
     pending = config.stash[PENDING]
     for items in pending.deselected:
-        state.goldens.collected(items, partial=True)
+        state.goldens.collected(items, deselected=True)
     if pending.session is not None:
         collection_finished(pending.session)
     state.goldens.passed |= pending.passed
@@ -167,4 +167,4 @@ class SessionHooks:
             for line in lines:
                 terminalreporter.write_line(line, red=line == goldens.FAILING_LINE)
         goldens.count_failing(terminalreporter.stats)
-        self.state.reporter.terminal_summary(terminalreporter)
+        self.state.reporter.terminal_summary(terminalreporter, goldens.report_section())

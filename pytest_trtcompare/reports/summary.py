@@ -143,7 +143,12 @@ def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
 
 
 def _parsed(value: str) -> Record:
-    data = json.loads(value)
+    return record_of(json.loads(value))
+
+
+def record_of(fields: dict[str, Any]) -> Record:
+    """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
+    data = dict(fields)
     for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
         data[name] = None if data[name] is None else float(data[name])
     data["metrics"] = tuple(
