@@ -54,6 +54,15 @@ for _name in ("onnx", "onnxruntime", "torch"):
 importlib.import_module("pytest_trtcompare.plugin.session_hooks")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that runs pytest on a scenario (the pytester fixture) is a plugin scenario:
+    `-m scenario` selects them, which CI runs on both ends of the supported pytest and
+    Python versions (README: Supported versions)."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.scenario)
+
+
 @pytest.fixture(autouse=True)
 def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytester runs print to an 80-column terminal, where pytest drops the message of a long

@@ -6,10 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.errors import InvalidOutputError, ToleranceError
+
+torch = pytest.importorskip("torch")
 
 ONES = np.ones(3, np.float32)
 

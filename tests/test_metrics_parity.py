@@ -179,13 +179,15 @@ def test_kl_and_top1_equal_a_plain_float64_formula(dtype, shape):
         ).outputs["y"]
         kl_result, top1_result = out.metric("kl"), out.metric("top1")
         assert kl_result is not None and top1_result is not None
-        assert kl_result.value == pytest.approx(kl, rel=1e-9, abs=1e-15)
+        # float64 sums of many near-cancelling terms: numpy 2.2 and 2.4 differ by 4e-9 (rel)
+        # on a KL of 5e-7 over 65537 float16 logits, their vectorized log and sum
+        assert kl_result.value == pytest.approx(kl, rel=1e-7, abs=1e-15)
         assert top1_result.value == top1
         for threshold in (kl * 0.9, kl * 1.1, 1e-3):
             got = compare_outputs(
                 {"y": actual}, {"y": expected}, check="kl", threshold=threshold
             ).passed
-            if not _close(threshold, kl, 1e-9):
+            if not _close(threshold, kl, 1e-7):
                 assert got == (kl <= threshold)
         for threshold in (top1, max(0.0, top1 - 0.01), min(1.0, top1 + 0.01)):
             got = compare_outputs(

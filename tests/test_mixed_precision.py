@@ -48,7 +48,7 @@ def test_first_node_kept_reads_the_fp32_input_and_last_writes_the_fp32_output():
     add = next(n for n in mixed.graph.node if n.name == "plant_add")
     assert add.input[0] == "x"
     producer = next(n for n in mixed.graph.node if "y" in n.output)
-    assert producer.op_type == "Cast" and producer.input[0].startswith("graph_output_cast")
+    assert producer.op_type == "Cast"  # whatever the converter of this onnxruntime names it
     relu = next(n for n in mixed.graph.node if n.name == "relu_out")
     assert producer.input[0] in relu.output  # the fp32 Relu output, copied
 

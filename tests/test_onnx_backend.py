@@ -98,6 +98,12 @@ def _onnxruntime_refusal(model) -> str | None:
     return None
 
 
+def _ort_version() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
+
+
 @pytest.mark.parametrize("framework", ["onnxrt", "onnxref"])
 def test_sequence_and_optional_cases_run_and_get_onnx_verdicts(framework):
     """Issue 14 item 4: sequences (lists of arrays) and optionals (None when empty) are fed,
@@ -116,7 +122,11 @@ def test_sequence_and_optional_cases_run_and_get_onnx_verdicts(framework):
             # opset it has no kernel for yet): ours is its refusal, whatever its wording
             refusal = _onnxruntime_refusal(case.model)
             assert framework == "onnxrt" and refusal is not None, (case.name, str(exc))
-            assert refusal.strip().splitlines()[0][-60:] in str(exc), case.name  # its last words
+            # its last words, or ours where we read the model's versions before it does
+            # (an IR version newer than that onnxruntime reads: onnxruntime 1.23 on Python 3.10)
+            ours = f"onnxruntime {_ort_version()} reads IR version <="
+            words = refusal.strip().splitlines()[0][-60:]
+            assert words in str(exc) or ours in str(exc), case.name
             tally["refused by onnxruntime itself"] += 1
             continue
         names = [spec.name for spec in runner.input_specs()]
@@ -140,4 +150,6 @@ def test_sequence_and_optional_cases_run_and_get_onnx_verdicts(framework):
                 problems.append(f"{case.name}: {result.report().splitlines()[0]}")
             tally["passed"] += 1
     assert problems == [], tally
-    assert tally["passed"] >= (20 if framework == "onnxrt" else 29), tally
+    # onnxruntime 1.32 runs 20 (it refuses the opsets newer than it); 1.23, the last on
+    # Python 3.10, reads IR version 11 at most and runs 19
+    assert tally["passed"] >= (19 if framework == "onnxrt" else 29), tally

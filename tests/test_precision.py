@@ -142,7 +142,7 @@ def test_casts_for_values_made_inside_if_branches_stay_in_their_branch(framework
     (branching,) = [n for n in converted.graph.node if n.op_type == "If"]
     for branch in (attribute.g for attribute in branching.attribute):
         nodes = list(branch.node)
-        (at,) = [i for i, n in enumerate(nodes) if n.name.endswith("_boxes_cast_to_fp32_node")]
+        (at,) = [i for i, n in enumerate(nodes) if n.op_type == "Cast" and "_boxes" in n.input[0]]
         assert nodes[at - 1].op_type == "Mul" and nodes[at - 1].output[0] == nodes[at].input[0]
     assert not any(n.input[0].startswith(("then_", "else_")) for n in converted.graph.node)
     feed = {**NMS_FEED, "flag": np.full(2, flag, np.float32)}

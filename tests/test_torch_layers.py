@@ -10,7 +10,6 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import LayerMatchError
@@ -19,6 +18,8 @@ from pytest_trtcompare.session.layers import compare_layers
 from pytest_trtcompare.session.torch_layers import TorchLayers
 
 from .pytester_helpers import XDIST, run
+
+torch = pytest.importorskip("torch")
 
 MODELS = """
 import torch

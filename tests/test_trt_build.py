@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-import tomllib
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import compare_outputs, runners
@@ -24,6 +23,7 @@ from pytest_trtcompare.runners import cuda as cuda_runner
 from .doubles import fake_cuda, fake_tensorrt
 from .doubles.trt_fixture import install_doubles
 from .onnx_models import layer_chain, make
+from .toml import loads as toml_loads
 
 SHAPES = [{"x": (1, 16)}, {"x": (8, 16)}]
 
@@ -205,7 +205,7 @@ def test_failed_gpu_probe_says_why(monkeypatch, error, reason):
 
 def test_tensorrt_extra_pins_cuda_bindings_to_tensorrts_cuda_major():
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
-    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["tensorrt"]
+    extra = toml_loads(pyproject.read_text())["project"]["optional-dependencies"]["tensorrt"]
     (cuda_major,) = {m for r in extra for m in re.findall(r"^tensorrt-cu(\d+)", r)}
     assert f"cuda-bindings>={cuda_major},<{int(cuda_major) + 1}" in extra
 

@@ -8,6 +8,7 @@ with a space can move both. The options' names and their deprecated aliases: nam
 from __future__ import annotations
 
 import argparse
+import inspect
 import itertools
 import os
 import shlex
@@ -60,16 +61,18 @@ def check_split_paths(config: pytest.Config) -> None:
 
 def _rootdir_unchanged(config: pytest.Config) -> bool:
     """Whether pytest finds the same rootdir and ini file from the real test paths alone."""
-    try:
+    try:  # private: pytest has no public way to ask where a set of paths puts the rootdir
         from _pytest.config.findpaths import determine_setup
 
-        rootpath, inipath, *_ = determine_setup(
-            inifile=config.option.inifilename,
-            override_ini=config.option.override_ini,
-            args=[str(a) for a in config.option.file_or_dir or []],
-            rootdir_cmd_arg=config.option.rootdir or None,
-            invocation_dir=Path(config.invocation_params.dir),
-        )
+        given = {
+            "inifile": config.option.inifilename,
+            "override_ini": config.option.override_ini,  # pytest 8.1 on
+            "args": [str(a) for a in config.option.file_or_dir or []],
+            "rootdir_cmd_arg": config.option.rootdir or None,
+            "invocation_dir": Path(config.invocation_params.dir),
+        }
+        taken = inspect.signature(determine_setup).parameters
+        rootpath, inipath, *_ = determine_setup(**{k: v for k, v in given.items() if k in taken})
     except Exception:  # pytest changed its private API: be safe and ask for the = form
         return False
     return bool(rootpath == config.rootpath and inipath == config.inipath)

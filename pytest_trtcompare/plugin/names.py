@@ -180,13 +180,15 @@ def release_update_goldens_alias(config: pytest.Config) -> None:
     on the command line) may register its own --update-goldens without crashing pytest's
     parser; LateUpdateGoldens says when that matters."""
     ours = _ours(config._parser.getgroup("trtcompare"))
-    action = getattr(ours, "_action", None)
-    if action is not None and UPDATE_GOLDENS_ALIAS in action.option_strings:
+    if ours is None or UPDATE_GOLDENS_ALIAS not in ours.names():
+        return
+    action = getattr(ours, "_action", None)  # pytest 9 builds argparse's actions eagerly
+    if action is not None:
         try:
             _forget_strings(action, [UPDATE_GOLDENS_ALIAS])
         except AttributeError:
             return
-        config.pluginmanager.register(LateUpdateGoldens(config), "trtcompare-late-options")
+    config.pluginmanager.register(LateUpdateGoldens(config), "trtcompare-late-options")
 
 
 class LateUpdateGoldens:

@@ -15,8 +15,11 @@ from collections.abc import Iterator
 import onnx
 from onnx import TensorProto
 
-#: The names of the Casts the converter adds around a node it keeps in float32.
-_CONVERTER_CAST = re.compile(r"_cast_to_(fp32|fp16|bfloat16)_node$")
+#: The names of the Casts the converter adds around a node it keeps in float32: before it
+#: (up to float32) and after it (down to float16), as onnxruntime 1.24 on names them
+#: (`x_cast_to_fp32_node`, after the tensor) and as before (`Node_input_cast0`, after the node).
+_UP_CAST = re.compile(r"(_cast_to_(fp32|bfloat16)_node|_input_cast\d+)$")
+_DOWN_CAST = re.compile(r"(_cast_to_fp16_node|_output_cast\d+)$")
 
 
 def repair(model: onnx.ModelProto) -> None:
@@ -45,8 +48,7 @@ def move_casts_into_bodies(graph: onnx.GraphProto) -> None:
         moving = [
             node
             for node in graph.node
-            if node.op_type == "Cast"
-            and _CONVERTER_CAST.search(node.name)
+            if (_is_up_cast(node) or _is_down_cast(node, graph_inputs=False))
             and node.input[0] in homes
         ]
         if not moving:
@@ -100,7 +102,7 @@ def remove_round_trips(model: onnx.ModelProto) -> None:
     seen: set[str] = set()
     unique = []
     for node in graph.node:  # the converter adds one Cast per kept reader of a tensor, all alike
-        if not (node.name.endswith("_cast_to_fp32_node") and node.output[0] in seen):
+        if not (_is_up_cast(node) and node.output[0] in seen):
             unique.append(node)
             seen.update(node.output)
     del graph.node[:]
@@ -111,7 +113,7 @@ def remove_round_trips(model: onnx.ModelProto) -> None:
         source = producers.get(node.input[0]) if node.op_type == "Cast" else None
         if source is None or not _is_down_cast(source):
             continue
-        if node.name.endswith("_cast_to_fp32_node"):
+        if _is_up_cast(node):
             rename[node.output[0]] = source.input[0]
         elif node.name.startswith("graph_output_cast"):
             node.input[0] = source.input[0]
@@ -130,10 +132,17 @@ def remove_round_trips(model: onnx.ModelProto) -> None:
         graph.value_info.remove(vi)
 
 
-def _is_down_cast(node: onnx.NodeProto) -> bool:
-    """A float32 -> low-precision Cast the converter inserted (after a kept node or input)."""
+def _is_up_cast(node: onnx.NodeProto) -> bool:
+    """A low-precision -> float32 Cast the converter inserted (before a kept node)."""
+    return node.op_type == "Cast" and bool(_UP_CAST.search(node.name))
+
+
+def _is_down_cast(node: onnx.NodeProto, graph_inputs: bool = True) -> bool:
+    """A float32 -> low-precision Cast the converter inserted (after a kept node or, with
+    `graph_inputs`, after a float32 graph input)."""
     return node.op_type == "Cast" and (
-        node.name.endswith("_cast_to_fp16_node") or node.name.startswith("graph_input_cast")
+        bool(_DOWN_CAST.search(node.name))
+        or (graph_inputs and node.name.startswith("graph_input_cast"))
     )
 
 

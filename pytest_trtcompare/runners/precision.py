@@ -139,7 +139,7 @@ def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel
 
     try:
         proto = convert_float_to_float16(
-            _copy(loaded.proto), keep_io_types=True, node_block_list=list(keep) or None
+            _named(_copy(loaded.proto)), keep_io_types=True, node_block_list=list(keep) or None
         )
     except Exception as exc:
         raise ModelLoadError(f"{loaded.source}: float16 conversion failed: {exc}") from None
@@ -153,6 +153,21 @@ def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel
         "fp16 by onnxruntime.transformers.float16 (keep_io_types=True, float32 I/O)",
         (*keep, *(name for name in kept if name not in keep)),
     )
+
+
+def _named(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with a name for each unnamed node: onnxruntime's converter before 1.24 names
+    its Casts after the node (`<node>_input_cast0`), so two unnamed kept nodes (NMS in both
+    branches of an If) would make two Casts of one output name."""
+    taken = {node.name for node in _all_nodes(model.graph)}
+    for index, node in enumerate(_all_nodes(model.graph)):
+        if not node.name:
+            name = f"{node.op_type}_{index}"
+            while name in taken:
+                name += "_"
+            node.name = name
+            taken.add(name)
+    return model
 
 
 def _modelopt_autocast(
