@@ -117,14 +117,16 @@ def total(values: Any) -> float:
 def float32_down(value: float) -> np.float32:
     """The largest float32 at most `value`."""
     low = np.float32(value)
-    return np.nextafter(low, np.float32(-np.inf)) if float(low) > value else low
+    down: np.float32 = np.nextafter(low, np.float32(-np.inf)) if float(low) > value else low
+    return down
 
 
 @np.errstate(over="ignore")
 def float32_up(value: float) -> np.float32:
     """The smallest float32 at least `value`."""
     high = np.float32(value)
-    return np.nextafter(high, np.float32(np.inf)) if float(high) < value else high
+    up: np.float32 = np.nextafter(high, np.float32(np.inf)) if float(high) < value else high
+    return up
 
 
 def max_ignoring_nan(values: np.ndarray) -> float:

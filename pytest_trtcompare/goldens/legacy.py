@@ -120,10 +120,10 @@ def aligned(n: int) -> int:
 def dtype_text(array: np.ndarray, where: str) -> str:
     dtype = array.dtype
     if dtype.name in ML_DTYPES:
-        return dtype.name
+        return str(dtype.name)
     if dtype.kind not in "biuf":
         raise GoldenError(f"{where} has dtype {dtype}; goldens hold bool, integer and float arrays")
-    return dtype.newbyteorder("<").str if dtype.itemsize > 1 else dtype.str
+    return str(dtype.newbyteorder("<").str if dtype.itemsize > 1 else dtype.str)
 
 
 def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str, Any]) -> bytes:

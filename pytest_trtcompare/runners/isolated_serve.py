@@ -54,10 +54,10 @@ def _dtype_token(dtype: np.dtype) -> str:
     whose string ('<V2', '<f1') numpy cannot read back, by name."""
     try:
         if np.dtype(dtype.str) == dtype:
-            return dtype.str
+            return str(dtype.str)
     except TypeError:
         pass
-    return dtype.name
+    return str(dtype.name)
 
 
 def unpack(packed: dict[str, Any]) -> dict[str, Any]:
