@@ -27,7 +27,8 @@ from pytest_trtcompare.cli import main as trtcompare
 from pytest_trtcompare.goldens.store import read_golden, write_golden
 
 from .onnx_models import layer_chain
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 TESTS = """
 import pytest

@@ -21,7 +21,7 @@ from pytest_trtcompare.session.expand import Case
 from pytest_trtcompare.session.settings import ToleranceSettings
 from pytest_trtcompare.session.spec import compare_spec
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 
 
 def block_model() -> onnx.ModelProto:
@@ -350,7 +350,7 @@ def test_marker_path_fetches_a_group_at_a_time_and_caches_no_layers(monkeypatch)
     assert not runner._expected  # the reference's all-layer outputs are not cached
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_a_per_layer_golden_reports_as_a_per_layer_comparison(pytester, xdist, monkeypatch):
     """golden=True with outputs="all": the target's layers against the golden's, in order,
     float tensors only, with the first divergence, not a flat list of every tensor."""

@@ -13,7 +13,8 @@ import pytest
 
 from pytest_trtcompare.cli import main
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 from .test_compare_frameworks import CONFTEST
 
 FAILURES = """

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_trtcompare.goldens.interop import write_polygraphy_inputs, write_polygraphy_outputs
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 from .test_compare_frameworks import CONFTEST
 
 TWIN = """

@@ -9,7 +9,8 @@ import onnx
 import pytest
 
 from .onnx_models import branches_into_nms
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 TEST = """
 import pytest

@@ -17,7 +17,8 @@ from pytest_trtcompare.goldens import read_golden
 from pytest_trtcompare.session.layers import compare_layers
 from pytest_trtcompare.session.torch_layers import TorchLayers
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 torch = pytest.importorskip("torch")
 

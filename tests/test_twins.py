@@ -14,7 +14,8 @@ from pytest_trtcompare import runners
 from pytest_trtcompare.errors import FeedError
 from pytest_trtcompare.session.twins import as_twin
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 torch = pytest.importorskip("torch")
 
