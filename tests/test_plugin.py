@@ -216,12 +216,13 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-def test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use(pytester, xdist):
-    """The fixture takes its test from pytest's fixture setup, not from `request` (which
-    pytest would set up anew at every test): its record lands on its test when it is an
-    argument, a method's argument, or reached through a suite's own fixture and called from
-    another thread. A CompareFixture made by hand belongs to no test, and calling it fails
-    that test with one message."""
+def test_compare_fixture_records_on_its_test_and_a_constructed_one_says_what_to_use(
+    pytester, xdist
+):
+    """The fixture takes its test from `request`: its record lands on its test when it is
+    an argument, a method's argument, or reached through a suite's own fixture and called
+    from another thread. A CompareFixture made by hand belongs to no test, and calling it
+    fails that test with one message."""
     pytester.makepyfile(
         """
         from pytest_trtcompare.plugin import CompareFixture
@@ -258,9 +259,9 @@ def test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use
     )
     plan = pytester.runpytest(
         "--setup-plan",
-        "test_compare_fixture_needs_no_request_and_a_constructed_one_says_what_to_use.py",
+        "test_compare_fixture_records_on_its_test_and_a_constructed_one_says_what_to_use.py",
     )
-    plan.stdout.fnmatch_lines(["*test_fixture (fixtures used: compare)*"])
+    plan.stdout.fnmatch_lines(["*test_fixture (fixtures used: compare, request)*"])
     result = run(pytester, "--junitxml=out.xml", *xdist)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(

@@ -31,7 +31,6 @@ from .fixtures import (
     OUTCOME,
     CompareFixture,
     RunnersFixture,
-    bind_compare,
     compare,
     comparison,
     golden,
@@ -224,15 +223,6 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         state_of(config).goldens.collected(items, deselected=True)
     else:
         config.stash[PENDING].deselected.append(list(items))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(
-    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
-) -> Generator[None, object, object]:
-    value = yield
-    bind_compare(value, request)
-    return value
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -6,7 +6,7 @@ Their types (`CompareFixture`, `RunnersFixture`, `GoldenFixture`) are public, fo
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -36,7 +36,7 @@ class CompareFixture:
     """
 
     def __init__(self, item: pytest.Item | None = None) -> None:
-        self._item = item  # the plugin's pytest_fixture_setup binds the fixture's own test
+        self._item = item  # the test that asked for the fixture
         self._ended = False  # its test was torn down
 
     def _end(self) -> None:
@@ -129,19 +129,12 @@ class RunnersFixture:
 
 
 @pytest.fixture
-def compare() -> CompareFixture:
-    """Assertion helper with the run's tolerance settings: `compare(actual, expected, ...)`."""
-    # Without `request`: pytest builds a fixture definition for `request` at every test that
-    # asks for it (about 0.15 ms). bind_compare gives the fixture its test instead.
-    return CompareFixture()
-
-
-def bind_compare(value: object, request: pytest.FixtureRequest) -> None:
-    """A `compare` fixture just set up belongs to the test of the request that set it up,
-    until that test's teardown (its records could land on no test after it)."""
-    if type(value) is CompareFixture and value._item is None:
-        value._item = request.node
-        request.addfinalizer(value._end)
+def compare(request: pytest.FixtureRequest) -> Iterator[CompareFixture]:
+    """Assertion helper with the run's tolerance settings: `compare(actual, expected, ...)`.
+    It records on the test that asked for it, until that test's teardown."""
+    fixture = CompareFixture(request.node)
+    yield fixture
+    fixture._end()
 
 
 @pytest.fixture

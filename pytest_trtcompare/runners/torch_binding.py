@@ -12,104 +12,31 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 from ..errors import FeedError, RunnerOptionError
 
 
-class _Frozen:
-    """Immutable, compared, hashed and pickled by its fields, as a frozen dataclass is, but
-    defined in microseconds: a dataclass (or NamedTuple) costs a runner's first use a
-    millisecond (or a quarter) at this module's import."""
-
-    __slots__ = ()
-    _fields: ClassVar[tuple[str, ...]] = ()
-
-    def _set(self, **values: Any) -> None:
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        assert isinstance(other, _Frozen)
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
-        return f"{type(self).__name__}({fields})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), self._values()
-
-
-class Parameter(_Frozen):
-    _fields = ("name", "positional_only", "keyword_only", "required", "annotation")
-    __slots__ = _fields
+@dataclass(frozen=True)
+class Parameter:
     name: str
     positional_only: bool
     keyword_only: bool
     required: bool
-    annotation: str  # 'torch.LongTensor | None': the dtype the code says, if any
-
-    def __init__(
-        self,
-        name: str,
-        positional_only: bool,
-        keyword_only: bool,
-        required: bool,
-        annotation: str = "",
-    ) -> None:
-        self._set(
-            name=name,
-            positional_only=positional_only,
-            keyword_only=keyword_only,
-            required=required,
-            annotation=annotation,
-        )
+    annotation: str = ""  # 'torch.LongTensor | None': the dtype the code says, if any
 
 
-class ForwardSignature(_Frozen):
+@dataclass(frozen=True)
+class ForwardSignature:
     """The parameters a model's forward takes; picklable, so an isolated runner can send it."""
 
-    _fields = ("parameters", "var_positional", "var_keyword", "text", "positional_names", "known")
-    __slots__ = _fields
-    parameters: tuple[Parameter, ...]
-    var_positional: bool
-    var_keyword: bool
-    text: str
-    positional_names: tuple[str, ...] | None  # input_names=: bound by position
-    known: bool  # False: the signature could not be read (a builtin, a C extension)
-
-    def __init__(
-        self,
-        parameters: tuple[Parameter, ...] = (),
-        var_positional: bool = False,
-        var_keyword: bool = False,
-        text: str = "forward(...)",
-        positional_names: tuple[str, ...] | None = None,
-        known: bool = True,
-    ) -> None:
-        self._set(
-            parameters=parameters,
-            var_positional=var_positional,
-            var_keyword=var_keyword,
-            text=text,
-            positional_names=positional_names,
-            known=known,
-        )
+    parameters: tuple[Parameter, ...] = ()
+    var_positional: bool = False
+    var_keyword: bool = False
+    text: str = "forward(...)"
+    positional_names: tuple[str, ...] | None = None  # input_names=: the inputs' names
+    known: bool = True  # False: the signature could not be read (a builtin, a C extension)
 
     @classmethod
     def of(cls, target: Any, input_names: Sequence[str] | None = None) -> ForwardSignature:
