@@ -15,6 +15,8 @@ folder. Every contestant is a whole process (Python start-up and imports count f
   `BaseRunner` around `onnx.reference.ReferenceEvaluator`, the fp16 model from the same
   converter, onnxruntime's `float16.convert_float_to_float16(keep_io_types=True)`);
 - empty -n 0 / -n 2: twenty empty tests without this plugin, pytest-xdist's own start;
+- hand / hand -n 2: the same suite as a user writes it by hand under pytest (sessions,
+  inputs and `np.testing.assert_allclose` in a parametrized test), no plugin of ours;
 - raw: the same inferences by hand (sessions from the path, the evaluator, the converted
   model), no comparison; "raw, no spinning" builds its sessions as the onnxrt runner does
   (onnxruntime's threads sleep between ops instead of spin-waiting).
@@ -264,6 +266,34 @@ for name, kind, target, precision, reference in plan():
 print("RAN", len(plan()))
 """
 
+HAND = """
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx.reference import ReferenceEvaluator
+from onnxruntime.transformers.float16 import convert_float_to_float16
+from models import BATCH, plan
+
+TOLERANCE = {"fp32": 1e-4, "fp16": 2e-2}
+CPU = ["CPUExecutionProvider"]
+
+
+@pytest.mark.parametrize(("name", "kind", "target", "precision", "reference"), plan())
+def test_model(name, kind, target, precision, reference):
+    # what a user writes by hand under pytest: sessions, inputs, assert_allclose
+    x = np.random.default_rng(1).standard_normal(BATCH[kind]).astype(np.float32)
+    expected = ort.InferenceSession(name, providers=CPU).run(None, {"x": x})
+    if target == "onnxref":
+        actual = ReferenceEvaluator(onnx.load(name)).run(None, {"x": x})
+    else:
+        fp16 = convert_float_to_float16(onnx.load(name), keep_io_types=True)
+        actual = ort.InferenceSession(fp16.SerializeToString(), providers=CPU).run(None, {"x": x})
+    tol = TOLERANCE[precision]
+    for got, want in zip(actual, expected):
+        np.testing.assert_allclose(got, want, atol=tol, rtol=tol)
+"""
+
 FIRST_USE = """
 import sys, time
 import numpy as np
@@ -446,11 +476,14 @@ def main() -> None:
     alone = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     ours = [*pytest_cmd, "--trt-precision", "fp32,fp16", "-p", "pytest_trtcompare.plugin"]
     empty = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_empty.py"]
+    hand = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]  # no plugin of ours
     contestants: dict[str, tuple[list[str], dict[str, str]]] = {
         "suite": (ours, alone),
         "suite -n 2": ([*ours, "-p", "xdist.plugin", "-n", "2"], alone),
         "suite, all plugins": ([*pytest_cmd, "--trt-precision", "fp32,fp16"], {}),
         "suite -n 2, all plugins": ([*pytest_cmd, "--trt-precision", "fp32,fp16", "-n", "2"], {}),
+        "hand": ([*hand, "test_hand.py"], alone),
+        "hand -n 2": ([*hand, "test_hand.py", "-p", "xdist.plugin", "-n", "2"], alone),
         "polygraphy": ([python, "polygraphy_loop.py"], {}),
         "raw": ([python, "raw_loop.py"], {}),
         "raw, no spinning": ([python, "raw_loop.py"], {"RAW_NO_SPIN": "1"}),
@@ -467,6 +500,7 @@ def main() -> None:
         (folder / "test_suite.py").write_text(textwrap.dedent(SUITE))
         (folder / "polygraphy_loop.py").write_text(textwrap.dedent(POLYGRAPHY))
         (folder / "raw_loop.py").write_text(textwrap.dedent(RAW))
+        (folder / "test_hand.py").write_text(textwrap.dedent(HAND))
         (folder / "first_use.py").write_text(textwrap.dedent(FIRST_USE))
         (folder / "test_empty.py").write_text(EMPTY_TESTS)
         _run(folder, [python, "-c", "import models; models.write_all('.')"])
@@ -487,6 +521,9 @@ def main() -> None:
     median = {name: statistics.median(values) for name, values in times.items()}
     cpu = {name: statistics.median(values) for name, values in cpus.items()}
     rows = {
+        "suite / hand-written pytest suite": median["suite"] / median["hand"],
+        "CPU: suite / hand-written pytest suite": cpu["suite"] / cpu["hand"],
+        "hand -n 2 / hand -n 0": median["hand -n 2"] / median["hand"],
         "CPU: suite / polygraphy": cpu["suite"] / cpu["polygraphy"],
         "CPU: suite / raw": cpu["suite"] / cpu["raw"],
         "CPU: polygraphy / raw": cpu["polygraphy"] / cpu["raw"],
