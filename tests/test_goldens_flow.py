@@ -248,3 +248,58 @@ def test_goldens_of_a_module_that_no_longer_uses_the_plugin_are_unused(pytester,
     plain.stdout.fnmatch_lines(
         ["*unused 5*", "*unused: goldens/test_golden_flow/test_*.safetensors*"]
     )
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_last_failed_rerun_judges_no_golden(pytester, xdist, monkeypatch):
+    """--lf collects only the tests that failed last time, deselecting nothing: the goldens
+    of the tests it left out are neither unused nor pruned (a new-user trial lost them)."""
+    pytester.makepyfile(
+        test_m="""
+        import os
+        import numpy as np
+
+        def test_a(golden):
+            golden.check({"y": np.full(3, float(os.environ.get("A", "1")), np.float32)})
+
+        def test_b(golden):
+            golden.check({"y": np.full(3, 2.0, np.float32)})
+        """
+    )
+    run(pytester, "-p", "cacheprovider", "--trt-update-goldens", *xdist).assert_outcomes(passed=2)
+    monkeypatch.setenv("A", "5")
+    run(pytester, "-p", "cacheprovider", *xdist).assert_outcomes(passed=1, failed=1)
+    monkeypatch.delenv("A")
+    result = run(
+        pytester,
+        "-p",
+        "cacheprovider",
+        "--lf",
+        "--trt-prune-goldens",
+        "--trt-strict-goldens",
+        *xdist,
+    )
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0 and "pruned:" not in result.stdout.str()
+    assert (pytester.path / "goldens" / "test_m" / "test_b.safetensors").exists()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_another_rootdir_prunes_no_golden_of_other_precisions(pytester, xdist):
+    """A golden records its test's node id relative to the rootdir it was written under:
+    tests are told by their id within their module, so a run from another rootdir (a
+    monorepo's CI) judges them the same."""
+    pytester.makeini("[pytest]\n")
+    tests = pytester.mkdir("tests")
+    (tests / "test_m.py").write_text(
+        "import numpy as np\n\n"
+        "def test_p(golden, trt_precision):\n"
+        "    golden.check({'y': np.ones(3, np.float32)}, precision=trt_precision)\n"
+    )
+    run(pytester, "--trt-precision=fp32,fp16", "--trt-update-goldens", *xdist).assert_outcomes(
+        passed=2
+    )
+    result = run(pytester, "--trt-precision=fp32", "--rootdir=tests", "--trt-prune-goldens", *xdist)
+    result.assert_outcomes(passed=1)
+    assert "pruned:" not in result.stdout.str()
+    assert (tests / "goldens" / "test_m" / "test_p[fp16].safetensors").exists()

@@ -124,30 +124,50 @@ def test_strict_goldens_in_a_shard_points_at_the_merge(pytester, xdist):
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "  (--trt-strict-goldens cannot judge the goldens of tests this run deselected (a "
-            "shard, -k, -m); judge them over all shards: trtcompare merge REPORT.json... "
-            "--goldens-dir DIR --strict)",
+            "  not judged (*: a test of theirs failed, skipped, xfailed, was deselected or not "
+            "collected): test_*.py*",
+            "  (the goldens of tests this run deselected, as a shard does, are judged over all "
+            "shards: trtcompare merge REPORT.json... --goldens-dir DIR --strict)",
         ]
     )
-    result = run(pytester, "-q", "-k", "test_g", "--trt-strict-goldens", *xdist)
-    result.stdout.fnmatch_lines(["*cannot judge the goldens of tests this run deselected*"])
+    result = run(pytester, "-q", "-k", "test_g", "--trt-prune-goldens", *xdist)
+    result.stdout.fnmatch_lines(["*are judged over all shards: trtcompare merge*"])
     result = run(pytester, "-q", "--trt-strict-goldens", *xdist)  # the whole suite: judged
-    assert result.ret == 0 and "cannot judge" not in result.stdout.str()
+    assert result.ret == 0 and "not judged" not in result.stdout.str()
 
 
-def test_a_rerun_keeps_the_last_reports_records_and_names_the_test(pytester, monkeypatch):
-    pytester.makepyfile(**SUITE)
-    run(pytester, "--trt-update-goldens").assert_outcomes(passed=8)
-    run(pytester, "--trt-report=first.json").assert_outcomes(passed=8)
-    run(pytester, "-k", "test_c", "--trt-report=rerun.json").assert_outcomes(passed=1)
+def test_a_rerun_keeps_the_newest_reports_outcome_and_names_the_tests(pytester, monkeypatch):
+    """A failing test run again (a rerun job): the newest report's records and outcome are
+    kept whatever the order the reports are given in (a glob sorts shard3-rerun.json before
+    shard3.json), and the tests run again are named once per pair of reports."""
+    pytester.makepyfile(**{**SUITE, "test_c": TEST_C})
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=9)
+    monkeypatch.setenv("OFF", "0.5")
+    run(pytester, "--trt-report=shard3.json").assert_outcomes(passed=8, failed=1)
+    monkeypatch.delenv("OFF")
+    run(pytester, "-k", "test_off", "--trt-report=shard3-rerun.json").assert_outcomes(passed=1)
     monkeypatch.chdir(pytester.path)
-    code, out, _ = _merge("first.json", "rerun.json", "-o", "all.json", "-q")
+    code, out, _ = _merge("shard3-rerun.json", "shard3.json", "-o", "all.json", "-q")
     assert code == 0
+    assert out.splitlines()[1] == "9 outputs: 0 failing, 9 within tolerance"
     assert (
-        "in several reports: test_a.py::test_c: in first.json and rerun.json (rerun.json's kept)"
-        in " ".join(out.split())
+        "run in several reports: 1 test of shard3.json run again in shard3-rerun.json (kept: "
+        "the newer): test_c.py::test_off" in " ".join(out.split())
     )
-    assert len(json.loads(Path("all.json").read_text())["outputs"]) == 8
+    merged = json.loads(Path("all.json").read_text())
+    assert "test_c.py::test_off" in merged["goldens"]["passed"]
+    code, out, _ = _merge("shard3.json", "shard3.json")
+    assert code == 2
+
+
+TEST_C = """
+import os
+import numpy as np
+
+def test_off(compare):
+    off = float(os.environ.get("OFF", "0"))
+    compare({"y": np.ones(3)}, {"y": np.ones(3) + off})
+"""
 
 
 def test_reports_that_cannot_be_merged_exit_2_naming_the_file(pytester, monkeypatch, tmp_path):
@@ -165,8 +185,9 @@ def test_reports_that_cannot_be_merged_exit_2_naming_the_file(pytester, monkeypa
     cases = {
         "old.json": "old.json: report format 1 (pytest-trtcompare 0.1.0); this version merges "
         "format 2: rerun that shard with this version",
-        "other.json": "reports of different suites (a suite is named by its rootdir folder): "
-        f"good.json ({pytester.path.name}), other.json (another-project)",
+        "other.json": "reports of different suites (a suite is named by ini trtcompare_suite, "
+        f"else its rootdir's folder): good.json ({pytester.path.name}), other.json "
+        "(another-project)",
         "cut.json": "cut.json: not a JSON report of pytest-trtcompare (not JSON)",
         "junit.json": "junit.json: not a JSON report of pytest-trtcompare (--trt-report)",
         "broken.json": "broken.json: a damaged JSON report (KeyError: ",
@@ -179,3 +200,48 @@ def test_reports_that_cannot_be_merged_exit_2_naming_the_file(pytester, monkeypa
         assert "Traceback" not in err
     code, _, err = _merge("good.json", "--goldens-dir", str(tmp_path / "nowhere"))
     assert code == 2 and "no such folder here" in err
+
+
+def test_merge_misuses_and_what_the_reports_leave_out(pytester, monkeypatch):
+    """From a new-user trial of the sharded flow: --strict/--prune without --goldens-dir,
+    a --goldens-dir that holds no module's goldens (the merge run from another folder), a
+    damaged goldens section, -o onto a report or a folder are exit 2 with one line; a shard
+    left out is named; goldens of a module no report knows (renamed) are named, not pruned."""
+    pytester.makepyfile(**SUITE)
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=8)
+    reports = _shards(pytester, [])
+    monkeypatch.chdir(pytester.path)
+    (pytester.path / "goldens" / "test_gone").mkdir()
+    (pytester.path / "goldens" / "test_a" / "test_g[0].safetensors").rename(
+        pytester.path / "goldens" / "test_gone" / "test_g[0].safetensors"
+    )
+    (pytester.path / "elsewhere").mkdir()
+    damaged = json.loads(Path(reports[0]).read_text())
+    damaged["goldens"]["modules"]["test_a.py"]["selected"] = 5
+    Path("damaged.json").write_text(json.dumps(damaged))
+    cases = {
+        ("--strict",): "--strict judges goldens: give --goldens-dir DIR too",
+        ("--prune",): "--prune judges goldens: give --goldens-dir DIR too",
+        ("--goldens-dir", "elsewhere"): "--goldens-dir elsewhere: holds no module's goldens "
+        "folder (",
+        ("-o", reports[0]): f"-o {reports[0]}: that is a report to merge; write elsewhere",
+        ("-o", "elsewhere"): "-o elsewhere: a folder; give a file path",
+    }
+    for args, message in cases.items():
+        code, out, err = _merge(*reports, *args)
+        assert (code, out) == (2, ""), args
+        assert err.startswith(f"trtcompare: {message}"), (args, err)
+    code, _, err = _merge(*reports[1:], "damaged.json")
+    assert code == 2 and "damaged.json: a damaged JSON report (TypeError: 5 is not a list" in err
+    assert "goldens folders, relative to their rootdir: goldens/test_a, goldens/test_b" in " ".join(
+        _merge(*reports, "--goldens-dir", "elsewhere")[2].split()
+    )
+    code, out, _ = _merge(reports[0], reports[2], "-q", "--goldens-dir", "goldens", "--strict")
+    text = " ".join(out.split())
+    assert "ran in no report (a missing shard?): " in text
+    assert "not judged (" in text  # the modules of the missing shard's tests
+    assert (
+        "goldens of no module in the reports (a renamed or deleted module?): goldens/test_gone"
+        in text
+    )
+    assert (pytester.path / "goldens" / "test_gone" / "test_g[0].safetensors").exists()

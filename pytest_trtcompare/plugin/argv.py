@@ -1,33 +1,17 @@
-"""The options this plugin adds, what pytest's argument parsing does to them, and the guards
-against it.
-
-pytest chooses its rootdir and ini file before plugins add options, so a path option written
-with a space can move both. The options' names and their deprecated aliases: names.py.
+"""The options and ini keys this plugin adds. Their names and deprecated aliases: names.py;
+the guard against a path option written with a space: split_paths.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
-import itertools
-import os
-import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS, parse_precisions
-from . import names
-
-#: Options whose value is a path: written with a space, pytest reads the value as a test path
-#: while it looks for the rootdir and ini file, before this plugin's options exist.
-PATH_OPTIONS = (
-    *names.names("--trt-goldens-dir"),
-    *names.names("--trt-report"),
-    *names.names("--trt-artifacts-dir"),
-    "--trt-engine-cache",
-)
+from . import names, report_options
 
 
 def _artifacts_mode(text: str) -> str:
@@ -39,43 +23,6 @@ def _artifacts_mode(text: str) -> str:
     raise argparse.ArgumentTypeError(
         f"invalid choice: {text!r} (choose from 'none', 'failed', 'all'){hint}"
     )
-
-
-def check_split_paths(config: pytest.Config) -> None:
-    """`--trt-goldens-dir DIR` with an existing DIR moved pytest's rootdir and ini file: stop
-    and say to write `--trt-goldens-dir=DIR` (with `=`, pytest never mistakes DIR for a test
-    path)."""
-    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args]
-    for option, value in itertools.pairwise(args):
-        if option not in PATH_OPTIONS:
-            continue
-        if not (Path(config.invocation_params.dir) / value).exists():
-            continue  # pytest ignores paths that do not exist when it looks for the rootdir
-        if _rootdir_unchanged(config):
-            return
-        raise pytest.UsageError(
-            f"{option} {value}: pytest took {value!r} for a test path while it chose the "
-            f"rootdir ({config.rootpath}) and ini file; write {option}={value}"
-        )
-
-
-def _rootdir_unchanged(config: pytest.Config) -> bool:
-    """Whether pytest finds the same rootdir and ini file from the real test paths alone."""
-    try:  # private: pytest has no public way to ask where a set of paths puts the rootdir
-        from _pytest.config.findpaths import determine_setup
-
-        given = {
-            "inifile": config.option.inifilename,
-            "override_ini": config.option.override_ini,  # pytest 8.1 on
-            "args": [str(a) for a in config.option.file_or_dir or []],
-            "rootdir_cmd_arg": config.option.rootdir or None,
-            "invocation_dir": Path(config.invocation_params.dir),
-        }
-        taken = inspect.signature(determine_setup).parameters
-        rootpath, inipath, *_ = determine_setup(**{k: v for k, v in given.items() if k in taken})
-    except Exception:  # pytest changed its private API: be safe and ask for the = form
-        return False
-    return bool(rootpath == config.rootpath and inipath == config.inipath)
 
 
 def _precision_list(text: str) -> tuple[str, ...]:
@@ -96,6 +43,7 @@ INI_DEFAULTS: dict[str, Any] = {
     "trtcompare_artifacts": "",
     "trtcompare_artifacts_mode": "",
     "trtcompare_strict_goldens": False,
+    **report_options.INI_DEFAULTS,
 }
 
 
@@ -291,6 +239,7 @@ def add_options(parser: pytest.Parser) -> None:
     ini("trtcompare_artifacts", "where failure artifacts go")
     ini("trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)")
     ini("trtcompare_strict_goldens", "unused goldens fail the session", type="bool")
+    report_options.add_options(group, parser)
 
 
 def default_goldens_folder(module_path: Path) -> Path:

@@ -26,10 +26,13 @@ WORKER_KEY = "trtcompare_goldens"
 _log = logging.getLogger(__name__)
 
 
-def narrowed_modules(config: pytest.Config) -> frozenset[Path]:
+def narrowed_modules(config: pytest.Config) -> frozenset[Path] | None:
     """Modules the command line names with '::' (`mod.py::test_x`, `mod.py::TestA`): pytest
     collects only those tests of them, deselecting nothing, so their other tests' goldens
-    must not look unused (nor be pruned)."""
+    must not look unused (nor be pruned). None: every module (`--lf` leaves the tests that
+    passed last time out of the collection, deselecting nothing)."""
+    if config.getoption("lf", False):
+        return None
     found = set()
     for arg in config.args:
         path, separator, _ = str(arg).partition("::")
@@ -47,6 +50,7 @@ class GoldenSession:
         self.modules: dict[str, ModuleRun] = {}  # by module node id ('tests/test_m.py')
         self.passed: set[str] = set()
         self.unused: list[str] = []
+        self.not_judged: list[str] = []  # modules whose goldens this run cannot judge
         self.pruned: list[str] = []
 
     def folder(self, module_path: Path) -> Path:
@@ -73,16 +77,19 @@ class GoldenSession:
         self,
         items: list[pytest.Item],
         deselected: bool = False,
-        narrowed: frozenset[Path] = frozenset(),
+        narrowed: frozenset[Path] | None = frozenset(),
     ) -> None:
-        """Items selected, or `deselected`; a module in `narrowed` ran in part."""
+        """Items selected, or `deselected`; a module in `narrowed` (every one: None) ran in
+        part."""
         in_narrowed: dict[str, bool] = {}  # by module: resolving a path is a few syscalls
         for item in items:
             name = item.nodeid.split("::")[0]
             module = self.modules.get(name)
             if module is None:  # the folder once per module, not per item
                 module = self.modules[name] = ModuleRun(self.folder(item.path))
-            if not deselected and narrowed and name not in in_narrowed:
+            if not deselected and narrowed is None:
+                in_narrowed[name] = True
+            elif not deselected and narrowed and name not in in_narrowed:
                 in_narrowed[name] = Path(item.path).resolve() in narrowed
             module.narrowed |= in_narrowed.get(name, False)
             (module.deselected if deselected else module.selected).add(item.nodeid)
@@ -124,7 +131,7 @@ class GoldenSession:
             remove_stale_temps(module.folder)  # left behind by killed runs
         if session.shouldstop or session.shouldfail:
             return
-        self.unused, _ = unused_goldens(self.modules, self.passed, self.stats.used)
+        self.unused, self.not_judged = unused_goldens(self.modules, self.passed, self.stats.used)
         if self.settings.prune_goldens:
             for name in self.unused:
                 Path(name).unlink(missing_ok=True)
@@ -158,21 +165,33 @@ class GoldenSession:
     def noteworthy(self) -> bool:
         """Something to do or done (written, unused, pruned): shown under -q and -qq too."""
         stats = self.stats
-        strict_shard = self.settings.strict_goldens and self.shard
-        return (
-            bool(stats.created or stats.updated or self.unused or stats.old_format) or strict_shard
+        judging = self.settings.strict_goldens or self.settings.prune_goldens
+        return bool(stats.created or stats.updated or self.unused or stats.old_format) or bool(
+            judging and self.not_judged
         )
 
-    SHARD_LINE = (
-        "  (--trt-strict-goldens cannot judge the goldens of tests this run deselected (a "
-        "shard, -k, -m); judge them over all shards: trtcompare merge REPORT.json... "
-        "--goldens-dir DIR --strict)"
-    )
+    def judging_lines(self) -> list[str]:
+        """With --trt-strict-goldens or --trt-prune-goldens: the modules this run could not
+        judge, and where a shard's are judged."""
+        if not (self.settings.strict_goldens or self.settings.prune_goldens) or not self.not_judged:
+            return []
+        names = sorted(self.not_judged)
+        shown = ", ".join(names[:8]) + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")
+        lines = [
+            f"  not judged ({len(names)}: a test of theirs failed, skipped, xfailed, was "
+            f"deselected or not collected): {shown}"
+        ]
+        if self.shard:
+            lines.append(
+                "  (the goldens of tests this run deselected, as a shard does, are judged over "
+                "all shards: trtcompare merge REPORT.json... --goldens-dir DIR --strict)"
+            )
+        return lines
 
     def summary_lines(self) -> list[str]:
         stats = self.stats
         if not (stats.created or stats.updated or stats.unchanged or stats.used or self.unused):
-            return [self.SHARD_LINE] if self.settings.strict_goldens and self.shard else []
+            return self.judging_lines()
         if self.settings.update_goldens:
             counts = (
                 f"created {len(stats.created)}, updated {len(stats.updated)}, "
@@ -199,9 +218,7 @@ class GoldenSession:
             if self.settings.strict_goldens:
                 lines.append(self.FAILING_LINE)
             lines.append("  (delete unused goldens with --trt-prune-goldens)")
-        if self.settings.strict_goldens and self.shard:
-            lines.append(self.SHARD_LINE)
-        return lines
+        return lines + self.judging_lines()
 
 
 class ItemGoldens:

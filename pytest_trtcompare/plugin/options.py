@@ -25,8 +25,9 @@ from ..session.settings import (
     parse_val_range,
 )
 from ..vocabulary import parse_precisions
-from .argv import check_split_paths
 from .names import UPDATE_GOLDENS, ini_value
+from .report_options import suite_name
+from .split_paths import check_split_paths
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Settings:
     val_range: Any = None  # --trt-val-range
     shape_check: str | None = None  # --trt-shape-check, else ini (None: strict)
     artifacts_mode: str = "failed"  # --trt-artifacts, ini trtcompare_artifacts_mode
+    suite: str = ""  # ini trtcompare_suite, else the rootdir's name: the JSON report's
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -243,6 +245,7 @@ def build_settings(config: pytest.Config) -> Settings:
         library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
         shape_check=_shape_check(config),
         artifacts_mode=_artifacts_mode(config),
+        suite=suite_name(config),
         **_overrides(config),
     )
 

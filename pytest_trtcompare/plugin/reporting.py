@@ -114,9 +114,14 @@ class Reporter:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             version = importlib.metadata.version("pytest-trtcompare")
-            suite = self.settings.rootpath.name
             document = report_json(
-                self.records, self.descriptions, self.builds, version, self.layers, goldens, suite
+                self.records,
+                self.descriptions,
+                self.builds,
+                version,
+                self.layers,
+                goldens,
+                self.settings.suite,
             )
             path.write_text(document)
         except OSError as exc:

@@ -11,9 +11,10 @@ machines) into one of the same layout.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +35,15 @@ def report_json(
     layers: Sequence[Mapping[str, Any]] = (),
     goldens: Mapping[str, Any] | None = None,
     suite: str = "",
+    written: str | None = None,
 ) -> str:
     """--trt-report: every record, the runners' descriptions, the build counts, per
-    per-layer test what it compared, and the goldens' use."""
+    per-layer test what it compared, the goldens' use, and when it was written (UTC)."""
     document = {
         "report_format": REPORT_FORMAT,
         "suite": suite,
         "plugin_version": version,
+        "written": written or datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "inference_ms": timings.inference_times(items),
         "layers": list(layers),
         "outputs": [properties.record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
@@ -58,11 +61,14 @@ class Report:
     path: str
     suite: str
     version: str
+    written: str
     records: list[Record]
     layers: list[dict[str, Any]]
     runners: dict[str, Any]
     builds: dict[str, Any]
-    goldens: dict[str, Any] = field(default_factory=dict)
+    modules: dict[str, dict[str, Any]]
+    passed: set[str]
+    used: set[str]
 
 
 def read_report(path: Path) -> Report:
@@ -79,22 +85,41 @@ def read_report(path: Path) -> Report:
     if layout != REPORT_FORMAT:
         written = document.get("plugin_version", "an unknown version")
         raise ReportError(
-            f"{path}: report format {layout or 1} (pytest-trtcompare {written}); this "
+            f"{path}: report format {layout or 1!r} (pytest-trtcompare {written}); this "
             f"version merges format {REPORT_FORMAT}: rerun that shard with this version"
         )
     try:
+        goldens = document["goldens"]
         return Report(
             path=str(path),
             suite=str(document["suite"]),
             version=str(document["plugin_version"]),
+            written=str(document.get("written", "")),
             records=[record_of(fields) for fields in document["outputs"]],
             layers=list(document["layers"]),
             runners=dict(document["runners"]),
             builds=dict(document["runner_builds"]),
-            goldens=dict(document["goldens"]),
+            modules={str(name): _module(m) for name, m in dict(goldens["modules"]).items()},
+            passed=_names(goldens["passed"]),
+            used=_names(goldens["used"]),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"{path}: a damaged JSON report ({type(exc).__name__}: {exc})") from None
+
+
+def _names(values: Any) -> set[str]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise TypeError(f"{values!r} is not a list of names")
+    return set(values)
+
+
+def _module(data: Any) -> dict[str, Any]:
+    """A module's entry of a report's goldens section, checked."""
+    if not isinstance(data, dict) or not isinstance(data["folder"], str):
+        raise TypeError(f"{data!r} is not a module's entry")
+    if not isinstance(data["narrowed"], bool):
+        raise TypeError(f"narrowed: {data['narrowed']!r} is not true or false")
+    return {**data, "selected": _names(data["selected"]), "deselected": _names(data["deselected"])}
 
 
 @dataclass
@@ -109,40 +134,53 @@ class Merged:
     modules: dict[str, ModuleRun]
     passed: set[str]
     used: set[str]  # goldens, as the reports name them (relative to the rootdir)
-    duplicates: list[str]  # '<node id>: in a.json and b.json (b.json's kept)'
+    #: tests in several reports with other records: (earlier report, kept report) -> tests
+    replaced: dict[tuple[str, str], list[str]]
+    same: int  # tests in several reports with the same records (a report given twice over)
+    unrun: list[str]  # tests the reports collected that ran in none (a missing shard?)
 
 
 def merge(reports: Sequence[Report], root: Path) -> Merged:
-    """Join the reports of one suite. A test found in several (a rerun) keeps the last
-    report's records; each such test is named. `root`: where the reports' relative paths
-    (goldens folders) lie, the suite's rootdir here."""
+    """Join the reports of one suite. A test run in several (a rerun) keeps the newest
+    report's outcome and records (by the time each was written; the last given on a tie),
+    for the summary and for judging goldens alike. `root`: where the reports' relative
+    paths (goldens folders) lie, the suite's rootdir here."""
     suites = {report.suite for report in reports}
     if len(suites) > 1:
         named = ", ".join(f"{r.path} ({r.suite or 'no suite'})" for r in reports)
         raise ReportError(
-            f"reports of different suites (a suite is named by its rootdir folder): {named}"
+            f"reports of different suites (a suite is named by ini trtcompare_suite, else "
+            f"its rootdir's folder): {named}"
         )
+    ordered = sorted(reports, key=lambda r: r.written)  # stable: the last given on a tie
     by_test: dict[str, tuple[str, list[Record]]] = {}
-    duplicates = []
-    for report in reports:
+    outcome: dict[str, tuple[str, bool]] = {}  # test -> (newest report that ran it, passed)
+    replaced: dict[tuple[str, str], list[str]] = {}
+    same = 0
+    for report in ordered:
         for test, records in _by_test(report.records).items():
             if test in by_test:
-                duplicates.append(
-                    f"{test}: in {by_test[test][0]} and {report.path} ({report.path}'s kept)"
-                )
+                if by_test[test][1] == records:
+                    same += 1
+                else:
+                    replaced.setdefault((by_test[test][0], report.path), []).append(test)
             by_test[test] = (report.path, records)
+        for entry in report.modules.values():
+            for test in entry["selected"]:
+                outcome[test] = (report.path, test in report.passed)
+    modules = merged(
+        {name: ModuleRun.from_json(m, root) for name, m in report.modules.items()}
+        for report in ordered
+    )
+    for module in modules.values():
+        module.deselected -= module.selected  # deselected by one shard, run by another
     layers: dict[str, dict[str, Any]] = {}
     runners: dict[str, Any] = {}
     builds: dict[str, Any] = {}
-    for report in reports:
+    for report in ordered:
         layers.update({layer.get("nodeid") or layer["test"]: layer for layer in report.layers})
         runners.update(report.runners)
         builds.update({f"{report.path}:{worker}": b for worker, b in report.builds.items()})
-    goldens = [report.goldens for report in reports]
-    modules = merged(
-        {name: ModuleRun.from_json(m, root) for name, m in g.get("modules", {}).items()}
-        for g in goldens
-    )
     return Merged(
         suite=suites.pop() if suites else "",
         records=[record for _, records in by_test.values() for record in records],
@@ -150,9 +188,11 @@ def merge(reports: Sequence[Report], root: Path) -> Merged:
         runners=runners,
         builds=builds,
         modules=modules,
-        passed={test for g in goldens for test in g.get("passed", ())},
-        used={path for g in goldens for path in g.get("used", ())},
-        duplicates=duplicates,
+        passed={test for test, (_, passed) in outcome.items() if passed},
+        used={path for report in reports for path in report.used},
+        replaced=replaced,
+        same=same,
+        unrun=sorted(t for m in modules.values() for t in m.deselected),
     )
 
 

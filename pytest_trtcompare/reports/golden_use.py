@@ -6,6 +6,8 @@ test deselected (by -k, -m or a shard plugin such as pytest-split) counts only o
 ran it; a module whose tests the command line named one by one (`mod.py::test_x`) tells
 nothing about its other tests. Then a golden is unused when its own test ran without using
 it, or its test function no longer exists; a golden that names no test (imported) never is.
+Tests are told by their id within their module (`TestA::test_x[fp16]`), which a golden's
+recorded node id keeps whatever the rootdir it was written under.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def unused_goldens(
         if not judged(module, passed):
             not_judged.append(name)
             continue
-        functions = {_function_id(nodeid) for nodeid in module.selected}
+        ran = {_in_module(nodeid) for nodeid in module.selected}
+        functions = {_function_id(test) for test in ran}
         for path in iter_goldens(module.folder):
             if str(path) in used:
                 continue
@@ -89,11 +92,18 @@ def unused_goldens(
                 continue  # a broken golden is reported by the test that reads it
             if not isinstance(test, str):
                 continue  # imported goldens name no test: never called unused
-            if test in module.selected or _function_id(test) not in functions:
+            test = _in_module(test)
+            if test in ran or _function_id(test) not in functions:
                 unused.append(str(path))
     return unused, not_judged
 
 
-def _function_id(nodeid: str) -> str:
-    """'mod.py::TestA::test_x[fp16-bs8]' -> 'mod.py::TestA::test_x'."""
-    return nodeid.split("[", 1)[0]
+def _in_module(nodeid: str) -> str:
+    """'tests/mod.py::TestA::test_x[fp16]' -> 'TestA::test_x[fp16]': a test within its
+    module's goldens folder, the same whatever the rootdir (its node id's path is not)."""
+    return nodeid.split("::", 1)[-1]
+
+
+def _function_id(test: str) -> str:
+    """'TestA::test_x[fp16-bs8]' -> 'TestA::test_x'."""
+    return test.split("[", 1)[0]

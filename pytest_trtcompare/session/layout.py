@@ -131,3 +131,8 @@ def _gaps(grid: list[list[str]], size: int) -> list[tuple[int, int]]:
                 gaps.append((start, column))
             start = None
     return gaps
+
+
+def counted(count: int, noun: str) -> str:
+    """'1 report', '3 reports'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
