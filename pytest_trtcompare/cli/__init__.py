@@ -37,6 +37,7 @@ from ..session.golden_check import check_golden
 from ..session.outcome import Kind
 from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
+from .drift import add_parser as add_drift
 from .merge import add_parser as add_merge
 
 
@@ -307,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_debug_precision(commands)
     add_merge(commands)
+    add_drift(commands)
     for command in commands.choices.values():  # its own usage on an unknown option
         command.set_defaults(command_parser=command)
     return parser

@@ -25,6 +25,7 @@ from ..session.settings import (
     parse_val_range,
 )
 from ..vocabulary import parse_precisions
+from .drift import DriftSettings, drift_settings
 from .names import UPDATE_GOLDENS, ini_value
 from .report_options import suite_name
 from .split_paths import check_split_paths
@@ -59,6 +60,7 @@ class Settings:
     shape_check: str | None = None  # --trt-shape-check, else ini (None: strict)
     artifacts_mode: str = "failed"  # --trt-artifacts, ini trtcompare_artifacts_mode
     suite: str = ""  # ini trtcompare_suite, else the rootdir's name: the JSON report's
+    drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift.py)
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -246,6 +248,7 @@ def build_settings(config: pytest.Config) -> Settings:
         shape_check=_shape_check(config),
         artifacts_mode=_artifacts_mode(config),
         suite=suite_name(config),
+        drift=drift_settings(config),
         **_overrides(config),
     )
 

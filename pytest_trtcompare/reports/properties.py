@@ -108,7 +108,7 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     return True
 
 
-NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol")
+NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol", "baseline_margin")
 
 
 def json_number(value: float) -> float | str:

@@ -63,6 +63,8 @@ class Record:
     #: `runners` ('onnxrt-fp32@3fa2c1d0'); None where no runner ran
     target_runner: str | None = None
     reference_runner: str | None = None
+    #: the same output's margin in the --trt-baseline report (None: no baseline, or new)
+    baseline_margin: float | None = None
 
 
 def records(
@@ -150,7 +152,8 @@ def record_of(fields: dict[str, Any]) -> Record:
     """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
     data = dict(fields)
     for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
-        data[name] = None if data[name] is None else float(data[name])
+        if name in data:  # baseline_margin: absent from reports before drift
+            data[name] = None if data[name] is None else float(data[name])
     data["metrics"] = tuple(
         {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
         for m in data.get("metrics", ())
