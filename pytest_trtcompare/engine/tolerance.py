@@ -54,7 +54,7 @@ PRECISION_DEFAULTS: Mapping[str, float] = {
 #: call > ini > default): the built-in value, the ini key `trtcompare_tolerances`, the command
 #: line, the compare_frameworks marker, a call (compare(..., atol=), golden.check,
 #: assert_outputs_close, compare_outputs), or a golden's stored tolerance.
-SOURCES = ("default", "ini", "option", "marker", "call", "golden")
+SOURCES = ("default", "ini", "calibrated", "option", "marker", "call", "golden")
 
 _TOP_K = re.compile(r"^top-(?P<k>\d+)(?:,axis=(?P<axis>-?\d+))?$")
 
@@ -136,7 +136,7 @@ class Tolerance:
 
     def sourced(self, source: str, names: Iterable[str] | None = None) -> Tolerance:
         """A copy with fields `names` (every field when None) credited to `source`."""
-        if source not in SOURCES:
+        if source.split(" ", 1)[0] not in SOURCES:  # 'calibrated (5 seeds, 2026-11-28)'
             raise ValueError(f"unknown tolerance source {source!r}")
         credited = FIELD_NAMES if names is None else set(names)
         sources = {**self.sources, **dict.fromkeys(sorted(credited), source)}

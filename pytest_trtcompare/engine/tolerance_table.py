@@ -21,6 +21,7 @@ from .tolerance import (
     Tolerance,
     ToleranceSpec,
     checked_entry,
+    entry_sources,
     split_entry,
     with_metrics,
 )
@@ -276,9 +277,15 @@ class ToleranceTable:
         known = set(names)
         unknown = sorted(set(self.per_output) - known)
         if unknown:
+            calibrated = any(
+                source.startswith("calibrated")
+                for name in unknown
+                for source in entry_sources(self.per_output[name]).values()
+            )
+            where = " by the calibrated tolerance file" if calibrated else ""
             warnings.warn(
-                f"tolerance given for output(s) {unknown} that the comparison does not have; "
-                f"{_some_names(unknown, known)}",
+                f"tolerance given{where} for output(s) {unknown} that the comparison does not "
+                f"have; {_some_names(unknown, known)}",
                 ToleranceWarning,
                 stacklevel=_caller_level(),
             )

@@ -22,6 +22,7 @@ from ..reports.document import report_json
 from ..reports.drift import Drift, drift, drift_lines, key_of
 from ..session.layout import wrap
 from ..session.outcome import Outcome, runner_key
+from .calibration import CalibrationRun
 from .options import Settings
 from .terminal import terminal_width
 
@@ -37,6 +38,9 @@ class Reporter:
         self.builds: dict[str, dict[str, dict[str, int]]] = {}
         self._xfailed: set[str] = set()  # node ids of expected failures (xfail) that failed
         self.drift: Drift | None = None  # against --trt-baseline, found at session end
+        self.calibration: CalibrationRun | None = None  # --trt-calibrate
+        if settings.calibration is not None and settings.calibration.seeds:
+            self.calibration = CalibrationRun(settings.calibration)
 
     def note(self, outcome: Outcome) -> None:
         """Keep the runners' descriptions for the JSON report."""
@@ -63,6 +67,8 @@ class Reporter:
         # reads them there too.
         if report.skipped and getattr(report, "wasxfail", None) is not None:
             self._xfailed.add(report.nodeid)
+        if self.calibration is not None:
+            self.calibration.logreport(report)
         if report.when == "teardown":
             records = summary.from_properties(report.user_properties)
             if report.nodeid in self._xfailed:
@@ -135,6 +141,10 @@ class Reporter:
             terminalreporter.section("drift")
             for line in drifted:
                 terminalreporter.write_line(line, yellow=bool(self.drift))
+        if self.calibration is not None and verbosity > -2:
+            terminalreporter.section("calibration")
+            for line in self.calibration.lines(config.rootpath, width, verbosity):
+                terminalreporter.write_line(line, red=self.calibration.error is not None)
         if lines and verbosity >= 0:
             for layers in self.layers:  # a passing per-layer test shows what it left out too
                 if layers.get("unmatched"):

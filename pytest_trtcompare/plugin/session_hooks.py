@@ -155,6 +155,8 @@ class SessionHooks:
                 self.state.reporter.builds["main"] = builds
             self.state.goldens.find_unused(session)
             self.state.reporter.check_drift(session)
+            if self.state.reporter.calibration is not None:
+                self.state.reporter.calibration.write()
         self.state.cases.runners.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -65,6 +65,10 @@ class Record:
     reference_runner: str | None = None
     #: the same output's margin in the --trt-baseline report (None: no baseline, or new)
     baseline_margin: float | None = None
+    #: the absolute error of the statistic `check` bounds (the largest element's for
+    #: elemwise and max, the mean's for mean, ...): what `trtcompare tolerances` learns
+    #: from; None in reports before calibration
+    checked_abs_error: float | None = None
 
 
 def records(
@@ -94,6 +98,7 @@ def records(
                 margin=output.margin,
                 max_abs_error=output.max_abs_error,
                 max_rel_error=output.max_rel_error,
+                checked_abs_error=output.required_atol,
                 check=output.tolerance.check,
                 atol=output.tolerance.atol,
                 rtol=output.tolerance.rtol,
@@ -152,7 +157,7 @@ def record_of(fields: dict[str, Any]) -> Record:
     """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
     data = dict(fields)
     for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
-        if name in data:  # baseline_margin: absent from reports before drift
+        if name in data:  # baseline_margin, checked_*: absent from earlier reports
             data[name] = None if data[name] is None else float(data[name])
     data["metrics"] = tuple(
         {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}

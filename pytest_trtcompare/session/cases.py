@@ -46,8 +46,10 @@ class CaseRunner:
         debug_precision: bool = False,
         layers: tuple[str | None, str | None] = (None, None),
         shape_check: str | None = None,
+        calibrate: int = 0,
     ) -> None:
         self.settings = settings
+        self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
         self.shape_check = shape_check  # --trt-shape-check, else ini (None: strict)
         self.layers_override, self.layers_default = layers  # --trt-layers, ini trtcompare_layers
         self.isolate = isolate
@@ -128,8 +130,10 @@ class CaseRunner:
         shape_check = spec.shape_check or self.shape_check or "strict"
         return functools.partial(compare_outputs, shape_check=shape_check)
 
-    def tolerance(self, spec: CompareSpec, precision: str) -> Any:
-        table = self.settings.resolve(precision, spec.tolerance, source="marker")
+    def tolerance(self, spec: CompareSpec, case: Case) -> Any:
+        table = self.settings.resolve(
+            case.precision, spec.tolerance, source="marker", test=case.test or None
+        )
         return {"": table.default, **table.per_output}
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
@@ -139,6 +143,8 @@ class CaseRunner:
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
         if spec.reference_path is not None:
             return self._run_saved(spec, case, Path(spec.reference_path))
+        if self.calibrate > spec.iterations and spec.inputs is None:
+            spec = dataclasses.replace(spec, iterations=self.calibrate)
         reference_ms = None
         if spec.outputs == "all":
             reference = self.runner(spec, spec.reference_framework or "", "fp32", case)
@@ -158,7 +164,7 @@ class CaseRunner:
         if spec.outputs is not None:  # a list: what both expose, in reference order
             available = set(target.output_names())
             names = [name for name in expected[0] if name in available]
-        tolerance = self.tolerance(spec, case.precision)
+        tolerance = self.tolerance(spec, case)
         results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
             got = _numbered(target.infer, feed, index, len(feeds))
@@ -225,7 +231,7 @@ class CaseRunner:
             spec.model_for(case.target),
             case.precision,
             case.target,
-            tolerance=self.tolerance(spec, case.precision),
+            tolerance=self.tolerance(spec, case),
             shapes=case.shapes,
             inputs=feeds,
             **spec.options.get(case.target, {}),
@@ -245,7 +251,7 @@ class CaseRunner:
                 target,
                 reference,
                 feed,
-                self.tolerance(spec, case.precision),
+                self.tolerance(spec, case),
                 layers=mode,
                 layer_dtypes=spec.layer_dtypes or "float",
                 keep=kept,
@@ -302,7 +308,7 @@ class CaseRunner:
             )
         mark = len(target.inference_times)
         got = target.infer(feed)
-        result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case.precision))
+        result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case))
         return compared(
             [result],
             source="compare_frameworks",
@@ -331,7 +337,7 @@ class CaseRunner:
             goldens,
             path,
             target.infer,  # on the golden's stored inputs, else on the case's feed
-            self.tolerance(spec, case.precision),
+            self.tolerance(spec, case),
             inputs=lambda: self.feeds(spec, target, case)[0],
             fits=lambda stored: inputs_problem(
                 target.input_specs() if target.checks_feed else None, stored, case.shapes
