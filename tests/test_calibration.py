@@ -5,15 +5,17 @@ errors or warnings naming the option, the file, the test or the output."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import io
 import json
-import math
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
 from pytest_trtcompare import compare_outputs
+from pytest_trtcompare.cli import main as cli
 from pytest_trtcompare.errors import ToleranceError
 from pytest_trtcompare.reports.calibration import (
     Calibration,
@@ -83,6 +85,7 @@ MARKED_ID = "test_cal.py::test_marked[onnxref-fp16-bs2]"
         (9.91, 10.0),
         (0.0, 0.0),
         (3e-9, 3e-9),
+        (2 * 0.0003, 0.0006),  # 0.0006000000000000001: binary's rounding is not a step up
     ],
 )
 def test_round_up_to_two_significant_digits(value, rounded):
@@ -390,6 +393,110 @@ def test_headroom_reads_as_times_the_worst_error():
     ]
     assert lines[3].split()[-4:] == ["exact", "t.py::b", "::", "y"]
     narrow = calibration_lines(observed, made, "written t.toml", 30)
-    assert narrow[3] == "t.py::a :: y" and narrow[4].startswith("    0.001 / 0.5")
-    assert all(len(line) <= 30 for line in narrow[1:])
-    assert not math.isnan(worst.margin)
+    at = narrow.index("t.py::a :: y")
+    assert narrow[at + 1].startswith("    0.001 / 0.5")
+    assert all(len(line) <= 30 for line in narrow)
+
+
+REPORTED = """
+import os
+import numpy as np
+
+SCALE = float(os.environ.get("SCALE", "1"))
+
+def test_by_hand(compare):
+    compare({"z": np.ones(3)}, {"z": np.ones(3) + 1e-7 * SCALE})
+
+def test_mean(compare):
+    got = np.r_[np.zeros(9), 1e-3]
+    compare({"m": got * SCALE}, {"m": np.zeros(10)}, check="mean", atol=1, rtol=1)
+
+def test_top1(compare):
+    compare({"t": np.eye(3)}, {"t": np.eye(3)}, check="top1")
+"""
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_trtcompare_tolerances_learns_from_reports_of_ordinary_runs(pytester, monkeypatch, xdist):
+    pytester.makepyfile(test_hand=REPORTED)
+    run(pytester, "--trt-report=one.json", *xdist).assert_outcomes(passed=3)
+    monkeypatch.setenv("SCALE", "3")
+    run(pytester, "--trt-report=two.json", *xdist).assert_outcomes(passed=3)
+    monkeypatch.chdir(pytester.path)
+    code, out, _ = _cli("tolerances", "one.json", "two.json")
+    assert code == 0
+    assert out.splitlines()[0] == (
+        "written trtcompare-tolerances.toml: 2 outputs of 2 tests; atol = 2x the worst abs "
+        "error, rounded up to 2 digits; rtol 0"
+    )
+    assert _file(pytester) == {  # the worst of both runs, x2; the mean's, not the largest's
+        "test_hand.py::test_by_hand :: z": {"atol": 6e-7, "rtol": 0.0},
+        "test_hand.py::test_mean :: m": {"atol": 0.0006, "rtol": 0.0},
+    }
+    assert read_calibration(pytester.path / "trtcompare-tolerances.toml").made_from == "2 reports"
+    monkeypatch.delenv("SCALE")
+    result = run(pytester, "-v", "--trt-report=three.json", *xdist)
+    result.assert_outcomes(passed=3)
+    records = {
+        r["output"]: r for r in json.loads((pytester.path / "three.json").read_text())["outputs"]
+    }
+    assert records["z"]["atol"] == 6e-7
+    assert records["z"]["tolerance_sources"]["atol"] == f"calibrated (2 reports, {TODAY})"
+    assert records["m"]["tolerance_sources"]["atol"] == "call"  # the call's atol is above
+
+
+def test_trtcompare_tolerances_prints_with_dash_and_keeps_other_entries(pytester, monkeypatch):
+    pytester.makepyfile(test_hand=REPORTED)
+    run(pytester, "--trt-report=one.json").assert_outcomes(passed=3)
+    monkeypatch.chdir(pytester.path)
+    code, out, err = _cli("tolerances", "one.json", "-o", "-", "--factor", "3")
+    assert code == 0 and "factor = 3.0" in out
+    assert 'made_from = "1 report"' in out and err.startswith("suggested: 2 outputs of 2 tests")
+    assert not (pytester.path / "trtcompare-tolerances.toml").exists()
+    kept = '["test_other.py::test_x".y]\natol = 0.5\nrtol = 0.0\n'
+    (pytester.path / "t.toml").write_text(
+        '[calibration]\nmade_from = "5 seeds"\ndate = "2026-01-02"\nfactor = 2.0\n' + kept
+    )
+    assert _cli("tolerances", "one.json", "-o", "t.toml")[0] == 0
+    again = read_calibration(pytester.path / "t.toml")
+    assert (
+        again.entries[("test_other.py::test_x", "y")].source == "calibrated (5 seeds, 2026-01-02)"
+    )
+    assert len(again.entries) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json"], "trtcompare: missing.json: cannot read*"),
+        (["notes.txt"], "trtcompare: notes.txt: not a JSON report of pytest-trtcompare*"),
+        (["one.json", "--factor", "0.5"], "trtcompare: --factor 0.5: takes a number >= 1"),
+        (["one.json", "-o", "bad.toml"], "trtcompare: *bad.toml: not TOML (*"),
+    ],
+)
+def test_trtcompare_tolerances_misuse_exits_2_naming_the_file(pytester, monkeypatch, args, message):
+    pytester.makepyfile(test_hand=REPORTED)
+    run(pytester, "--trt-report=one.json").assert_outcomes(passed=3)
+    (pytester.path / "notes.txt").write_text("not a report")
+    (pytester.path / "bad.toml").write_text("[calibration\n")
+    monkeypatch.chdir(pytester.path)
+    code, _, err = _cli("tolerances", *args)
+    from fnmatch import fnmatch
+
+    assert code == 2 and fnmatch(err.strip(), message), err
+
+
+def test_trtcompare_tolerances_says_when_nothing_can_be_calibrated(pytester, monkeypatch):
+    pytester.makepyfile(test_hand=REPORTED)
+    run(pytester, "--trt-report=one.json", "-k", "top1").assert_outcomes(passed=1, deselected=2)
+    monkeypatch.chdir(pytester.path)
+    code, out, _ = _cli("tolerances", "one.json")
+    assert code == 0 and out.startswith("no output to calibrate in 1 report")
+    assert not (pytester.path / "trtcompare-tolerances.toml").exists()

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..engine import num
 from ..errors import ToleranceError
-from ..session.layout import abbreviate, counted
+from ..session.layout import abbreviate, counted, wrap
 from ..vocabulary import STAT_CHECKS
 
 FILE_NAME = "trtcompare-tolerances.toml"
@@ -112,7 +112,8 @@ def round_up(value: float, digits: int = 2) -> float:
         return value
     exponent = math.floor(math.log10(value)) - digits + 1
     step = decimal.Decimal(1).scaleb(exponent)
-    rounded = (decimal.Decimal(repr(value)) / step).to_integral_value(decimal.ROUND_CEILING)
+    exact = decimal.Decimal(f"{value:.12g}")  # 2 x 0.0003 is 0.0006000000000000001 in binary
+    rounded = (exact / step).to_integral_value(decimal.ROUND_CEILING)
     return float(rounded * step)
 
 
@@ -308,11 +309,12 @@ def calibration_lines(
     closest to failing first; the 20 first (all with -v). Where a row is wider than the
     terminal, each output takes two lines: its name, then its figures."""
     usable = [key for key, worst in observed.items() if worst.problem is None]
-    lines = [
+    lines = wrap(
         f"{written}: {counted(len(usable), 'output')} of "
         f"{counted(len({test for test, _ in usable}), 'test')}; "
-        f"atol = {made.factor:g}x the worst abs error, rounded up to 2 digits; rtol 0"
-    ]
+        f"atol = {made.factor:g}x the worst abs error, rounded up to 2 digits; rtol 0",
+        width,
+    )
     ordered = sorted(observed.items(), key=lambda kv: (-_sortable(kv[1].margin), kv[0]))
     shown = ordered[: None if verbosity > 0 else 20]
     rows = [_row(key, worst, made) for key, worst in shown]
@@ -331,10 +333,11 @@ def calibration_lines(
         lines.append(f"... and {len(ordered) - len(shown)} more outputs (-v lists them)")
     shadowed = sum(w.source.split(" ", 1)[0] in _ABOVE for w in observed.values())
     if shadowed:
-        lines.append(
+        lines += wrap(
             f"{counted(shadowed, 'output')} {'keeps' if shadowed == 1 else 'keep'} a "
-            "tolerance given above the file (marker, "
-            "call, command line, golden): their suggestion is written, not applied"
+            "tolerance given above the file (marker, call, command line, golden): their "
+            "suggestion is written, not applied",
+            width,
         )
     return lines
 
