@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..engine import (
     num,
 )
 from ..session.layout import abbreviate, wrap
+from ..vocabulary import FP64
 from . import timings
 from .properties import NUMBERS, read_records
 
@@ -272,19 +273,30 @@ def _figures(r: Record) -> str:
         text = (
             f"abs {against(r.max_abs_error, r.atol, 3)}  rel {against(r.max_rel_error, r.rtol, 3)}"
         )
-    values = (f"{m['check']} {format_pair(m['value'], m['threshold'])[0]}" for m in r.metrics)
+    values = (_metric_value(m) for m in r.metrics)
     return "  ".join([text, *values])  # digits enough to differ from the bound
+
+
+def _metric_value(m: Mapping[str, Any]) -> str:
+    """'cosine 0.99912'; the fp64 check's 'fp64 rmse 0.00017 (1.93x torch fp16's)'."""
+    if m["check"] == FP64:
+        ratio = m["value"] / m["reference_error"] if m["reference_error"] else math.inf
+        return f"fp64 rmse {m['value']:.3g} ({ratio:.3g}x {m['reference']}'s)"
+    return f"{m['check']} {format_pair(m['value'], m['threshold'])[0]}"
+
+
+def _metric_bound(m: Mapping[str, Any]) -> str:
+    if m["check"] == FP64:
+        return f"fp64 <= {m['threshold']:g}x {m['reference']}'s + {m['floor']:g}"
+    return metric_bound(m["check"], m["threshold"])
 
 
 def _tolerance(r: Record) -> str:
     """'elemwise atol=0.0001 rtol=0.0001 (ini)': the bounds, exact, and their sources."""
-    bounds = [
-        f"{metric_bound(m['check'], m['threshold'])} ({m.get('source', 'default')})"
-        for m in r.metrics
-    ]
+    bounds = [f"{_metric_bound(m)} ({m.get('source', 'default')})" for m in r.metrics]
     if r.check is None:  # a missing output: no tolerance applied
         return "-"
-    if r.check in METRICS:  # metric checks alone
+    if r.check in (*METRICS, FP64):  # metric checks alone
         return "; ".join(bounds)
     sources = r.tolerance_sources
     named = ["atol", "rtol"] + (["check"] if r.check != "elemwise" else [])

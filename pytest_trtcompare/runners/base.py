@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine import PRECISIONS, dtype_from_name
 from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
+from ..vocabulary import FP64
 
 Dim = int | str | None
 
@@ -233,7 +234,7 @@ class Runner(abc.ABC):
     precisions: ClassVar[tuple[str, ...]] = ("fp32",)
 
     def __init__(self, precision: str = "fp32") -> None:
-        if precision not in PRECISIONS:
+        if precision not in PRECISIONS and precision != FP64:
             raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         if precision not in self.precisions:
             raise PrecisionUnsupported(

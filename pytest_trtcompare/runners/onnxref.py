@@ -50,7 +50,7 @@ def _owned(value: Any) -> Any:
 
 class OnnxReferenceRunner(OnnxModelRunner):
     framework = "onnxref"
-    precisions = ("fp32", "fp16", "bf16")
+    precisions = ("fp32", "fp16", "bf16", "fp64")  # fp64: the anchor of the fp64 check
 
     def __init__(
         self,
