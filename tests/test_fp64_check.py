@@ -267,6 +267,10 @@ def test_the_export_passes_the_perturbed_layer_fails_at_every_precision(pytester
         ]
     )
     assert result.ret == 1
+    # --trt-debug-precision searches under elementwise tolerances: said, not run
+    debug = run(pytester, "--trt-precision=fp16", "-k", "perturbed", "--trt-debug-precision")
+    debug.assert_outcomes(failed=1)
+    debug.stdout.fnmatch_lines(["--trt-debug-precision: not run; its search compares *"])
 
 
 MISUSE = """

@@ -157,14 +157,26 @@ def _parsed(value: str) -> Record:
 def record_of(fields: dict[str, Any]) -> Record:
     """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
     data = dict(fields)
+    missing = [name for name in _REQUIRED if name not in data]
+    if missing:
+        raise KeyError(f"a record of {data.get('test')!r} lacks {', '.join(missing)}")
     for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
         if name in data:  # baseline_margin, checked_*: absent from earlier reports
             data[name] = None if data[name] is None else float(data[name])
     data["metrics"] = tuple(
-        {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
+        {**m, **{k: float(m[k]) for k in _METRIC_NUMBERS if k in m}}
         for m in data.get("metrics", ())
     )
     return Record(**data)
+
+
+_REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(Record)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+#: a metric check's numbers (the fp64 check's reference_error and floor besides)
+_METRIC_NUMBERS = ("threshold", "value", "margin", "reference_error", "floor")
 
 
 def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> list[str]:

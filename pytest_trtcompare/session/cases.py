@@ -19,11 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import ComparisonResult, compare_outputs
-from ..engine.anchored import Anchor
-from ..engine.compare import compare_with_table
-from ..engine.tolerance import members
-from ..engine.tolerance_table import ToleranceTable
+from ..engine import (
+    Anchor,
+    ComparisonResult,
+    ToleranceTable,
+    compare_outputs,
+    compare_with_table,
+    members,
+)
 from ..errors import (
     FP64Unavailable,
     InferenceError,
@@ -236,7 +239,7 @@ class CaseRunner:
             names = [name for name in expected[0] if name in available]
         tolerance = self.tolerance(spec, case)
         anchors: list[Any] = [None] * len(feeds)
-        if any(t.check == FP64 for entry in tolerance.values() for t in members(entry)):
+        if _uses_fp64(tolerance):
             anchors = self.anchors(spec, case, feeds, expected)
         results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
@@ -298,6 +301,12 @@ class CaseRunner:
         """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
         if outcome.kind is not Kind.MISMATCH or not self._debuggable(spec, case):
             return outcome
+        if _uses_fp64(self.tolerance(spec, case)):
+            note = (
+                "--trt-debug-precision: not run; its search compares each candidate model "
+                "under an elementwise or statistic tolerance, and this test's is the fp64 check"
+            )
+            return dataclasses.replace(outcome, note=note)
         from .precision_debug import explain_failure
 
         note = explain_failure(
@@ -431,6 +440,10 @@ class CaseRunner:
         if not outcome.target or milliseconds is None:
             return outcome
         return dataclasses.replace(outcome, target=timed(dict(outcome.target), milliseconds))
+
+
+def _uses_fp64(tolerance: dict[str, Any]) -> bool:
+    return any(t.check == FP64 for entry in tolerance.values() for t in members(entry))
 
 
 def _compare(
