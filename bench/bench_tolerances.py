@@ -1,10 +1,11 @@
 """What choosing tolerances costs (issue 37, item 5), on the 20-model suite of
 bench_peers_suite.py (10 onnxref fp32 and 10 onnxrt fp16 targets against onnxrt fp32).
 
-Run: python bench/bench_tolerances.py [--rounds 5] [--seeds 5]
+Run: python bench/bench_tolerances.py [--rounds 12] [--seeds 5]
 
 Contestants, each a whole pytest process (this plugin only, BLAS and OpenMP on one thread),
-the rounds interleaved after one warm-up run of each; medians of wall and CPU time:
+the rounds interleaved (each round starting one contestant later) after one warm-up run of
+each; medians of wall and CPU time:
 
 - plain: the suite as it is;
 - baseline: the same with `--trt-baseline=base.json` (a report of the plain suite);
@@ -68,7 +69,7 @@ def suites(seeds: int) -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     compile_packages()
@@ -100,8 +101,12 @@ def main() -> None:
         peers._run(folder, [*base, "test_plain.py", "--trt-report=base.json"], **alone)
         for command in contestants.values():  # warm-up: bytecode, page cache
             peers._run(folder, command, **alone)
-        for _ in range(args.rounds):
-            for contestant, command in contestants.items():
+        names = list(contestants)
+        for round_ in range(args.rounds):
+            # each round in another order: no contestant always follows the same one
+            shift = round_ % len(names)
+            for contestant in names[shift:] + names[:shift]:
+                command = contestants[contestant]
                 seconds, cpu, _ = peers._run(folder, command, **alone)
                 times[contestant].append(seconds)
                 cpus[contestant].append(cpu)
