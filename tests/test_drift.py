@@ -164,6 +164,31 @@ def test_a_baseline_that_cannot_be_read_is_a_usage_error(pytester, args, ini, me
     assert "Traceback" not in result.stderr.str()
 
 
+def test_a_baseline_merged_from_shards_reads_as_the_unsharded_run(pytester, monkeypatch):
+    """Shards of pytest-split, merged by `trtcompare merge`, are one baseline; a report of
+    a sharded run judged against the whole run's is one too."""
+    pytester.makepyfile(test_d=SUITE)
+    for group in (1, 2, 3):
+        shard = ("--splits", "3", "--group", str(group), f"--trt-report=s{group}.json")
+        run(pytester, *shard).assert_outcomes(passed=1)
+    monkeypatch.chdir(pytester.path)
+    assert _cli("merge", "s1.json", "s2.json", "s3.json", "-o", "old.json")[0] == 0
+    monkeypatch.setenv("SCALE", "6")
+    result = run(pytester, "--trt-baseline=old.json", "-n", "2")
+    result.stdout.fnmatch_lines(
+        [
+            "against old.json: 1 of 2 outputs drifted",
+            "0.1     0.6  crossed 0.5  test_d.py::test_a :: y",
+        ]
+    )
+    for group in (1, 2, 3):
+        shard = ("--splits", "3", "--group", str(group), f"--trt-report=n{group}.json")
+        run(pytester, *shard).assert_outcomes(passed=1)
+    assert _cli("merge", "n1.json", "n2.json", "n3.json", "-o", "new.json")[0] == 0
+    code, out, _ = _cli("drift", "old.json", "new.json")
+    assert code == 1 and "0.1     0.6  crossed 0.5  test_d.py::test_a :: y" in out
+
+
 def _cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
