@@ -288,34 +288,52 @@ def test_a_golden_case_is_calibrated_on_its_stored_inputs(pytester):
 @pytest.mark.parametrize("xdist", XDIST)
 def test_entries_naming_no_test_or_no_output_are_warned_about(pytester, xdist):
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_cal=SUITE)
+    pytester.makepyfile(test_cal=SUITE, test_other="def test_x():\n    pass\n")
     (pytester.path / "trtcompare-tolerances.toml").write_text(
         '[calibration]\nmade_from = "3 seeds"\ndate = "2026-01-02"\nfactor = 2.0\n\n'
         f'["{MODEL_ID}".yy]\natol = 0.001\nrtol = 0.0\n\n'
         '["test_cal.py::test_modle[onnxref-fp16-bs4]".y]\natol = 0.001\nrtol = 0.0\n\n'
-        '["test_elsewhere.py::test_x".y]\natol = 0.001\nrtol = 0.0\n'
+        '["test_cal.py::test_model[onnxref-bf16-bs4]".y]\natol = 0.001\nrtol = 0.0\n\n'
+        '["test_clal.py::test_model[onnxref-fp16-bs4]".y]\natol = 0.001\nrtol = 0.0\n\n'
+        '["test_other.py::test_x".y]\natol = 0.001\nrtol = 0.0\n'
     )
-    result = run(pytester, "--trt-precision=fp16", "-W", "always", *xdist)
+    result = run(pytester, "test_cal.py", "--trt-precision=fp16", "-W", "always", *xdist)
     result.assert_outcomes(passed=3)
     text = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "trtcompare-tolerances.toml:10",
-            "*ToleranceWarning: "
+            "*trtcompare-tolerances.toml:10: ToleranceWarning: "
             + glob_escape(
-                "trtcompare-tolerances.toml: tolerances for tests that their modules do not have:"
-                " test_cal.py::test_modle[onnxref-fp16-bs4] (renamed? --trt-calibrate writes "
+                "trtcompare-tolerances.toml: tolerances for tests that do not exist: "
+                "test_cal.py::test_modle[onnxref-fp16-bs4], "
+                "test_clal.py::test_model[onnxref-fp16-bs4] (renamed? --trt-calibrate writes "
                 "them anew)"
-            ),
-            "*ToleranceWarning: "
-            + glob_escape(
-                "tolerance given by the calibrated tolerance file for output(s) ['yy'] that "
-                "the comparison does not have; did you mean 'y'? (1 outputs)"
             ),
         ]
     )
-    assert text.count("do not have: test_cal.py::test_modle") == 1  # not once per worker
-    assert "test_elsewhere" not in text  # a module not collected: -k / paths narrow runs
+    result.stdout.fnmatch_lines(  # at the entry with the typo
+        [
+            "*trtcompare-tolerances.toml:6: ToleranceWarning: "
+            + glob_escape(
+                f"trtcompare-tolerances.toml: a tolerance of {MODEL_ID} for output(s) ['yy'] "
+                "that the comparison does not have; did you mean 'y'? (1 output)"
+            ),
+        ]
+    )
+    assert text.count("do not exist: test_cal.py::test_modle") == 1  # not once per worker
+    # bf16 is not selected this run, test_other.py not collected: no news
+    assert "bf16-bs4]" not in text and "test_other" not in text
+    # warnings made errors: a usage error naming the file, never an INTERNALERROR (xdist's
+    # workers collect outside pytest's warning filters: there it stays a warning)
+    strict = pytester.runpytest_subprocess(
+        "test_cal.py", "--trt-precision=fp16", "-W", "error", *xdist
+    )
+    assert "INTERNALERROR" not in strict.stdout.str() + strict.stderr.str()
+    if not xdist:
+        assert strict.ret == pytest.ExitCode.USAGE_ERROR
+        strict.stderr.fnmatch_lines(
+            ["ERROR: */trtcompare-tolerances.toml: tolerances for tests that do not exist: *"]
+        )
 
 
 @pytest.mark.parametrize(
@@ -334,6 +352,12 @@ def test_entries_naming_no_test_or_no_output_are_warned_about(pytester, xdist):
             "trtcompare_tolerances_file = ci/tols.toml",
             "ini trtcompare_tolerances_file: */ci/tols.toml does not exist (--trt-calibrate "
             "writes it)",
+        ),
+        (
+            ["--trt-calibrate=2", "--trt-tolerances-file=nodir/x.toml"],
+            "",
+            "--trt-tolerances-file=nodir/x.toml: */nodir does not exist (--trt-calibrate writes "
+            "the file there)",
         ),
         (
             ["--trt-tolerances-file=bad.toml"],
@@ -359,6 +383,20 @@ def test_a_calibrate_value_that_is_not_a_number_is_argparse_s_error(pytester):
     result = run(pytester, "--trt-calibrate=five")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*argument --trt-calibrate: invalid int value: 'five'"])
+
+
+def test_a_folder_in_place_of_the_file_stops_the_run_naming_it(pytester):
+    pytester.makepyfile(test_cal=SUITE)
+    (pytester.path / "trtcompare-tolerances.toml").mkdir()
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: trtcompare-tolerances.toml in the rootdir: */trtcompare-tolerances.toml is a "
+            "folder; the tolerance file is TOML"
+        ]
+    )
+    assert "Traceback" not in result.stderr.str()
 
 
 def test_a_damaged_file_in_the_rootdir_stops_the_run_naming_it(pytester):

@@ -143,6 +143,17 @@ def test_a_baseline_shows_drift_and_fails_the_session_only_when_asked(pytester, 
             "ini trtcompare_drift = 'maybe': takes warn or fail",
         ),
         (
+            ["--trt-drift=fail"],
+            "",
+            "--trt-drift: needs --trt-baseline=REPORT.json (or ini trtcompare_baseline), the "
+            "report to compare with",
+        ),
+        (
+            ["--trt-drift-margin=abc"],
+            "",
+            "--trt-drift-margin=abc: takes a number above 0, not 'abc'",
+        ),
+        (
             [],
             "trtcompare_baseline = gone.json",
             "ini trtcompare_baseline: *gone.json: cannot read (No such file or directory)",
@@ -217,3 +228,18 @@ def test_trtcompare_drift_prints_the_table_and_exits_1_on_drift(pytester, monkey
     assert _cli("drift", "old.json", "new.json", "--margin", "0.7", "--ratio", "10")[0] == 0
     code, _, err = _cli("drift", "old.json", "missing.json")
     assert code == 2 and err.startswith("trtcompare: missing.json: cannot read")
+
+
+def test_a_narrow_terminal_puts_each_name_whole_on_its_line():
+    from pytest_trtcompare.reports.drift import Drift, Drifted, drift_lines
+
+    key = ("test_calib.py::test_resnet_calib[onnxrt-fp16-bs2]", "logits")
+    found = Drift(drifted=[Drifted(key, 0.451, 0.89, "crossed 0.5")], compared=4)
+    lines = drift_lines(found, "base.json", width=50)
+    assert lines == [
+        "against base.json: 1 of 4 outputs drifted",
+        "test :: output",
+        "    before  now   why",
+        "test_calib.py::test_resnet_calib[onnxrt-fp16-bs2] :: logits",
+        "    0.451   0.89  crossed 0.5",
+    ]

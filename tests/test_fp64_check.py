@@ -24,8 +24,9 @@ from pytest_trtcompare.engine.tolerance_table import ToleranceTable
 from pytest_trtcompare.errors import ToleranceError
 from pytest_trtcompare.runners import create
 from pytest_trtcompare.runners.float64 import to_float64
+from pytest_trtcompare.session.settings import ToleranceSettings
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, glob_escape, run
 
 torch = pytest.importorskip("torch")
 
@@ -82,6 +83,11 @@ def test_misuse_outside_compare_frameworks_and_bad_multipliers_are_named():
         "fp64 check: rmse against float64 <= 2 (default) x the reference's at this precision "
         "+ 1e-05 (default)"
     )
+    # as fields: threshold= and atol= (the floor), its own floor, nothing else
+    with pytest.raises(ToleranceError, match=r"rtol= does nothing for a metric check"):
+        ToleranceTable({"check": "fp64", "rtol": 0.1})
+    at_fp16 = ToleranceSettings().resolve("fp16", {"check": "fp64"}, source="marker").default
+    assert (at_fp16.atol, at_fp16.threshold) == (1e-5, 2.0)  # not fp16's atol 0.01
     table = ToleranceTable(Tolerance(check="fp64"))
     short = Anchor({"y": np.ones(2)}, {"y": np.ones(3)}, "torch fp16")
     with pytest.raises(Exception, match=r"output 'y' has shape \(2,\) in the float64 run"):
@@ -271,6 +277,13 @@ def test_the_export_passes_the_perturbed_layer_fails_at_every_precision(pytester
     debug = run(pytester, "--trt-precision=fp16", "-k", "perturbed", "--trt-debug-precision")
     debug.assert_outcomes(failed=1)
     debug.stdout.fnmatch_lines(["--trt-debug-precision: not run; its search compares *"])
+    # --trt-calibrate: the fp64 check has no atol to suggest, and says so
+    calibrated = run(pytester, "--trt-precision=fp16", "-k", "exported", "--trt-calibrate=2")
+    calibrated.assert_outcomes(passed=1)
+    calibrated.stdout.fnmatch_lines(
+        ["trtcompare-tolerances.toml: nothing calibrated: 1 case ran, under metric checks alone*"]
+    )
+    assert not (pytester.path / "trtcompare-tolerances.toml").exists()
 
 
 MISUSE = """
@@ -287,6 +300,20 @@ def test_golden(comparison):
     pass
 
 
+@pytest.mark.compare_frameworks(model={good!r}, frameworks=["onnxrt"], tolerance=FP64)
+@pytest.mark.shapes({{"x": (4, 64)}})
+def test_alone(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model={good!r}, frameworks=["onnxrt", "onnxref"], outputs="all", tolerance=FP64
+)
+@pytest.mark.shapes({{"x": (4, 64)}})
+def test_layers(comparison):
+    pass
+
+
 @pytest.mark.compare_frameworks(
     model={good!r}, frameworks=["onnxrt", "callable:fp64mods:identity"],
     reference="callable:fp64mods:identity", tolerance=FP64,
@@ -298,6 +325,10 @@ def test_callable_reference(comparison):
 
 def test_compare_fixture(compare):
     compare({{"y": np.ones(3)}}, {{"y": np.ones(3)}}, check="fp64")
+
+
+def test_golden_fixture(golden):
+    golden.check({{"y": np.ones(3)}}, tolerance=FP64)
 
 
 @pytest.mark.compare_frameworks(
@@ -315,12 +346,14 @@ def test_misuse_is_an_error_naming_why(pytester, exports, xdist):
     result = run(pytester, "-rA", "--trt-precision=fp32", "--trt-update-goldens", *xdist)
     text = result.stdout.str()
     assert "INTERNALERROR" not in text and "Traceback" not in text, text
-    result.stdout.fnmatch_lines(
-        [
-            "ERROR test_misuse.py::test_golden* - *check='fp64' (output 'logits') compares "
-            "against a float64 run of the reference framework*",
-        ]
-    )
+    runs = "*check='fp64' runs the reference framework at float64 and at the target's "
+    for test, why in (
+        ("test_golden", "golden=True (a golden is no framework to run)"),
+        ("test_alone", "frameworks=['onnxrt'] alone (the target would be its own reference: "),
+        ("test_layers", 'outputs="all" (it compares model outputs, not each layer)'),
+    ):  # the short summary cuts the line: the whole message heads the test's section
+        result.stdout.fnmatch_lines([f"ERROR test_misuse.py::{test} - {runs}*"])
+        result.stdout.fnmatch_lines([f"{runs}precision; not with {glob_escape(why)}*"])
     result.stdout.fnmatch_lines(
         [
             "ERROR test_misuse.py::test_callable_reference* - *fp64 check: the reference "
@@ -329,6 +362,12 @@ def test_misuse_is_an_error_naming_why(pytester, exports, xdist):
     )
     result.stdout.fnmatch_lines(
         ["FAILED test_misuse.py::test_compare_fixture - *check='fp64' (output 'y') compares*"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_misuse.py::test_golden_fixture - *check='fp64' (every output) "
+            "compares against a float64 run of a reference framework; a golden has none*"
+        ]
     )
     result.stdout.fnmatch_lines(
         ["ERROR test_misuse.py::test_negative_multiplier* - *threshold of check='fp64' must be*"]

@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     printing = args.output == "-"
     target = Path(args.output)
+    if not printing and not target.parent.is_dir():
+        raise ReportError(f"-o {args.output}: {target.parent} is no folder here")
     earlier = read_calibration(target) if not printing and target.exists() else None
     made = suggest(observed, counted(len(reports), "report"), args.factor, earlier)
     command = "trtcompare tolerances " + " ".join(str(path) for path in args.reports)

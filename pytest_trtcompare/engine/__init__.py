@@ -35,6 +35,7 @@ from .tolerance import (
     entry_sources,
     members,
     metric_bound,
+    split_entry,
     with_metrics,
 )
 from .tolerance_table import ToleranceTable, fields_key, is_field_mapping
@@ -79,6 +80,7 @@ __all__ = [
     "metric_bound",
     "num",
     "shortest",
+    "split_entry",
     "unmatched_line",
     "with_metrics",
 ]

@@ -43,6 +43,8 @@ _THRESHOLD_RANGES: Mapping[str, tuple[float, float]] = {
     FP64: (0.0, math.inf),
 }
 RULES = ("polygraphy", "allclose")
+#: The fp64 check's default floor (its atol): well under an fp16 model's RMSE (about 1e-4).
+FP64_FLOOR = 1e-5
 
 #: Built-in atol = rtol per precision (SPEC §6); the last resort of the precedence chain.
 PRECISION_DEFAULTS: Mapping[str, float] = {
@@ -160,6 +162,9 @@ class Tolerance:
         if check != self.check and "threshold" not in fields:
             fields["threshold"] = None  # another check: its own default (or none)
             sources["threshold"] = "default"
+        if check == FP64 and check != self.check and "atol" not in fields:
+            fields["atol"] = FP64_FLOOR  # not the precision's atol: a floor, not a bound
+            sources["atol"] = "default"
         return dataclasses.replace(self, **fields, sources=sources)
 
     def describe(self, sources: bool = True) -> str:

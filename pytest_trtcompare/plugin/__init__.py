@@ -195,9 +195,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
         markers.group_items(config, items)
         tolerances = state_of(config).settings.calibration
-        worker = getattr(config, "workerinput", {}).get("workerid", "gw0")
-        if tolerances is not None and worker == "gw0":  # before -k / -m deselect any
-            calibration.warn_unknown_tests(tolerances, items)
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        if tolerances is not None and worker in (None, "gw0"):  # before -k / -m deselect any
+            calibration.warn_unknown_tests(tolerances, items, config.rootpath, worker is not None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

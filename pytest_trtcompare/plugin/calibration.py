@@ -53,7 +53,7 @@ def add_options(group: Any, parser: pytest.Parser) -> None:
 def default_file_exists(config: pytest.Config) -> bool:
     """A tolerance file in the rootdir puts the plugin in use from the start (its entries
     are checked against the tests collected)."""
-    return (config.rootpath / FILE_NAME).is_file()
+    return (config.rootpath / FILE_NAME).exists()  # a folder there is a usage error
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,16 @@ def calibration_settings(config: pytest.Config) -> CalibrationSettings:
     text = given or str(config.getini("trtcompare_tolerances_file")).strip()
     base = Path(config.invocation_params.dir) if given else config.rootpath
     path = (base / (text or FILE_NAME)).resolve()
+    where = f"--trt-tolerances-file={given}" if given else "ini trtcompare_tolerances_file"
+    where = where if given or text else f"{FILE_NAME} in the rootdir"
+    if path.is_dir():
+        raise pytest.UsageError(f"{where}: {path} is a folder; the tolerance file is TOML")
+    if seeds and not path.parent.is_dir():
+        raise pytest.UsageError(
+            f"{where}: {path.parent} does not exist (--trt-calibrate writes the file there)"
+        )
     if not path.exists():
         if text and not seeds:
-            where = f"--trt-tolerances-file={given}" if given else "ini trtcompare_tolerances_file"
             raise pytest.UsageError(f"{where}: {path} does not exist (--trt-calibrate writes it)")
         return CalibrationSettings(path, seeds or 0)
     from ..errors import ToleranceError
@@ -104,31 +111,53 @@ def observed_property(results: Iterable[Any]) -> tuple[str, str]:
     return PROPERTY, json.dumps({name: worst.fields() for name, worst in found.items()})
 
 
-def warn_unknown_tests(settings: CalibrationSettings, items: list[pytest.Item]) -> None:
-    """Entries of tests that a collected module no longer has (renamed, a parameter
-    changed): named in a warning, never silently ignored. (Entries naming an output the
-    test lacks are warned about where the tolerance is applied.)"""
+def warn_unknown_tests(
+    settings: CalibrationSettings, items: list[pytest.Item], rootpath: Path, worker: bool
+) -> None:
+    """Entries of a test function that its collected module no longer has (renamed), or of
+    a module file that does not exist (a typo, a moved file): named in a warning, never
+    silently ignored. An entry whose function is there but whose parameters were not
+    collected (another precision, framework or shape set this run) is no news. (Entries
+    naming an output the test lacks are warned about where the tolerance is applied.)
+    Under `-W error` the warning is a usage error naming the file; in an xdist worker, whose
+    failed collection would crash the run, it stays a warning."""
     if not settings.entries:
         return
-    collected = {item.nodeid for item in items}
-    modules = {nodeid.split("::", 1)[0] for nodeid in collected}
+    functions = {_function(item.nodeid) for item in items}
+    modules = {nodeid.split("::", 1)[0] for nodeid in functions}
     unknown = sorted(
         test
         for test in settings.entries
-        if test not in collected and test.split("::", 1)[0] in modules
+        if (test.split("::", 1)[0] in modules and _function(test) not in functions)
+        or not (rootpath / test.split("::", 1)[0]).exists()
     )
-    if unknown:
-        shown = ", ".join(unknown[:5])
-        shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        from ..errors import ToleranceWarning
+    if not unknown:
+        return
+    shown = ", ".join(unknown[:5])
+    shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    from ..errors import ToleranceWarning
 
-        warnings.warn_explicit(  # at the file's first such entry, not in the plugin
-            f"{settings.path.name}: tolerances for tests that their modules do not have: "
-            f"{shown} (renamed? --trt-calibrate writes them anew)",
-            ToleranceWarning,
-            filename=str(settings.path),
-            lineno=_line_of(settings.path, unknown[0]),
-        )
+    message = f"tolerances for tests that do not exist: {shown} (renamed? --trt-calibrate "
+    message += "writes them anew)"
+    try:
+        with warnings.catch_warnings():
+            if worker:
+                warnings.simplefilter("always", ToleranceWarning)
+            warnings.warn_explicit(  # at the file's first such entry, not in the plugin
+                f"{settings.path.name}: {message}",
+                ToleranceWarning,
+                filename=str(settings.path),
+                lineno=_line_of(settings.path, unknown[0]),
+            )
+    except ToleranceWarning:  # made an error by -W error / filterwarnings = error
+        raise pytest.UsageError(
+            f"{settings.path}: {message}; a ToleranceWarning, made an error by -W or filterwarnings"
+        ) from None
+
+
+def _function(nodeid: str) -> str:
+    """'m.py::test_x' of 'm.py::test_x[onnxrt-fp16-bs2]' (a class's too)."""
+    return nodeid.split("[", 1)[0]
 
 
 def _line_of(path: Path, test: str) -> int:
@@ -149,6 +178,7 @@ class CalibrationRun:
         self.observed: dict[tuple[str, str], Observed] = {}
         self.made: Calibration | None = None
         self.error: str | None = None  # why the file could not be written
+        self.cases = 0  # compare_frameworks cases that ran, calibrated or not
 
     def logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
@@ -157,6 +187,7 @@ class CalibrationRun:
 
         for key, value in report.user_properties:
             if key == PROPERTY:
+                self.cases += 1
                 for output, fields in json.loads(str(value)).items():
                     found = Observed.of(fields)
                     known = self.observed.setdefault((report.nodeid, output), Observed())
@@ -180,11 +211,17 @@ class CalibrationRun:
 
     def lines(self, rootpath: Path, width: int, verbosity: int) -> list[str]:
         from ..reports.calibration import calibration_lines
+        from ..session.layout import counted
 
         path = self.settings.path
         shown = str(path.relative_to(rootpath)) if path.is_relative_to(rootpath) else str(path)
         if self.error is not None:
             return [f"tolerance file NOT written to {shown}: {self.error}"]
+        if not self.observed and self.cases:
+            return [
+                f"{shown}: nothing calibrated: {counted(self.cases, 'case')} ran, under "
+                "metric checks alone (fp64, cosine, ...), which have no atol to suggest"
+            ]
         if not self.observed:
             return [
                 f"{shown}: nothing calibrated (no compare_frameworks case ran; "

@@ -78,9 +78,20 @@ class DriftSettings:
 def drift_settings(config: pytest.Config) -> DriftSettings | None:
     """None without a baseline; a usage error (exit 4) naming the option for a baseline that
     is missing, not a report, of another report format, or a bad mode or number."""
+    mode = config.getoption("trt_drift") or str(config.getini("trtcompare_drift")).strip()
+    if mode and mode not in MODES:
+        raise pytest.UsageError(f"ini trtcompare_drift = {mode!r}: takes warn or fail")
+    ratio = _number(config, "ratio", 2.0, low=1.0)
+    limit = _number(config, "margin", 0.5, low=0.0)
     given = config.getoption("trt_baseline")
     text = given or str(config.getini("trtcompare_baseline")).strip()
     if not text:
+        flags = [f"--trt-drift{n}" for n in ("", "-ratio", "-margin") if _given(config, n)]
+        if flags:  # a drift gate that would silently gate nothing
+            raise pytest.UsageError(
+                f"{', '.join(flags)}: needs --trt-baseline=REPORT.json (or ini "
+                "trtcompare_baseline), the report to compare with"
+            )
         return None
     where = f"--trt-baseline={given}" if given else "ini trtcompare_baseline"
     base = Path(config.invocation_params.dir) if given else config.rootpath
@@ -93,16 +104,18 @@ def drift_settings(config: pytest.Config) -> DriftSettings | None:
         report = read_report(path)
     except ReportError as exc:
         raise pytest.UsageError(f"{where}: {exc}") from None
-    mode = config.getoption("trt_drift") or str(config.getini("trtcompare_drift")).strip()
-    if mode and mode not in MODES:
-        raise pytest.UsageError(f"ini trtcompare_drift = {mode!r}: takes warn or fail")
     return DriftSettings(
         baseline=path,
         margins=margins(report.records),
         mode=mode or "warn",
-        ratio=_number(config, "ratio", 2.0, low=1.0),
-        limit=_number(config, "margin", 0.5, low=0.0),
+        ratio=ratio,
+        limit=limit,
     )
+
+
+def _given(config: pytest.Config, suffix: str) -> bool:
+    """Whether the command line gave --trt-drift<suffix> (ini defaults stay quiet)."""
+    return config.getoption(f"trt_drift{suffix.replace('-', '_')}") is not None
 
 
 def _number(config: pytest.Config, which: str, default: float, low: float) -> float:

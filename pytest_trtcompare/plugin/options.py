@@ -114,6 +114,7 @@ def _tolerances(config: pytest.Config, calibration: CalibrationSettings) -> Tole
             ini_metrics=ini_metrics,
             metrics=metrics,
             calibrated=calibration.entries,
+            calibrated_path=str(calibration.path),
         )
         settings.resolve("fp32")
     except ToleranceError as exc:

@@ -110,9 +110,22 @@ def drift_lines(found: Drift, baseline: str, width: int, verbosity: int = 0) -> 
             for d in found.drifted
         ]
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADS)]
-        for row in [_HEADS, *rows]:
-            text = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            lines.append(text if len(text) <= width else text[: width - 3] + "...")
+        texts = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in [_HEADS, *rows]
+        ]
+        if all(len(text) <= width for text in texts):
+            lines += texts
+        else:  # too wide: each output's name on its line, its figures under it (no cut)
+            figures = [row[:3] for row in [_HEADS[:3], *rows]]
+            shown = [
+                "  ".join(c.ljust(w) for c, w in zip(f, widths[:3], strict=True)).rstrip()
+                for f in figures
+            ]
+            lines.append(_HEADS[3])
+            lines.append("    " + shown[0])
+            for row, text in zip(rows, shown[1:], strict=True):
+                lines += [row[3], "    " + text]
     for label, keys in (("new", found.new), ("gone", found.gone)):
         if keys and verbosity > 0:
             lines += [f"  {label}: {test} :: {output}" for test, output in keys]

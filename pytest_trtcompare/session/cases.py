@@ -203,10 +203,13 @@ class CaseRunner:
         shape_check = spec.shape_check or self.shape_check or "strict"
         return functools.partial(_compare, shape_check=shape_check)
 
-    def tolerance(self, spec: CompareSpec, case: Case) -> Any:
-        table = self.settings.resolve(
+    def tolerance_table(self, spec: CompareSpec, case: Case) -> ToleranceTable:
+        return self.settings.resolve(
             case.precision, spec.tolerance, source="marker", test=case.test or None
         )
+
+    def tolerance(self, spec: CompareSpec, case: Case) -> Any:
+        table = self.tolerance_table(spec, case)
         return {"": table.default, **table.per_output}
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
@@ -237,14 +240,15 @@ class CaseRunner:
         if spec.outputs is not None:  # a list: what both expose, in reference order
             available = set(target.output_names())
             names = [name for name in expected[0] if name in available]
-        tolerance = self.tolerance(spec, case)
+        table = self.tolerance_table(spec, case)  # it names the calibrated file, if any
+        tolerance = {"": table.default, **table.per_output}
         anchors: list[Any] = [None] * len(feeds)
         if _uses_fp64(tolerance):
             anchors = self.anchors(spec, case, feeds, expected)
         results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
             got = _numbered(target.infer, feed, index, len(feeds))
-            result = self.compare(spec)(got, want, tolerance, names=names, anchor=anchors[index])
+            result = self.compare(spec)(got, want, table, names=names, anchor=anchors[index])
             if _reported_before(result, closest):  # its arrays are the artifacts'
                 kept, closest = (got, want), result
             results.append(result)
@@ -455,7 +459,7 @@ def _compare(
     shape_check: str,
     anchor: Anchor | None = None,
 ) -> ComparisonResult:
-    table = ToleranceTable(tolerance)
+    table = tolerance if isinstance(tolerance, ToleranceTable) else ToleranceTable(tolerance)
     return compare_with_table(
         actual, expected, table, names=names, shape_check=shape_check, anchor=anchor
     )

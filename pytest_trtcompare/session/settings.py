@@ -24,6 +24,7 @@ from ..engine import (
     ToleranceTable,
     fields_key,
     is_field_mapping,
+    split_entry,
     with_metrics,
 )
 from ..errors import ToleranceError
@@ -190,6 +191,7 @@ class ToleranceSettings:
     calibrated: Mapping[str, Mapping[str, tuple[Mapping[str, float], str]]] = field(
         default_factory=dict
     )
+    calibrated_path: str = ""  # that file, named by the warnings about its entries
 
     #: resolved tables of calls without a tolerance object (most `compare` calls): the same
     #: fields give the same table, so a suite of small tests resolves each once
@@ -227,6 +229,8 @@ class ToleranceSettings:
         known = self._resolved.get(key) if key is not None else None
         if known is None:
             known = self._resolve(precision, tolerance, source, call_fields, calibrated)
+            if calibrated:
+                known.calibrated_from = (self.calibrated_path, test or "")
             if key is not None:
                 self._resolved[key] = known
         if shared:
@@ -255,7 +259,8 @@ class ToleranceSettings:
             }
         if isinstance(spec, Mapping) and "" not in spec and not is_field_mapping(spec):
             spec = {"": self.base_for(precision), **spec}  # outputs not named: the default
-        table = ToleranceTable(spec, source, **call_fields)
+        below = split_entry(self.base_for(precision))[0] or Tolerance.for_precision(precision)
+        table = ToleranceTable(spec, source, below, **call_fields)
         if self.command_line:
             table.override(self.command_line, strict=False, source="option")
         table.add_metrics([metric.sourced("option") for metric in self.metrics])
