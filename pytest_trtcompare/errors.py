@@ -73,6 +73,11 @@ class PrecisionUnsupported(RunnerSkip):
     """The runner cannot run at the requested precision on this machine."""
 
 
+class FP64Unavailable(TrtCompareError):
+    """The fp64 check's float64 run cannot be made (the reference framework has no float64):
+    an error with the reason, not a skip, since the check was the test's own choice."""
+
+
 class UnknownFrameworkError(TrtCompareError, ValueError):
     """A runner name that no built-in or registered runner has (a typo, or a third-party
     runner whose package is not installed): the message lists the known names. A user

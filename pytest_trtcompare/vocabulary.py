@@ -9,6 +9,9 @@ METRICS = ("cosine", "l2", "snr", "psnr", "kl", "top1")
 #: Checks of the error statistics against atol / rtol (Polygraphy's --check-error-stat).
 STAT_CHECKS = ("elemwise", "max", "mean", "median", "quantile")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
+#: The float64-anchored check (Tolerance(check="fp64"), compare_frameworks only) and the
+#: precision of its anchor runs: runners that can run float64 take it; not a test precision.
+FP64 = "fp64"
 #: "strict": shapes must be equal; "relaxed": shapes equal once their dimensions of size 1
 #: are removed compare as the squeezed arrays, with a note (Polygraphy's --no-shape-check).
 SHAPE_CHECKS = ("strict", "relaxed")

@@ -183,8 +183,8 @@ def test_reports_that_cannot_be_merged_exit_2_naming_the_file(pytester, monkeypa
     broken = {**good, "outputs": [{"test": "t"}]}
     Path("broken.json").write_text(json.dumps(broken))
     cases = {
-        "old.json": "old.json: report format 1 (pytest-trtcompare 0.1.0); this version merges "
-        "format 2: rerun that shard with this version",
+        "old.json": "old.json: report format 1 (pytest-trtcompare 0.1.0); this version reads "
+        "format 2: rerun the run that wrote it with this version",
         "other.json": "reports of different suites (a suite is named by ini trtcompare_suite, "
         f"else its rootdir's folder): good.json ({pytester.path.name}), other.json "
         "(another-project)",

@@ -32,7 +32,8 @@ def test_defaults():
         "kl": 1e-3,
         "top1": 0.99,
     }
-    assert dict(METRIC_DEFAULTS) == {c: Tolerance(check=c).threshold for c in METRICS}
+    checks = (*METRICS, "fp64")  # fp64: the multiplier of the fp64 check (test_fp64_check.py)
+    assert dict(METRIC_DEFAULTS) == {c: Tolerance(check=c).threshold for c in checks}
     assert Tolerance().threshold is None
     assert Tolerance(check="cosine").describe() == "cosine >= 0.997 (default)"
     assert Tolerance(check="snr", threshold=25).describe(sources=False) == "snr >= 25 dB"

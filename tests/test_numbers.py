@@ -200,6 +200,12 @@ def test_each_layer_of_the_precedence_names_itself():
     assert ToleranceSettings().resolve("fp16").default.describe() == (
         "elemwise tolerance atol=0.01 (default) rtol=0.01 (default)"
     )
+    # a marker's fields over the precision's tolerance, not over fp32's (rtol stays fp16's)
+    fields = ToleranceSettings(ini_table={"bf16": {"rtol": 0.2}})
+    fp16 = fields.resolve("fp16", {"atol": 1e-3}, source="marker").default
+    assert (fp16.atol, fp16.rtol, fp16.source("rtol")) == (1e-3, 1e-2, "default")
+    listed = fields.resolve("bf16", [{"atol": 1e-3}, {"check": "cosine"}], source="marker")
+    assert listed.default[0].rtol == 0.2 and listed.default[0].source("rtol") == "ini"
 
 
 def test_sources_change_no_verdict_and_are_not_stored():

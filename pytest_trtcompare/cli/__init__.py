@@ -37,7 +37,9 @@ from ..session.golden_check import check_golden
 from ..session.outcome import Kind
 from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
+from .drift import add_parser as add_drift
 from .merge import add_parser as add_merge
+from .tolerances import add_parser as add_tolerances
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -307,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_debug_precision(commands)
     add_merge(commands)
+    add_drift(commands)
+    add_tolerances(commands)
     for command in commands.choices.values():  # its own usage on an unknown option
         command.set_defaults(command_parser=command)
     return parser

@@ -9,6 +9,7 @@ ones from `pytest_trtcompare` or `pytest_trtcompare.compare`.
 from __future__ import annotations
 
 from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
+from .anchored import Anchor
 from .arrays import as_named_array, as_output_mapping, dtype_from_name
 from .compare import (
     assert_outputs_close,
@@ -32,7 +33,9 @@ from .tolerance import (
     ToleranceSpec,
     entry_record,
     entry_sources,
+    members,
     metric_bound,
+    split_entry,
     with_metrics,
 )
 from .tolerance_table import ToleranceTable, fields_key, is_field_mapping
@@ -47,6 +50,7 @@ __all__ = [
     "RULES",
     "SHAPE_CHECKS",
     "STAT_CHECKS",
+    "Anchor",
     "ComparisonResult",
     "ElementError",
     "Entry",
@@ -72,9 +76,11 @@ __all__ = [
     "format_pair",
     "is_field_mapping",
     "listed",
+    "members",
     "metric_bound",
     "num",
     "shortest",
+    "split_entry",
     "unmatched_line",
     "with_metrics",
 ]

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidOutputError, ToleranceError
-from ..vocabulary import SHAPE_CHECKS
+from ..vocabulary import FP64, SHAPE_CHECKS
+from .anchored import Anchor, anchored
 from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
@@ -72,9 +73,11 @@ def compare_with_table(
     *,
     names: Iterable[str] | None = None,
     shape_check: str = "strict",
+    anchor: Anchor | None = None,
 ) -> ComparisonResult:
     """compare_outputs with a table already made (the compare fixture's, resolved once per
-    precision and fields); `shape_check` checked by the caller. The table is only read."""
+    precision and fields); `shape_check` checked by the caller. The table is only read.
+    `anchor`: the float64 and reduced-precision runs of the reference (the fp64 check)."""
     order = _names(actual) + _names(expected)
     actual, expected, structures, expanded = flatten_structured(actual, expected)
     actual_map = as_output_mapping(actual, "actual")
@@ -90,7 +93,9 @@ def compare_with_table(
     outputs = {
         name: _structure_result(name, structures[name], table[name])
         if name in structures
-        else compare_one(name, actual_map[name], expected_map[name], table[name], shape_check)
+        else compare_one(
+            name, actual_map[name], expected_map[name], table[name], shape_check, anchor
+        )
         for name in selected
         if name in structures or (name in actual_map and name in expected_map)
     }
@@ -191,7 +196,12 @@ def assert_outputs_close(
 
 
 def compare_one(
-    name: str, actual: NamedArray, expected: NamedArray, entry: Entry, shape_check: str = "strict"
+    name: str,
+    actual: NamedArray,
+    expected: NamedArray,
+    entry: Entry,
+    shape_check: str = "strict",
+    anchor: Anchor | None = None,
 ) -> OutputComparison:
     """Compare one pair of arrays under one tolerance, or several that must all pass."""
     base, metric_checks = split_entry(entry)
@@ -228,7 +238,9 @@ def compare_one(
         a_kind = e_kind = "int"
         header["postprocessed"] = tol.postprocess
     require_rows(name, a, metric_checks, tol.postprocess)
-    metrics = compute_metrics(a, e, metric_checks)
+    metrics = compute_metrics(a, e, metric_checks) + tuple(
+        anchored(name, actual.array, t, anchor) for t in metric_checks if t.check == FP64
+    )
     metrics_pass = all(m.passed for m in metrics)
     if tol.check == "indices":
         result = _indices_result(a, e, tol, header)

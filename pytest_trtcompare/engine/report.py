@@ -11,7 +11,6 @@ import numpy as np
 from .arrays import dtype_from_name
 from .decades import CAP_DECADE as _CAP_DECADE
 from .digits import against, exact, num, pair_dtype, shortest
-from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 
 __all__ = ["format_failure", "format_pass", "format_result", "num", "num_up", "plural"]
@@ -106,7 +105,7 @@ def format_result(result: ResultView, verbosity: int = 0) -> str:
 def format_pass(out: OutputComparison) -> str:
     figures = f"{out.count} rows in place" if out.indices is not None else maxima(out)
     for metric in out.metrics:
-        figures += f", {metric.check} {format_pair(metric.value, metric.threshold)[0]}"
+        figures += f", {metric.brief()}"
     return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {margin_text(out.margin)}"
 
 
@@ -406,7 +405,8 @@ def _histogram(out: OutputComparison) -> list[str]:
         return []
     total = sum(count for _, count in out.histogram) + out.nan_errors
     peak = max([count for _, count in out.histogram] + [out.nan_errors])
-    atol_decade = math.floor(math.log10(out.tolerance.atol)) if out.tolerance.atol > 0 else None
+    atol = out.tolerance.atol if out.gated else 0.0  # metric checks alone: no atol applies
+    atol_decade = math.floor(math.log10(atol)) if atol > 0 else None
     lines = ["  error histogram (log10 |abs err|):"]
     for decade, count in out.histogram:
         label = "0" if decade is None else f"[1e{decade}, 1e{decade + 1})"

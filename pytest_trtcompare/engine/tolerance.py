@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ToleranceError
-from ..vocabulary import METRICS, PRECISIONS, STAT_CHECKS
+from ..vocabulary import FP64, METRICS, PRECISIONS, STAT_CHECKS
 from .digits import exact
 
-CHECKS = (*STAT_CHECKS, "indices", *METRICS)
+CHECKS = (*STAT_CHECKS, "indices", *METRICS, FP64)
+#: Checks decided by a threshold alone: the metrics and the fp64 check (its multiplier).
+THRESHOLD_CHECKS = (*METRICS, FP64)
 #: Default thresholds (Polygraphy's for cosine, l2, snr, psnr).
 METRIC_DEFAULTS: Mapping[str, float] = {
     "cosine": 0.997,
@@ -26,6 +28,7 @@ METRIC_DEFAULTS: Mapping[str, float] = {
     "psnr": 30.0,
     "kl": 1e-3,
     "top1": 0.99,
+    FP64: 2.0,  # the multiplier, as torch._dynamo.utils.same(fp64_ref=...)
 }
 #: Metrics that must reach their threshold (value >= threshold); the others must not exceed it.
 MINIMUM_METRICS = frozenset({"cosine", "snr", "psnr", "top1"})
@@ -37,8 +40,11 @@ _THRESHOLD_RANGES: Mapping[str, tuple[float, float]] = {
     "psnr": (-math.inf, math.inf),
     "kl": (0.0, math.inf),
     "top1": (0.0, 1.0),
+    FP64: (0.0, math.inf),
 }
 RULES = ("polygraphy", "allclose")
+#: The fp64 check's default floor (its atol): well under an fp16 model's RMSE (about 1e-4).
+FP64_FLOOR = 1e-5
 
 #: Built-in atol = rtol per precision (SPEC §6); the last resort of the precedence chain.
 PRECISION_DEFAULTS: Mapping[str, float] = {
@@ -54,7 +60,7 @@ PRECISION_DEFAULTS: Mapping[str, float] = {
 #: call > ini > default): the built-in value, the ini key `trtcompare_tolerances`, the command
 #: line, the compare_frameworks marker, a call (compare(..., atol=), golden.check,
 #: assert_outputs_close, compare_outputs), or a golden's stored tolerance.
-SOURCES = ("default", "ini", "option", "marker", "call", "golden")
+SOURCES = ("default", "ini", "calibrated", "option", "marker", "call", "golden")
 
 _TOP_K = re.compile(r"^top-(?P<k>\d+)(?:,axis=(?P<axis>-?\d+))?$")
 
@@ -117,8 +123,9 @@ class Tolerance:
 
     @property
     def is_metric(self) -> bool:
-        """A metric check (cosine, l2, snr, psnr, kl, top1): verdict from `threshold`."""
-        return self.check in METRICS
+        """A metric check (cosine, l2, snr, psnr, kl, top1) or the fp64 check: verdict from
+        `threshold` (fp64: the multiplier; its floor is `atol`)."""
+        return self.check in THRESHOLD_CHECKS
 
     @classmethod
     def for_precision(cls, precision: str, **fields: Any) -> Tolerance:
@@ -136,7 +143,7 @@ class Tolerance:
 
     def sourced(self, source: str, names: Iterable[str] | None = None) -> Tolerance:
         """A copy with fields `names` (every field when None) credited to `source`."""
-        if source not in SOURCES:
+        if source.split(" ", 1)[0] not in SOURCES:  # 'calibrated (5 seeds, 2026-11-28)'
             raise ValueError(f"unknown tolerance source {source!r}")
         credited = FIELD_NAMES if names is None else set(names)
         sources = {**self.sources, **dict.fromkeys(sorted(credited), source)}
@@ -155,6 +162,9 @@ class Tolerance:
         if check != self.check and "threshold" not in fields:
             fields["threshold"] = None  # another check: its own default (or none)
             sources["threshold"] = "default"
+        if check == FP64 and check != self.check and "atol" not in fields:
+            fields["atol"] = FP64_FLOOR  # not the precision's atol: a floor, not a bound
+            sources["atol"] = "default"
         return dataclasses.replace(self, **fields, sources=sources)
 
     def describe(self, sources: bool = True) -> str:
@@ -167,6 +177,11 @@ class Tolerance:
 
         if self.check == "indices":
             return f"index tolerance {self.index_tolerance}{of('index_tolerance')}"
+        if self.check == FP64:
+            return (
+                f"fp64 check: rmse against float64 <= {exact(self.threshold)}{of('threshold')} "
+                f"x the reference's at this precision + {exact(self.atol)}{of('atol')}"
+            )
         if self.is_metric:
             return metric_bound(self.check, self.threshold) + of("threshold")
         text = f"{self.check} tolerance"
@@ -196,10 +211,11 @@ def metric_bound(check: str, threshold: float | None) -> str:
 
 def _threshold(check: str, value: Any) -> float | None:
     """The checked threshold of a metric (its default when None); None for the other checks."""
-    if check not in METRICS:
+    if check not in THRESHOLD_CHECKS:
         if value is not None:
             raise ToleranceError(
-                f"threshold={value!r} applies to the metric checks ({', '.join(METRICS)}) "
+                f"threshold={value!r} applies to the metric checks "
+                f"({', '.join(THRESHOLD_CHECKS)}) "
                 f"only, not to check={check!r}"
             )
         return None
@@ -213,6 +229,7 @@ def _threshold(check: str, value: Any) -> float | None:
             "top1": "in [0, 1]",
             "l2": "finite and >= 0",
             "kl": "finite and >= 0",
+            FP64: "finite and >= 0 (the multiplier)",
         }.get(check, "a finite number of dB")
         raise ToleranceError(f"threshold of check={check!r} must be {span}, got {value!r}")
     return number
@@ -291,7 +308,7 @@ def checked_entry(found: Sequence[Tolerance], where: str) -> Entry:
             f"checks; got {', '.join(non_metric)}"
         )
     checks = [t.check for t in found]
-    twice = sorted({c for c in checks if checks.count(c) > 1 and c in METRICS})
+    twice = sorted({c for c in checks if checks.count(c) > 1 and c in THRESHOLD_CHECKS})
     if twice:
         raise ToleranceError(f"{where}: check {twice[0]!r} given twice")
     return found[0] if len(found) == 1 else tuple(found)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
+import os
 import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 from ..errors import ToleranceError, ToleranceWarning
-from ..vocabulary import METRICS
+from ..vocabulary import FP64, METRICS
 from .tolerance import (
     CHECKS,
     DEFAULT,
@@ -21,6 +22,7 @@ from .tolerance import (
     Tolerance,
     ToleranceSpec,
     checked_entry,
+    entry_sources,
     split_entry,
     with_metrics,
 )
@@ -73,20 +75,24 @@ def _as_tolerance(value: Any, base: Tolerance, where: str, source: str = "call")
 
 #: Keyword fields a metric check takes: its threshold and the post-processing before it.
 _METRIC_FIELDS = frozenset({"threshold", "postprocess"})
+#: The fp64 check's: its multiplier and its floor.
+_FP64_FIELDS = frozenset({"threshold", "atol"})
 
 
 def _no_fields_beside_a_metric(fields: Mapping[str, Any], where: str) -> None:
-    """A metric check takes only threshold= and postprocess=: `check="kl", atol=0.1` would
-    drop the atol without a word."""
+    """A metric check takes only threshold= and postprocess= (the fp64 check threshold= and
+    atol=): `check="kl", atol=0.1` would drop the atol without a word."""
     check = fields.get("check")
-    if check not in METRICS:
+    if check not in METRICS and check != FP64:
         return
-    unused = sorted(set(fields) - _METRIC_FIELDS - {"check"})
+    takes = _METRIC_FIELDS if check in METRICS else _FP64_FIELDS
+    unused = sorted(set(fields) - takes - {"check"})
     if unused:
         names = ", ".join(f"{name}=" for name in unused)
+        said = " and ".join(f"{name}=" for name in sorted(takes, reverse=True))
         raise ToleranceError(
             f"{where}: {names} does nothing for a metric check (check={check!r} takes "
-            f"threshold= and postprocess=); for both, give a list: "
+            f"{said}); for both, give a list: "
             f"[{{'atol': ..., 'rtol': ...}}, {{'check': {check!r}}}]"
         )
 
@@ -193,11 +199,23 @@ def _some_names(unknown: list[str], known: set[str]) -> str:
     """The closest known names, or the first few: a per-layer comparison has hundreds."""
     close = sorted({m for name in unknown for m in difflib.get_close_matches(name, known, n=3)})
     if close:
-        return f"did you mean {', '.join(map(repr, close))}? ({len(known)} outputs)"
+        outputs = f"{len(known)} output{'' if len(known) == 1 else 's'}"
+        return f"did you mean {', '.join(map(repr, close))}? ({outputs})"
     shown = sorted(known)[:8]
     if len(known) > len(shown):
         return f"outputs are {', '.join(map(repr, shown))}, ... ({len(known)} in all)"
     return f"outputs are {shown}"
+
+
+def _line_of(path: str, *texts: str) -> int:
+    """The first line of file `path` holding every one of `texts` (1 when none, or
+    unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            lines = enumerate(file, 1)
+            return next((n for n, line in lines if all(t in line for t in texts)), 1)
+    except OSError:
+        return 1
 
 
 def _caller_level() -> int:
@@ -229,16 +247,26 @@ class ToleranceTable:
     the rest is the built-in default's.
     """
 
-    def __init__(self, spec: ToleranceSpec = None, source: str = "call", **overrides: Any) -> None:
+    def __init__(
+        self,
+        spec: ToleranceSpec = None,
+        source: str = "call",
+        below: Tolerance = DEFAULT,
+        **overrides: Any,
+    ) -> None:
+        """`below`: the tolerance whose fields a mapping's unnamed fields keep (the built-in
+        fp32 default; the session's resolve gives the precision's, under its ini)."""
+        if not isinstance(below, Tolerance):  # compare_outputs(..., below=...): a field?
+            raise ToleranceError(f"unknown tolerance field below={below!r}")
         default: Entry = DEFAULT
         per_output: dict[str, Entry] = {}
         if isinstance(spec, (Tolerance, list, tuple)):
-            default = _as_entry(spec, DEFAULT, "tolerance", source)
+            default = _as_entry(spec, below, "tolerance", source)
         elif isinstance(spec, Mapping) and is_field_mapping(spec):
-            default = _as_tolerance(spec, DEFAULT, "tolerance", source)  # {"atol": 1e-3}
+            default = _as_tolerance(spec, below, "tolerance", source)  # {"atol": 1e-3}
         elif isinstance(spec, Mapping):
             if "" in spec:
-                default = _as_entry(spec[""], DEFAULT, "tolerance['']", source)
+                default = _as_entry(spec[""], below, "tolerance['']", source)
             base = split_entry(default)[0] or DEFAULT
             for name, value in spec.items():
                 if name != "":
@@ -252,6 +280,8 @@ class ToleranceTable:
             )
         self.default = default
         self.per_output = per_output
+        #: (the calibrated tolerance file, the test) where its entries made this table
+        self.calibrated_from: tuple[str, str] | None = None
         if overrides:
             self.override(overrides, strict=True, source=source)
 
@@ -276,9 +306,24 @@ class ToleranceTable:
         known = set(names)
         unknown = sorted(set(self.per_output) - known)
         if unknown:
+            calibrated = any(
+                source.startswith("calibrated")
+                for name in unknown
+                for source in entry_sources(self.per_output[name]).values()
+            )
+            if calibrated and self.calibrated_from is not None:
+                path, test = self.calibrated_from
+                warnings.warn_explicit(  # at the file's entry, where the typo is
+                    f"{os.path.basename(path)}: a tolerance of {test} for output(s) {unknown} "
+                    f"that the comparison does not have; {_some_names(unknown, known)}",
+                    ToleranceWarning,
+                    filename=path,
+                    lineno=_line_of(path, f'"{test}"', unknown[0]),
+                )
+                return
             warnings.warn(
-                f"tolerance given for output(s) {unknown} that the comparison does not have; "
-                f"{_some_names(unknown, known)}",
+                f"tolerance given for output(s) {unknown} that the comparison does not "
+                f"have; {_some_names(unknown, known)}",
                 ToleranceWarning,
                 stacklevel=_caller_level(),
             )

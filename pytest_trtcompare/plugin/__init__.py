@@ -25,7 +25,7 @@ import pytest
 
 from ..errors import TrtCompareError
 from ..reports import properties
-from . import argv, names, progress_lines
+from . import argv, calibration, names, progress_lines
 from .fixtures import (
     CASE_FIXTURE,
     OUTCOME,
@@ -96,7 +96,7 @@ def _in_use_from_start(config: pytest.Config) -> bool:
         if dest.startswith(("trt_", "trtcompare_"))
     ):
         return True
-    return any(
+    return calibration.default_file_exists(config) or any(
         names.ini_value(config, name) != default for name, default in argv.INI_DEFAULTS.items()
     )
 
@@ -194,6 +194,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         from . import markers
 
         markers.group_items(config, items)
+        tolerances = state_of(config).settings.calibration
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        if tolerances is not None and worker in (None, "gw0"):  # before -k / -m deselect any
+            calibration.warn_unknown_tests(tolerances, items, config.rootpath, worker is not None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS, parse_precisions
-from . import names, report_options
+from . import calibration, drift, names, report_options
 
 
 def _artifacts_mode(text: str) -> str:
@@ -44,6 +44,8 @@ INI_DEFAULTS: dict[str, Any] = {
     "trtcompare_artifacts_mode": "",
     "trtcompare_strict_goldens": False,
     **report_options.INI_DEFAULTS,
+    **drift.INI_DEFAULTS,
+    **calibration.INI_DEFAULTS,
 }
 
 
@@ -240,6 +242,8 @@ def add_options(parser: pytest.Parser) -> None:
     ini("trtcompare_artifacts_mode", "default for --trt-artifacts (none, failed, all)")
     ini("trtcompare_strict_goldens", "unused goldens fail the session", type="bool")
     report_options.add_options(group, parser)
+    drift.add_options(group, parser)
+    calibration.add_options(group, parser)
 
 
 def default_goldens_folder(module_path: Path) -> Path:

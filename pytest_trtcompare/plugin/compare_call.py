@@ -31,7 +31,9 @@ def run(
     __tracebackhide__ = True
     settings = state_of(item.config).settings
     try:
-        table = settings.tolerances.resolve(precision, tolerance, shared=True, **fields)
+        table = settings.tolerances.resolve(
+            precision, tolerance, shared=True, test=item.nodeid, **fields
+        )
         shape_check = shape_check or settings.shape_check or "strict"
         check_shape_check(shape_check)
         result = compare_with_table(actual, expected, table, names=names, shape_check=shape_check)

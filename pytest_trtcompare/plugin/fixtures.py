@@ -5,6 +5,7 @@ Their types (`CompareFixture`, `RunnersFixture`, `GoldenFixture`) are public, fo
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -166,6 +167,7 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
     from .state import state_of
 
     spec, case = request.param
+    case = dataclasses.replace(case, test=request.node.nodeid)  # its calibrated tolerances
     state = state_of(request.config)
     if spec.golden:
         goldens = state.goldens.for_item(request.node)
@@ -179,6 +181,10 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
         outcome = state.cases.run(spec, case)
     state.reporter.note(outcome)
     request.node.stash[OUTCOME] = outcome
+    if state.reporter.calibration is not None and outcome.results:
+        from .calibration import observed_property
+
+        request.node.user_properties.append(observed_property(outcome.results))
     if outcome.kind in (Kind.SKIPPED, Kind.ERROR):
         settle(request.node, state.settings, outcome)
     return outcome

@@ -163,7 +163,9 @@ class GoldenFixture:
     ) -> Outcome:
         path = self.path(name)
         try:
-            table = self._settings.tolerances.resolve(precision, tolerance, **fields)
+            table = self._settings.tolerances.resolve(
+                precision, tolerance, test=self._goldens.item.nodeid, **fields
+            )
             check_shape_check(shape_check)  # this call's error, before any golden is written
         except TrtCompareError as exc:
             return Outcome.error(exc, "golden")

@@ -25,6 +25,8 @@ from ..session.settings import (
     parse_val_range,
 )
 from ..vocabulary import parse_precisions
+from .calibration import CalibrationSettings, calibration_settings
+from .drift import DriftSettings, drift_settings
 from .names import UPDATE_GOLDENS, ini_value
 from .report_options import suite_name
 from .split_paths import check_split_paths
@@ -59,6 +61,8 @@ class Settings:
     shape_check: str | None = None  # --trt-shape-check, else ini (None: strict)
     artifacts_mode: str = "failed"  # --trt-artifacts, ini trtcompare_artifacts_mode
     suite: str = ""  # ini trtcompare_suite, else the rootdir's name: the JSON report's
+    drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift.py)
+    calibration: CalibrationSettings | None = None  # the tolerance file, --trt-calibrate
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -91,7 +95,7 @@ _TOLERANCE_FLAGS = (
 )
 
 
-def _tolerances(config: pytest.Config) -> ToleranceSettings:
+def _tolerances(config: pytest.Config, calibration: CalibrationSettings) -> ToleranceSettings:
     command_line = {}
     for name, dest, flag in _TOLERANCE_FLAGS:
         value = config.getoption(dest)
@@ -105,7 +109,12 @@ def _tolerances(config: pytest.Config) -> ToleranceSettings:
         table, ini_metrics = parse_ini_tolerances(config.getini("trtcompare_tolerances"))
         metrics = parse_metrics(config.getoption("trt_check") or [], "--trt-check")
         settings = ToleranceSettings(
-            ini_table=table, command_line=command_line, ini_metrics=ini_metrics, metrics=metrics
+            ini_table=table,
+            command_line=command_line,
+            ini_metrics=ini_metrics,
+            metrics=metrics,
+            calibrated=calibration.entries,
+            calibrated_path=str(calibration.path),
         )
         settings.resolve("fp32")
     except ToleranceError as exc:
@@ -220,9 +229,10 @@ def build_settings(config: pytest.Config) -> Settings:
     for override in config.option.override_ini or ():
         if override.partition("=")[0].strip() in _REPEATED_INI:
             repeat += ["-o", shlex.quote(override)]
+    calibration = calibration_settings(config)
     return Settings(
         precisions=precisions,
-        tolerances=_tolerances(config),
+        tolerances=_tolerances(config, calibration),
         update_goldens=bool(config.getoption("trtcompare_update_goldens")),
         update_goldens_missing=bool(config.getoption("trtcompare_update_goldens_missing")),
         update_flag=UPDATE_GOLDENS,
@@ -246,6 +256,8 @@ def build_settings(config: pytest.Config) -> Settings:
         shape_check=_shape_check(config),
         artifacts_mode=_artifacts_mode(config),
         suite=suite_name(config),
+        drift=drift_settings(config),
+        calibration=calibration,
         **_overrides(config),
     )
 

@@ -7,9 +7,11 @@ through `workeroutput`.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +19,10 @@ import pytest
 from ..engine import unmatched_line
 from ..reports import properties, summary
 from ..reports.document import report_json
+from ..reports.drift import Drift, drift, drift_lines, key_of
 from ..session.layout import wrap
 from ..session.outcome import Outcome, runner_key
+from .calibration import CalibrationRun
 from .options import Settings
 from .terminal import terminal_width
 
@@ -33,6 +37,10 @@ class Reporter:
         self.descriptions: dict[str, Any] = {}
         self.builds: dict[str, dict[str, dict[str, int]]] = {}
         self._xfailed: set[str] = set()  # node ids of expected failures (xfail) that failed
+        self.drift: Drift | None = None  # against --trt-baseline, found at session end
+        self.calibration: CalibrationRun | None = None  # --trt-calibrate
+        if settings.calibration is not None and settings.calibration.seeds:
+            self.calibration = CalibrationRun(settings.calibration)
 
     def note(self, outcome: Outcome) -> None:
         """Keep the runners' descriptions for the JSON report."""
@@ -59,6 +67,8 @@ class Reporter:
         # reads them there too.
         if report.skipped and getattr(report, "wasxfail", None) is not None:
             self._xfailed.add(report.nodeid)
+        if self.calibration is not None:
+            self.calibration.logreport(report)
         if report.when == "teardown":
             records = summary.from_properties(report.user_properties)
             if report.nodeid in self._xfailed:
@@ -82,6 +92,39 @@ class Reporter:
             self.builds[worker] = data["builds"]
         self.descriptions.update(data["descriptions"])
 
+    def check_drift(self, session: pytest.Session) -> None:
+        """At session end (the controller under xdist): each record's baseline margin, the
+        drifted outputs, and with --trt-drift=fail a failed session."""
+        settings = self.settings.drift
+        if settings is None:
+            return
+        self.records = [
+            dataclasses.replace(r, baseline_margin=settings.margins.get(key_of(r)))
+            for r in self.records
+        ]
+        self.drift = drift(settings.margins, self.records, settings.ratio, settings.limit)
+        if settings.mode == "fail" and self.drift and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def count_drift(self, stats: dict[str, list[Any]]) -> None:
+        """Drifted outputs join pytest's last line ('2 drifted (--trt-baseline)'), yellow."""
+        if not self.drift:
+            return
+        stats.setdefault("drifted (--trt-baseline)", []).extend(
+            pytest.TestReport(test, (test, None, output), {}, "failed", None, "call")
+            for (test, output) in (d.key for d in self.drift.drifted)
+        )
+
+    def drift_lines(self, verbosity: int, width: int) -> list[str]:
+        settings = self.settings.drift
+        if self.drift is None or settings is None:
+            return []
+        shown = _shown(settings.baseline, self.settings.rootpath)
+        lines = drift_lines(self.drift, shown, width, verbosity)
+        if self.drift and settings.mode == "fail":
+            lines.append("drift fails the session (--trt-drift=fail): exit status 1")
+        return lines
+
     def terminal_summary(self, terminalreporter: Any, goldens: Mapping[str, Any]) -> None:
         """The accuracy summary, fitted to the terminal; -q shortens it, -qq leaves it out
         (the JSON report is written all the same, with `goldens`, the goldens' use)."""
@@ -93,6 +136,15 @@ class Reporter:
             terminalreporter.section("accuracy summary")
             for line in lines:
                 terminalreporter.write_line(line)
+        drifted = self.drift_lines(verbosity, width)
+        if drifted and (verbosity >= 0 or self.drift):
+            terminalreporter.section("drift")
+            for line in drifted:
+                terminalreporter.write_line(line, yellow=bool(self.drift))
+        if self.calibration is not None and verbosity > -2:
+            terminalreporter.section("calibration")
+            for line in self.calibration.lines(config.rootpath, width, verbosity):
+                terminalreporter.write_line(line, red=self.calibration.error is not None)
         if lines and verbosity >= 0:
             for layers in self.layers:  # a passing per-layer test shows what it left out too
                 if layers.get("unmatched"):
@@ -130,3 +182,10 @@ class Reporter:
         if verbosity >= 0:  # as pytest's "generated xml file"
             for line in wrap(f"accuracy report: {path}", terminal_width(config)):
                 terminalreporter.write_line(line)
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

@@ -154,6 +154,9 @@ class SessionHooks:
             if builds:
                 self.state.reporter.builds["main"] = builds
             self.state.goldens.find_unused(session)
+            self.state.reporter.check_drift(session)
+            if self.state.reporter.calibration is not None:
+                self.state.reporter.calibration.write()
         self.state.cases.runners.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -167,4 +170,5 @@ class SessionHooks:
             for line in lines:
                 terminalreporter.write_line(line, red=line == goldens.FAILING_LINE)
         goldens.count_failing(terminalreporter.stats)
+        self.state.reporter.count_drift(terminalreporter.stats)
         self.state.reporter.terminal_summary(terminalreporter, goldens.report_section())

@@ -37,6 +37,7 @@ class PluginState:
             debug_precision=settings.debug_precision,
             layers=settings.layers,
             shape_check=settings.shape_check,
+            calibrate=settings.calibration.seeds if settings.calibration else 0,
         )
         return cls(settings, cases, GoldenSession(settings), Reporter(settings))
 

@@ -86,7 +86,7 @@ def read_report(path: Path) -> Report:
         written = document.get("plugin_version", "an unknown version")
         raise ReportError(
             f"{path}: report format {layout or 1!r} (pytest-trtcompare {written}); this "
-            f"version merges format {REPORT_FORMAT}: rerun that shard with this version"
+            f"version reads format {REPORT_FORMAT}: rerun the run that wrote it with this version"
         )
     try:
         goldens = document["goldens"]

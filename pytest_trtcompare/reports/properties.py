@@ -108,7 +108,15 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     return True
 
 
-NUMBERS = ("margin", "max_abs_error", "max_rel_error", "atol", "rtol")
+NUMBERS = (
+    "margin",
+    "max_abs_error",
+    "max_rel_error",
+    "atol",
+    "rtol",
+    "baseline_margin",
+    "checked_abs_error",
+)
 
 
 def json_number(value: float) -> float | str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..engine import (
     num,
 )
 from ..session.layout import abbreviate, wrap
+from ..vocabulary import FP64
 from . import timings
 from .properties import NUMBERS, read_records
 
@@ -63,6 +64,12 @@ class Record:
     #: `runners` ('onnxrt-fp32@3fa2c1d0'); None where no runner ran
     target_runner: str | None = None
     reference_runner: str | None = None
+    #: the same output's margin in the --trt-baseline report (None: no baseline, or new)
+    baseline_margin: float | None = None
+    #: the absolute error of the statistic `check` bounds (the largest element's for
+    #: elemwise and max, the mean's for mean, ...): what `trtcompare tolerances` learns
+    #: from; None in reports before calibration
+    checked_abs_error: float | None = None
 
 
 def records(
@@ -92,6 +99,7 @@ def records(
                 margin=output.margin,
                 max_abs_error=output.max_abs_error,
                 max_rel_error=output.max_rel_error,
+                checked_abs_error=output.required_atol,
                 check=output.tolerance.check,
                 atol=output.tolerance.atol,
                 rtol=output.tolerance.rtol,
@@ -149,13 +157,26 @@ def _parsed(value: str) -> Record:
 def record_of(fields: dict[str, Any]) -> Record:
     """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
     data = dict(fields)
+    missing = [name for name in _REQUIRED if name not in data]
+    if missing:
+        raise KeyError(f"a record of {data.get('test')!r} lacks {', '.join(missing)}")
     for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
-        data[name] = None if data[name] is None else float(data[name])
+        if name in data:  # baseline_margin, checked_*: absent from earlier reports
+            data[name] = None if data[name] is None else float(data[name])
     data["metrics"] = tuple(
-        {**m, **{k: float(m[k]) for k in ("threshold", "value", "margin")}}
+        {**m, **{k: float(m[k]) for k in _METRIC_NUMBERS if k in m}}
         for m in data.get("metrics", ())
     )
     return Record(**data)
+
+
+_REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(Record)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+#: a metric check's numbers (the fp64 check's reference_error and floor besides)
+_METRIC_NUMBERS = ("threshold", "value", "margin", "reference_error", "floor")
 
 
 def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> list[str]:
@@ -264,19 +285,30 @@ def _figures(r: Record) -> str:
         text = (
             f"abs {against(r.max_abs_error, r.atol, 3)}  rel {against(r.max_rel_error, r.rtol, 3)}"
         )
-    values = (f"{m['check']} {format_pair(m['value'], m['threshold'])[0]}" for m in r.metrics)
+    values = (_metric_value(m) for m in r.metrics)
     return "  ".join([text, *values])  # digits enough to differ from the bound
+
+
+def _metric_value(m: Mapping[str, Any]) -> str:
+    """'cosine 0.99912'; the fp64 check's 'fp64 rmse 0.00017 (1.93x torch fp16's)'."""
+    if m["check"] == FP64:
+        ratio = m["value"] / m["reference_error"] if m["reference_error"] else math.inf
+        return f"fp64 rmse {m['value']:.3g} ({ratio:.3g}x {m['reference']}'s)"
+    return f"{m['check']} {format_pair(m['value'], m['threshold'])[0]}"
+
+
+def _metric_bound(m: Mapping[str, Any]) -> str:
+    if m["check"] == FP64:
+        return f"fp64 <= {m['threshold']:g}x {m['reference']}'s + {m['floor']:g}"
+    return metric_bound(m["check"], m["threshold"])
 
 
 def _tolerance(r: Record) -> str:
     """'elemwise atol=0.0001 rtol=0.0001 (ini)': the bounds, exact, and their sources."""
-    bounds = [
-        f"{metric_bound(m['check'], m['threshold'])} ({m.get('source', 'default')})"
-        for m in r.metrics
-    ]
+    bounds = [f"{_metric_bound(m)} ({m.get('source', 'default')})" for m in r.metrics]
     if r.check is None:  # a missing output: no tolerance applied
         return "-"
-    if r.check in METRICS:  # metric checks alone
+    if r.check in (*METRICS, FP64):  # metric checks alone
         return "; ".join(bounds)
     sources = r.tolerance_sources
     named = ["atol", "rtol"] + (["check"] if r.check != "elemwise" else [])

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine import PRECISIONS, dtype_from_name
 from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
+from ..vocabulary import FP64
 
 Dim = int | str | None
 
@@ -231,11 +232,19 @@ class Runner(abc.ABC):
 
     framework: ClassVar[str] = ""
     precisions: ClassVar[tuple[str, ...]] = ("fp32",)
+    #: whether it runs precision "fp64" (float64), the anchor of the fp64 check: not one of
+    #: the precisions a test selects, so not among `precisions`
+    float64: ClassVar[bool] = False
 
     def __init__(self, precision: str = "fp32") -> None:
-        if precision not in PRECISIONS:
+        if precision == FP64:
+            if not self.float64:
+                raise PrecisionUnsupported(
+                    f"{self.framework} runs {', '.join(self.precisions)}, not fp64"
+                )
+        elif precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
-        if precision not in self.precisions:
+        elif precision not in self.precisions:
             raise PrecisionUnsupported(
                 f"{self.framework} runs {', '.join(self.precisions)}, not {precision}"
             )

@@ -51,6 +51,7 @@ def _owned(value: Any) -> Any:
 class OnnxReferenceRunner(OnnxModelRunner):
     framework = "onnxref"
     precisions = ("fp32", "fp16", "bf16")
+    float64 = True  # on runners/float64.py's conversion
 
     def __init__(
         self,

@@ -33,6 +33,7 @@ from onnx import TensorProto, numpy_helper
 from .. import progress
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
 from .float16_repair import bodies, remove_round_trips, repair
+from .float64 import to_float64
 from .labels import loaded_label
 from .onnx_model import LoadedModel
 
@@ -65,11 +66,16 @@ def convert(loaded: LoadedModel, precision: str) -> ConvertedModel:
     if key in CONVERTED:
         _log.debug("%s at %s: converted earlier in this process", loaded_label(loaded), precision)
         return CONVERTED[key]
-    if precision not in ("fp16", "bf16"):
+    if precision not in ("fp16", "bf16", "fp64"):
         raise ValueError(f"no ONNX conversion to {precision}")
     label = loaded_label(loaded)
     with progress.step(f"converting {label} to {precision}") as timing:
-        converted = _to_float16(loaded) if precision == "fp16" else _to_bfloat16(loaded)
+        if precision == "fp64":
+            converted = ConvertedModel(to_float64(loaded.proto), "fp64 (float32 inputs cast)")
+        elif precision == "fp16":
+            converted = _to_float16(loaded)
+        else:
+            converted = _to_bfloat16(loaded)
         _check_conversion(loaded, precision, converted)
     CONVERTED[key] = converted
     log_conversion(label, precision, converted, timing.elapsed)

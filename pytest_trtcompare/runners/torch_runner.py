@@ -32,7 +32,13 @@ from .torch_outputs import NotATensor, flatten_outputs, to_numpy
 if TYPE_CHECKING:
     from .torch_layers import ModuleTaps
 
-_DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+_DTYPES = {
+    "fp32": "float32",
+    "tf32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp64": "float64",
+}
 
 
 def import_torch() -> Any:
@@ -109,6 +115,7 @@ def _array(value: Any) -> np.ndarray:
 class TorchRunner(Runner):
     framework = "torch"
     precisions = ("fp32", "tf32", "fp16", "bf16")
+    float64 = True  # module.to(float64)
 
     def __init__(
         self,
@@ -357,6 +364,7 @@ class TorchRunner(Runner):
             "tf32": "float32 weights and inputs, TF32 matmul on",
             "fp16": "module.to(float16), float inputs cast to float16",
             "bf16": "module.to(bfloat16), float inputs cast to bfloat16",
+            "fp64": "module.to(float64), float inputs cast to float64",
         }[self.precision]
         return {
             **super().describe(),

@@ -19,11 +19,25 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import ComparisonResult, compare_outputs
-from ..errors import InferenceError, InputDataError, RunnerSkip, TrtCompareError
+from ..engine import (
+    Anchor,
+    ComparisonResult,
+    ToleranceTable,
+    compare_outputs,
+    compare_with_table,
+    members,
+)
+from ..errors import (
+    FP64Unavailable,
+    InferenceError,
+    InputDataError,
+    RunnerSkip,
+    TrtCompareError,
+)
 from ..goldens import Golden, load_reference
 from ..inputs import Feed, val_range_record
 from ..runners import Runner, RunnerCrashed, load_model, median_ms
+from ..vocabulary import FP64
 from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
@@ -33,6 +47,13 @@ from .settings import ToleranceSettings
 from .spec import CompareSpec
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
+#: The frameworks that run an ONNX model: the fp64 check's anchor of one is onnx.reference on
+#: the model's float64 conversion (every other reference runs itself at float64).
+_ONNX_FRAMEWORKS = (
+    "onnxrt",
+    "onnxref",
+    "trt",
+)  # reference outputs kept (per model, shape set and inputs)
 
 
 class CaseRunner:
@@ -46,8 +67,10 @@ class CaseRunner:
         debug_precision: bool = False,
         layers: tuple[str | None, str | None] = (None, None),
         shape_check: str | None = None,
+        calibrate: int = 0,
     ) -> None:
         self.settings = settings
+        self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
         self.shape_check = shape_check  # --trt-shape-check, else ini (None: strict)
         self.layers_override, self.layers_default = layers  # --trt-layers, ini trtcompare_layers
         self.isolate = isolate
@@ -59,6 +82,7 @@ class CaseRunner:
         self._expected_ms: dict[Hashable, float | None] = {}  # the reference's inference time
         self._saved: dict[Path, Golden] = {}
         self._exports: dict[Hashable, Any] = {}  # model key -> the ONNX model twins follow
+        self._twins: dict[int, Any] = {}  # id(reference runner) -> its twin of the export
 
     def runner(self, spec: CompareSpec, framework: str, precision: str, case: Case) -> Any:
         options = dict(spec.options.get(framework.split(":")[0], {}))
@@ -106,30 +130,86 @@ class CaseRunner:
     ) -> tuple[Any, list[dict[str, np.ndarray]], float | None]:
         """The fp32 reference runner, its outputs for the case's feeds (cached) and the
         median of its inference times on them (ms)."""
+        reference = self.reference(spec, "fp32", case)
+        feeds = self.feeds(spec, reference, case)
+        outputs, milliseconds = self._outputs(reference, feeds)
+        return reference, outputs, milliseconds
+
+    def reference(self, spec: CompareSpec, precision: str, case: Case) -> Any:
+        """The reference framework's runner at `precision`. A framework's own model (a torch
+        module under models=) beside an ONNX model is fed and named as the export is (a twin
+        of it), so "onnxrt fp16 against torch" compares the export's outputs by name."""
         framework = spec.reference_framework
         assert framework is not None
-        reference = self.runner(spec, framework, "fp32", case)
-        feeds = self.feeds(spec, reference, case)
-        key = (id(reference), id(feeds))
+        runner = self.runner(spec, framework, precision, case)
+        if framework.split(":")[0] not in spec.models or not _is_onnx(spec.model):
+            return runner
+        if id(runner) not in self._twins:  # one twin per cached runner: outputs keyed by id
+            from .twins import ExportSpecs, as_twin
+
+            self._twins[id(runner)] = as_twin(runner, ExportSpecs(self._export(spec.model)))
+        return self._twins[id(runner)]
+
+    def _outputs(
+        self, runner: Any, feeds: list[Feed]
+    ) -> tuple[list[dict[str, np.ndarray]], float | None]:
+        """A reference runner's outputs on `feeds` (the last few kept) and its median time."""
+        key = (id(runner), id(feeds))
         if key not in self._expected:
-            mark = len(reference.inference_times)
+            mark = len(runner.inference_times)
             self._expected[key] = [
-                _numbered(reference.infer, feed, index, len(feeds))
-                for index, feed in enumerate(feeds)
+                _numbered(runner.infer, feed, index, len(feeds)) for index, feed in enumerate(feeds)
             ]
-            self._expected_ms[key] = median_ms(reference.inference_times[mark:])
+            self._expected_ms[key] = median_ms(runner.inference_times[mark:])
             while len(self._expected) > _REFERENCE_CACHE:
                 self._expected_ms.pop(self._expected.popitem(last=False)[0], None)
         self._expected.move_to_end(key)
-        return reference, self._expected[key], self._expected_ms.get(key)
+        return self._expected[key], self._expected_ms.get(key)
+
+    def anchors(
+        self, spec: CompareSpec, case: Case, feeds: list[Feed], expected: list[Any]
+    ) -> list[Anchor]:
+        """The fp64 check's two extra runs on every feed: the reference framework at float64
+        (onnxref on a float64 conversion of an ONNX model, the torch runner on a float64
+        copy of a module) and at the case's precision (at fp32: `expected` itself)."""
+        framework = spec.reference_framework
+        assert framework is not None
+        model = spec.model_for(framework)
+        try:
+            if framework.split(":")[0] in _ONNX_FRAMEWORKS and _is_onnx(model):
+                anchor = self.runners.get("onnxref", model, FP64, outputs=spec.outputs)
+            else:
+                anchor = self.reference(spec, FP64, case)
+        except RunnerSkip as exc:  # a user's choice that cannot work: an error, not a skip
+            raise FP64Unavailable(
+                f"fp64 check: the reference {framework} cannot run float64 ({exc}); the check "
+                "needs a reference that can: torch, or onnxrt / onnxref / trt on an ONNX model"
+            ) from None
+        float64, _ = self._outputs(anchor, feeds)
+        if case.precision == "fp32":
+            reduced = expected
+        else:
+            try:
+                runner = self.reference(spec, case.precision, case)
+            except RunnerSkip as exc:  # it cannot run here, as a target would skip
+                raise type(exc)(f"fp64 check: the reference at {case.precision}: {exc}") from None
+            reduced, _ = self._outputs(runner, feeds)
+        label = f"{framework} {case.precision}"
+        return [Anchor(f, r, label) for f, r in zip(float64, reduced, strict=True)]
 
     def compare(self, spec: CompareSpec) -> Callable[..., ComparisonResult]:
-        """compare_outputs with the marker's shape_check=, else the session's, else strict."""
+        """compare_outputs with the marker's shape_check=, else the session's, else strict;
+        it also takes `anchor=` (the fp64 check's runs)."""
         shape_check = spec.shape_check or self.shape_check or "strict"
-        return functools.partial(compare_outputs, shape_check=shape_check)
+        return functools.partial(_compare, shape_check=shape_check)
 
-    def tolerance(self, spec: CompareSpec, precision: str) -> Any:
-        table = self.settings.resolve(precision, spec.tolerance, source="marker")
+    def tolerance_table(self, spec: CompareSpec, case: Case) -> ToleranceTable:
+        return self.settings.resolve(
+            case.precision, spec.tolerance, source="marker", test=case.test or None
+        )
+
+    def tolerance(self, spec: CompareSpec, case: Case) -> Any:
+        table = self.tolerance_table(spec, case)
         return {"": table.default, **table.per_output}
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
@@ -139,6 +219,8 @@ class CaseRunner:
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
         if spec.reference_path is not None:
             return self._run_saved(spec, case, Path(spec.reference_path))
+        if self.calibrate > spec.iterations and spec.inputs is None:
+            spec = dataclasses.replace(spec, iterations=self.calibrate)
         reference_ms = None
         if spec.outputs == "all":
             reference = self.runner(spec, spec.reference_framework or "", "fp32", case)
@@ -158,11 +240,15 @@ class CaseRunner:
         if spec.outputs is not None:  # a list: what both expose, in reference order
             available = set(target.output_names())
             names = [name for name in expected[0] if name in available]
-        tolerance = self.tolerance(spec, case.precision)
+        table = self.tolerance_table(spec, case)  # it names the calibrated file, if any
+        tolerance = {"": table.default, **table.per_output}
+        anchors: list[Any] = [None] * len(feeds)
+        if _uses_fp64(tolerance):
+            anchors = self.anchors(spec, case, feeds, expected)
         results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
             got = _numbered(target.infer, feed, index, len(feeds))
-            result = self.compare(spec)(got, want, tolerance, names=names)
+            result = self.compare(spec)(got, want, table, names=names, anchor=anchors[index])
             if _reported_before(result, closest):  # its arrays are the artifacts'
                 kept, closest = (got, want), result
             results.append(result)
@@ -219,13 +305,19 @@ class CaseRunner:
         """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
         if outcome.kind is not Kind.MISMATCH or not self._debuggable(spec, case):
             return outcome
+        if _uses_fp64(self.tolerance(spec, case)):
+            note = (
+                "--trt-debug-precision: not run; its search compares each candidate model "
+                "under an elementwise or statistic tolerance, and this test's is the fp64 check"
+            )
+            return dataclasses.replace(outcome, note=note)
         from .precision_debug import explain_failure
 
         note = explain_failure(
             spec.model_for(case.target),
             case.precision,
             case.target,
-            tolerance=self.tolerance(spec, case.precision),
+            tolerance=self.tolerance(spec, case),
             shapes=case.shapes,
             inputs=feeds,
             **spec.options.get(case.target, {}),
@@ -245,7 +337,7 @@ class CaseRunner:
                 target,
                 reference,
                 feed,
-                self.tolerance(spec, case.precision),
+                self.tolerance(spec, case),
                 layers=mode,
                 layer_dtypes=spec.layer_dtypes or "float",
                 keep=kept,
@@ -302,7 +394,7 @@ class CaseRunner:
             )
         mark = len(target.inference_times)
         got = target.infer(feed)
-        result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case.precision))
+        result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case))
         return compared(
             [result],
             source="compare_frameworks",
@@ -331,7 +423,7 @@ class CaseRunner:
             goldens,
             path,
             target.infer,  # on the golden's stored inputs, else on the case's feed
-            self.tolerance(spec, case.precision),
+            self.tolerance(spec, case),
             inputs=lambda: self.feeds(spec, target, case)[0],
             fits=lambda stored: inputs_problem(
                 target.input_specs() if target.checks_feed else None, stored, case.shapes
@@ -352,6 +444,25 @@ class CaseRunner:
         if not outcome.target or milliseconds is None:
             return outcome
         return dataclasses.replace(outcome, target=timed(dict(outcome.target), milliseconds))
+
+
+def _uses_fp64(tolerance: dict[str, Any]) -> bool:
+    return any(t.check == FP64 for entry in tolerance.values() for t in members(entry))
+
+
+def _compare(
+    actual: Any,
+    expected: Any,
+    tolerance: Any,
+    *,
+    names: Any = None,
+    shape_check: str,
+    anchor: Anchor | None = None,
+) -> ComparisonResult:
+    table = tolerance if isinstance(tolerance, ToleranceTable) else ToleranceTable(tolerance)
+    return compare_with_table(
+        actual, expected, table, names=names, shape_check=shape_check, anchor=anchor
+    )
 
 
 def timed(description: dict[str, Any], milliseconds: float | None) -> dict[str, Any]:

@@ -44,6 +44,7 @@ class Case:
     shapes: Mapping[str, tuple[int, ...]] | None
     shape_id: str | None
     all_shapes: tuple[Mapping[str, tuple[int, ...]], ...] = ()
+    test: str = ""  # the pytest node id, once an item runs it (its calibrated tolerances)
 
     @property
     def id(self) -> str:

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import progress
-from ..engine import ComparisonResult, Entry, compare_outputs, entry_record
-from ..errors import FeedError, TrtCompareError
+from ..engine import ComparisonResult, Entry, compare_outputs, entry_record, members
+from ..errors import FeedError, ToleranceError, TrtCompareError
 from ..goldens import (
     FORMAT_VERSION,
     Golden,
@@ -48,6 +48,7 @@ from ..goldens import (
 )
 from ..inputs import Feed
 from ..runners import TensorSpec, check_feed
+from ..vocabulary import FP64
 from .outcome import Kind, Outcome, compared
 
 _log = logging.getLogger(__name__)
@@ -192,6 +193,17 @@ def check_golden(
     the golden and checked for a changed model. Errors of the runner propagate; the
     comparison's and the write's are outcomes. An old `.golden` path stands for the
     `.safetensors` golden that replaces it."""
+    fp64 = [
+        name for name, entry in tolerance.items() if any(t.check == FP64 for t in members(entry))
+    ]
+    if fp64:  # before "create it with": the golden could never pass this check
+        output = f"output {fp64[0]!r}" if fp64[0] else "every output"
+        error = ToleranceError(
+            f"check='fp64' ({output}) compares against a float64 run of a reference "
+            "framework; a golden has none: give a statistic or metric check here, and the "
+            "fp64 check in a compare_frameworks test with a reference framework"
+        )
+        return Outcome.error(error, "golden")
     path = current_path(path)
     try:
         stored = read_stored(store, path)

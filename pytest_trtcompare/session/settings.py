@@ -24,6 +24,7 @@ from ..engine import (
     ToleranceTable,
     fields_key,
     is_field_mapping,
+    split_entry,
     with_metrics,
 )
 from ..errors import ToleranceError
@@ -185,6 +186,13 @@ class ToleranceSettings:
     command_line: Mapping[str, Any] = field(default_factory=dict)
     ini_metrics: Mapping[str, tuple[Tolerance, ...]] = field(default_factory=dict)
     metrics: tuple[Tolerance, ...] = ()  # --trt-check: added to every comparison
+    #: the calibrated tolerance file: test node id -> output -> ({"atol", "rtol"}, its
+    #: source, 'calibrated (5 seeds, 2026-11-28)')
+    calibrated: Mapping[str, Mapping[str, tuple[Mapping[str, float], str]]] = field(
+        default_factory=dict
+    )
+    calibrated_path: str = ""  # that file, named by the warnings about its entries
+
     #: resolved tables of calls without a tolerance object (most `compare` calls): the same
     #: fields give the same table, so a suite of small tests resolves each once
     _resolved: dict[Hashable, ToleranceTable] = field(
@@ -205,17 +213,24 @@ class ToleranceSettings:
         *,
         source: str = "call",
         shared: bool = False,
+        test: str | None = None,
         **call_fields: Any,
     ) -> ToleranceTable:
-        """Built-in < ini < the call's (or marker's: `source`) tolerance and fields <
-        command line. The command line's fields change every elementwise / statistic member
-        (an entry of metric checks alone has none and stays); its metric checks are added to
-        every entry, replacing ones of the same check. Each field names its source.
-        `shared`: the kept table itself, for a caller that only reads it (else a copy)."""
+        """Built-in < ini < calibrated (the tolerance file's entries of `test`, a node id,
+        where the call or marker gives no tolerance object) < the call's (or marker's:
+        `source`) tolerance and fields < command line. The command line's fields change every
+        elementwise / statistic member (an entry of metric checks alone has none and
+        stays); its metric checks are added to every entry, replacing ones of the same
+        check. Each field names its source. `shared`: the kept table itself, for a caller
+        that only reads it (else a copy)."""
+        calibrated = self.calibrated.get(test or "", {}) if tolerance is None else {}
         key = _resolve_key(precision, tolerance, source, call_fields)
+        key = (key, test) if calibrated and key is not None else key
         known = self._resolved.get(key) if key is not None else None
         if known is None:
-            known = self._resolve(precision, tolerance, source, call_fields)
+            known = self._resolve(precision, tolerance, source, call_fields, calibrated)
+            if calibrated:
+                known.calibrated_from = (self.calibrated_path, test or "")
             if key is not None:
                 self._resolved[key] = known
         if shared:
@@ -230,15 +245,35 @@ class ToleranceSettings:
         tolerance: ToleranceSpec,
         source: str,
         call_fields: Mapping[str, Any],
+        calibrated: Mapping[str, tuple[Mapping[str, float], str]],
     ) -> ToleranceTable:
         spec = self.base_for(precision) if tolerance is None else tolerance
+        if calibrated:
+            base = self.base_for(precision)
+            spec = {
+                "": base,
+                **{
+                    output: _calibrated(base, fields, source)
+                    for output, (fields, source) in calibrated.items()
+                },
+            }
         if isinstance(spec, Mapping) and "" not in spec and not is_field_mapping(spec):
             spec = {"": self.base_for(precision), **spec}  # outputs not named: the default
-        table = ToleranceTable(spec, source, **call_fields)
+        below = split_entry(self.base_for(precision))[0] or Tolerance.for_precision(precision)
+        table = ToleranceTable(spec, source, below, **call_fields)
         if self.command_line:
             table.override(self.command_line, strict=False, source="option")
         table.add_metrics([metric.sourced("option") for metric in self.metrics])
         return table
+
+
+def _calibrated(entry: Entry, fields: Mapping[str, float], source: str) -> Entry:
+    """An entry with the calibrated atol / rtol in its elementwise member (its first; the
+    ini's metric checks after it stay)."""
+    if isinstance(entry, Tolerance):
+        return entry.replace(**fields).sourced(source, fields)
+    first, *rest = entry
+    return (first.replace(**fields).sourced(source, fields), *rest)
 
 
 def _resolve_key(

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MarkerError, RunnerOptionError
+from ..engine import ToleranceTable, members
+from ..errors import MarkerError, RunnerOptionError, ToleranceError
 from ..runners import canonical_framework, check_runner_options
+from ..vocabulary import FP64
 from .marker_values import (
     Checker,
     framework_list,
@@ -189,6 +191,7 @@ def compare_spec(
     inputs = kwargs.get("inputs")
     if isinstance(inputs, (str, os.PathLike)):
         inputs = model_path(inputs, base)
+    _check_fp64(kwargs, frameworks, golden, reference_path, check)
     return CompareSpec(
         model=model_path(model, base) if isinstance(model, (str, os.PathLike)) else model,
         frameworks=frameworks,
@@ -210,6 +213,49 @@ def compare_spec(
         shape_check=shape_check(kwargs.get("shape_check"), check),
         **layer_args,
     )
+
+
+def _check_fp64(
+    kwargs: Mapping[str, Any],
+    frameworks: tuple[str, ...],
+    golden: Any,
+    reference_path: str | None,
+    check: Checker,
+) -> None:
+    """The fp64 check needs a reference framework other than the target to run at float64
+    and at the target's precision: not a golden, saved outputs, per layer, or a framework
+    listed alone (it would be compared with itself: a ratio of 1 whatever it computes)."""
+    value = kwargs.get("tolerance")
+    try:
+        checks = [t.check for t in _members_of(value)] if value is not None else []
+    except ToleranceError:  # said by the tolerance argument's own check
+        return
+    if FP64 not in checks:
+        return
+    why = None
+    if golden:
+        why = "golden=True (a golden is no framework to run)"
+    elif reference_path is not None:
+        why = "reference= saved outputs (they are no framework to run)"
+    elif kwargs.get("outputs") == "all":
+        why = 'outputs="all" (it compares model outputs, not each layer)'
+    elif len(frameworks) == 1:
+        why = (
+            f"frameworks={list(frameworks)} alone (the target would be its own reference: a "
+            "ratio of 1 whatever it computes); list the reference too, e.g. "
+            f'frameworks=["{frameworks[0]}", "torch"], reference="torch"'
+        )
+    if why is not None:
+        raise MarkerError(
+            f"{check.where}: @pytest.mark.compare_frameworks(tolerance=...): check='fp64' runs "
+            f"the reference framework at float64 and at the target's precision; not with {why}"
+        )
+
+
+def _members_of(value: Any) -> list[Any]:
+    """Every Tolerance of a validated marker tolerance (all its outputs' entries)."""
+    table = ToleranceTable(value)
+    return [t for entry in (table.default, *table.per_output.values()) for t in members(entry)]
 
 
 #: Per-layer pairs: ONNX runners (those that take `outputs=`) against each other by tensor
