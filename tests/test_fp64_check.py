@@ -26,7 +26,8 @@ from pytest_trtcompare.runners import create
 from pytest_trtcompare.runners.float64 import to_float64
 from pytest_trtcompare.session.settings import ToleranceSettings
 
-from .pytester_helpers import XDIST, glob_escape, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import glob_escape, run
 
 torch = pytest.importorskip("torch")
 
