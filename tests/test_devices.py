@@ -19,7 +19,8 @@ from pytest_trtcompare.session.runs import RunnerCache
 from .doubles import fake_cuda, fake_tensorrt
 from .doubles.trt_fixture import install_doubles
 from .onnx_models import layer_chain
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 
 @pytest.mark.parametrize(
