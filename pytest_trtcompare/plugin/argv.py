@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS, parse_precisions
-from . import calibration, drift, names, report_options
+from . import calibration, device_option, drift, names, report_options
 
 
 def _artifacts_mode(text: str) -> str:
@@ -46,6 +46,7 @@ INI_DEFAULTS: dict[str, Any] = {
     **report_options.INI_DEFAULTS,
     **drift.INI_DEFAULTS,
     **calibration.INI_DEFAULTS,
+    **device_option.INI_DEFAULTS,
 }
 
 
@@ -244,6 +245,7 @@ def add_options(parser: pytest.Parser) -> None:
     report_options.add_options(group, parser)
     drift.add_options(group, parser)
     calibration.add_options(group, parser)
+    device_option.add_options(group, parser)
 
 
 def default_goldens_folder(module_path: Path) -> Path:

@@ -26,6 +26,7 @@ from ..session.settings import (
 )
 from ..vocabulary import parse_precisions
 from .calibration import CalibrationSettings, calibration_settings
+from .device_option import device_setting
 from .drift import DriftSettings, drift_settings
 from .names import UPDATE_GOLDENS, ini_value
 from .report_options import suite_name
@@ -63,6 +64,7 @@ class Settings:
     suite: str = ""  # ini trtcompare_suite, else the rootdir's name: the JSON report's
     drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift.py)
     calibration: CalibrationSettings | None = None  # the tolerance file, --trt-calibrate
+    device: str | None = None  # --trt-device, ini trtcompare_device (plugin/device_option.py)
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -258,6 +260,7 @@ def build_settings(config: pytest.Config) -> Settings:
         suite=suite_name(config),
         drift=drift_settings(config),
         calibration=calibration,
+        device=device_setting(config),
         **_overrides(config),
     )
 

@@ -46,6 +46,7 @@ _LAZY = {
     "scope_names": "onnx_scopes",
     "topological_sort": "float16_repair",
     "session_options_key": "onnxrt_options",
+    "visible_device_count": "cuda",
 }
 
 
@@ -57,6 +58,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
+    from .cuda import visible_device_count
     from .float16_repair import topological_sort
     from .frameworks import header_line
     from .isolated import IsolatedRunner as IsolatedRunner
@@ -107,6 +109,7 @@ __all__ = [
     "session_options_key",
     "shape_fits",
     "topological_sort",
+    "visible_device_count",
 ]
 
 

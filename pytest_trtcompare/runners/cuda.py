@@ -19,6 +19,7 @@ class CudaApi(Protocol):
 
     def device_count(self) -> int: ...
     def device_name(self, index: int) -> str: ...
+    def set_device(self, index: int) -> None: ...
     def malloc(self, nbytes: int) -> int: ...
     def free(self, pointer: int) -> None: ...
     def create_stream(self) -> int: ...
@@ -65,6 +66,9 @@ class CudaBindingsApi:
             "\x00"
         )
 
+    def set_device(self, index: int) -> None:
+        self._check(self.rt.cudaSetDevice(index))
+
     def malloc(self, nbytes: int) -> int:
         return int(self._check(self.rt.cudaMalloc(max(1, nbytes))))
 
@@ -100,6 +104,7 @@ class PyCudaApi:
         driver.init()
         self.driver = driver
         self._context: Any = None
+        self._device = 0
         self._allocations: dict[int, Any] = {}
         self._streams: dict[int, Any] = {}
 
@@ -109,9 +114,12 @@ class PyCudaApi:
     def device_name(self, index: int) -> str:
         return str(self.driver.Device(index).name())
 
+    def set_device(self, index: int) -> None:
+        self._device = index  # before the first allocation: its context is that device's
+
     def _ensure_context(self) -> None:
         if self._context is None:
-            self._context = self.driver.Device(0).retain_primary_context()
+            self._context = self.driver.Device(self._device).retain_primary_context()
             self._context.push()
 
     def malloc(self, nbytes: int) -> int:
@@ -178,3 +186,19 @@ def _driver_present() -> bool:
         except OSError:
             continue
     return False
+
+
+def visible_device_count() -> int:
+    """The CUDA devices this process sees (after CUDA_VISIBLE_DEVICES): cuda-bindings'
+    count, else torch's, else 0. Never raises: no binding, no driver, no device is 0."""
+    try:
+        return CudaBindingsApi().device_count()
+    except Exception:  # not installed, no driver: ask torch
+        pass
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return 0
+    import torch
+
+    return int(torch.cuda.device_count())

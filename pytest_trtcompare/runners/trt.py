@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import progress
-from ..errors import FrameworkUnavailable, ModelLoadError
+from ..errors import FrameworkUnavailable, ModelLoadError, RunnerOptionError
 from .base import Layer, Runner, TensorSpec
 from .cuda import CudaApi, load_cuda_api
 from .labels import loaded_label
@@ -60,6 +60,20 @@ def profile_from_shape_sets(shape_sets: Sequence[Mapping[str, Sequence[int]]]) -
     return profile
 
 
+def _device_index(device: Any) -> int:
+    """'cuda:1' or 1 -> 1; 'cuda' -> 0; the CPU or anything else cannot run TensorRT."""
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return device
+    text = str(device).strip().lower()
+    if text == "cuda":
+        return 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    if text == "cpu":
+        raise FrameworkUnavailable("TensorRT runs on a CUDA device, not the CPU (device='cpu')")
+    raise RunnerOptionError(f"trt runner: device={device!r} is not a CUDA device ('cuda:N')")
+
+
 class TensorRTRunner(Runner):
     framework = "trt"
     precisions = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
@@ -74,15 +88,24 @@ class TensorRTRunner(Runner):
         timing_cache: str | os.PathLike[str] | None = None,
         outputs: str | Sequence[str] | None = None,
         workspace_bytes: int | None = None,
+        device: str | int = "cuda:0",
     ) -> None:
         super().__init__(precision)
         if not tensorrt_installed():
             raise FrameworkUnavailable(_NOT_INSTALLED)
+        self.device_index = _device_index(device)
         self.cuda: CudaApi = load_cuda_api()  # before any TensorRT object: no GPU, no TensorRT
+        visible = self.cuda.device_count()
+        if self.device_index >= visible:
+            raise FrameworkUnavailable(
+                f"TensorRT on cuda:{self.device_index}: this process sees {visible} CUDA "
+                "device(s) (after CUDA_VISIBLE_DEVICES)"
+            )
+        self.cuda.set_device(self.device_index)  # this runner's buffers, streams, engine
         self.trt = trt = import_tensorrt()
         self.logger = trt.Logger(trt.Logger.WARNING)
         trt.init_libnvinfer_plugins(self.logger, "")  # plugin layers: parse and deserialize
-        self.gpu = self.cuda.device_name(0)
+        self.gpu = self.cuda.device_name(self.device_index)
         self.profile = self._profile(shapes)
         self.mark_all = outputs == "all"
         self._layers: list[Layer] | None = None
@@ -231,6 +254,7 @@ class TensorRTRunner(Runner):
             **super().describe(),
             "version": self.trt.__version__,
             "device": self.gpu,
+            "cuda_device": f"cuda:{self.device_index}",
             "cuda_binding": self.cuda.binding,
             "precision_route": self.route,
         }

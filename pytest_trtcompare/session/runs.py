@@ -42,10 +42,18 @@ def _freeze(value: Any) -> Hashable:
     return ("id", id(value))  # modules, callables: by identity
 
 
+#: The runners --trt-device places.
+_ON_DEVICES = ("torch", "trt")
+
+
 class RunnerCache:
     """One runner per (model digest, framework, precision, options) for a whole session."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: str | None = None) -> None:
+        #: --trt-device: 'auto', 'cpu', 'cuda', 'cuda:N' (session/devices.py); None: each
+        #: runner's own default (torch: cpu, trt: cuda:0)
+        self.device_choice = device
+        self._device: str | None = None
         self._runners: dict[Hashable, Runner] = {}
         self._proto_digests: dict[int, tuple[Any, str]] = {}  # id -> (ModelProto, digest)
         self.builds: Counter[tuple[str, str]] = Counter()
@@ -69,7 +77,21 @@ class RunnerCache:
             return ("onnx", hashlib.sha256(bytes(model)).hexdigest())
         return ("object", id(model))
 
+    @property
+    def device(self) -> str | None:
+        """This process's device of --trt-device (an xdist worker's own GPU), found once."""
+        if self.device_choice is not None and self._device is None:
+            from .devices import device_for
+
+            fixed = self.device_choice == "cpu" or self.device_choice.startswith("cuda:")
+            count = 0 if fixed else runners.visible_device_count()
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            self._device = device_for(self.device_choice, worker, count)
+        return self._device
+
     def get(self, name: str, model: Any, precision: str = "fp32", **options: Any) -> Runner:
+        if name in _ON_DEVICES and "device" not in options and self.device_choice is not None:
+            options["device"] = self.device  # the marker's or call's device wins
         model_key = self.model_key(model)
         key = (model_key, name, precision, _freeze(options))
         runner = self._runners.get(key)

@@ -39,6 +39,10 @@ class FakeCuda:
     def device_name(self, index: int) -> str:
         return "Fake GPU 80GB"
 
+    def set_device(self, index: int) -> None:
+        assert 0 <= index < self.devices, index  # cudaSetDevice fails otherwise
+        self.calls.append(f"cuda.set_device({index})")
+
     def malloc(self, nbytes: int) -> int:
         pointer = next(self._next)
         self.memory[pointer] = np.zeros(max(1, nbytes), dtype=np.uint8)
