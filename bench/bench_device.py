@@ -1,0 +1,156 @@
+"""The device benchmark of issue 36: ours against torch.testing and a plain-torch full report.
+
+Run on a CUDA machine: python bench/bench_device.py [--device cuda] [--sizes 16M,64M]
+[--rounds 3]. On the CPU, small sizes are a smoke test (tests/test_bench_device.py runs
+`--device cpu --sizes 64K --rounds 1` in CI).
+
+On one device, for two float32 tensors per data shape (identical, noise, 100 outliers) and
+size, best of the rounds:
+- ours: `compare_outputs(actual, expected)` at atol = rtol = 1e-3, its report text built
+  (a failing output's full report). Today it copies CUDA tensors to the host.
+- assert_close: `torch.testing.assert_close` at the same tolerances (its thin message).
+- plain report: the figures of our report in plain torch on the device. They are float64
+  errors, Polygraphy's rule, the fail count, max / argmax, mean, median and p99, the
+  decade histogram, the 10 worst and the cosine, with only scalars coming to the host.
+Extra device memory is the peak allocated during a call over what the inputs hold (CUDA
+only). Goals on a CUDA GPU (issue 36): identical outputs <= 2x assert_close; a full report
+<= 2x the plain report; extra device memory <= 1x the inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+ATOL = RTOL = 1e-3
+EPS = 2.220446049250313e-16  # float64 eps: Polygraphy's stand-in for expected == 0
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20}
+    text = text.strip().upper()
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def data(torch: Any, kind: str, size: int, device: str) -> tuple[Any, Any]:
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    expected = torch.randn(size, generator=generator).to(device)
+    if kind == "identical":
+        return expected.clone(), expected
+    if kind == "noise":
+        noise = torch.randn(size, generator=generator).to(device) * 1e-4
+        return expected + noise, expected
+    actual = expected.clone()
+    where = torch.randint(0, size, (100,), generator=generator).to(device)
+    actual[where] += 1.0  # 100 outliers
+    return actual, expected
+
+
+def ours(actual: Any, expected: Any) -> Any:
+    from pytest_trtcompare import compare_outputs
+
+    result = compare_outputs({"y": actual}, {"y": expected}, atol=ATOL, rtol=RTOL)
+    return result.report()
+
+
+def assert_close(actual: Any, expected: Any) -> Any:
+    import torch
+
+    try:
+        torch.testing.assert_close(actual, expected, atol=ATOL, rtol=RTOL)
+    except AssertionError as exc:
+        return str(exc)
+    return ""
+
+
+def plain_report(actual: Any, expected: Any) -> dict[str, Any]:
+    """Our report's figures in plain torch, on the tensors' device."""
+    import torch
+
+    a, e = actual.reshape(-1).double(), expected.reshape(-1).double()
+    diff = (a - e).abs()
+    rel = diff / torch.where(e == 0, torch.full_like(e, EPS), e.abs())
+    failing = (diff > ATOL) & (rel > RTOL)
+    worst, where = torch.topk(diff, min(10, diff.numel()))
+    biggest, at = diff.max(0)
+    n = diff.numel()
+    positive = diff[diff > 0]
+    decades = (
+        torch.histc(torch.log10(positive), bins=20, min=-16, max=4) if positive.numel() else None
+    )
+    cosine = (a @ e) / (a.norm() * e.norm())
+    return {
+        "failing": int(failing.sum()),
+        "max": float(biggest),
+        "argmax": int(at),
+        "mean": float(diff.mean()),
+        "median": float(diff.kthvalue(max(1, (n + 1) // 2)).values),
+        "p99": float(diff.kthvalue(max(1, math.ceil(0.99 * n))).values),
+        "histogram": None if decades is None else decades.tolist(),
+        "worst": list(zip(where.tolist(), worst.tolist(), strict=True)),
+        "cosine": float(cosine),
+    }
+
+
+def timed(torch: Any, device: str, call: Callable[[], Any], rounds: int) -> tuple[float, int]:
+    """Best seconds of `rounds` calls, and the peak extra device memory (bytes; CUDA)."""
+    best, extra = math.inf, 0
+    for _ in range(rounds):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            before = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        call()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            extra = max(extra, torch.cuda.max_memory_allocated() - before)
+        best = min(best, time.perf_counter() - start)
+    return best, extra
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--sizes", default="16M,64M")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    import torch
+
+    device = args.device
+    rows = []
+    card = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU"
+    print(f"device {device} ({card}), torch {torch.__version__}, best of {args.rounds}")
+    print(
+        "| data | ours s | assert_close s | plain report s | ours / assert_close | "
+        "ours / plain report | ours extra memory / inputs |\n|---|---:|---:|---:|---:|---:|---:|"
+    )
+    for size_text in args.sizes.split(","):
+        size = parse_size(size_text)
+        for kind in ("identical", "noise", "100 outliers"):
+            actual, expected = data(torch, kind, size, device)
+            inputs = 2 * actual.numel() * actual.element_size()
+            row: dict[str, Any] = {"data": f"{size_text} {kind}"}
+            for name, call in (
+                ("ours", ours),
+                ("assert_close", assert_close),
+                ("plain report", plain_report),
+            ):
+                pair = (actual, expected)
+                seconds, extra = timed(torch, device, lambda c=call, p=pair: c(*p), args.rounds)
+                row[name] = seconds
+                row[f"{name} memory"] = extra / inputs
+            rows.append(row)
+            print(
+                f"| {row['data']} | {row['ours']:.4f} | {row['assert_close']:.4f} | "
+                f"{row['plain report']:.4f} | {row['ours'] / row['assert_close']:.1f}x | "
+                f"{row['ours'] / row['plain report']:.1f}x | {row['ours memory']:.2f}x |"
+            )
+    return rows
+
+
+if __name__ == "__main__":
+    main()
