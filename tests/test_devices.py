@@ -50,7 +50,18 @@ def test_choices_are_checked():
         "cuda",
         "cuda:12",
     ]
-    for bad in ("gpu", "cuda:", "cuda:-1", "cuda:a", "0", ""):
+    # torch refuses 'cuda:01'; \d would take other scripts' digits ('cuda:٣')
+    for bad in (
+        "gpu",
+        "cuda:",
+        "cuda:-1",
+        "cuda:a",
+        "0",
+        "",
+        "cuda:01",
+        "cuda:\u0663",
+        "cuda:99999",
+    ):
         with pytest.raises(RunnerOptionError, match="is not a device; takes auto"):
             parse_device(bad, "--trt-device")
 
@@ -66,26 +77,38 @@ def _bindings(monkeypatch, devices):
 
 
 def test_visible_devices_come_from_cuda_bindings_else_torch(monkeypatch):
+    torch = pytest.importorskip("torch")
     _bindings(monkeypatch, devices=3)  # what the runtime counts after CUDA_VISIBLE_DEVICES
-    assert runners.visible_device_count() == 3
+    assert runners.visible_device_count("trt") == 3
+    # the torch runner can use what torch sees: none for this CPU build, GPUs or not
+    assert runners.visible_device_count("torch") == torch.cuda.device_count() == 0
     monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # not installed
     monkeypatch.setitem(sys.modules, "cuda", None)
-    torch = pytest.importorskip("torch")
-    assert runners.visible_device_count() == torch.cuda.device_count()  # 0 here
+    assert runners.visible_device_count("trt") == 0
 
 
 def test_the_cache_places_torch_and_trt_runners_and_the_caller_wins(monkeypatch):
     torch = pytest.importorskip("torch")
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
-    monkeypatch.setattr(runners, "visible_device_count", lambda: 2)
-    cache = RunnerCache("auto")
-    assert cache.device == "cuda:1"
-    with pytest.raises(FrameworkUnavailable, match="no CUDA device for 'cuda:1'"):
+    counts = {"torch": 2, "trt": 2}
+    monkeypatch.setattr(runners, "visible_device_count", lambda framework: counts[framework])
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")  # left over: the cache's worker counts
+    cache = RunnerCache("auto", worker="gw3")
+    assert (cache.device("torch"), cache.device("trt")) == ("cuda:1", "cuda:1")
+    with pytest.raises(
+        FrameworkUnavailable, match=r"no CUDA device for 'cuda:1'.* \(--trt-device=auto\)$"
+    ):
         cache.get("torch", torch.nn.Identity(), input_names=["x"])
     placed = cache.get("torch", torch.nn.Identity(), input_names=["x"], device="cpu")
     assert placed.describe()["device"] == "cpu"
     assert cache.get("onnxrt", layer_chain()).describe()["device"] == "cpu"  # not placed
     assert RunnerCache().get("torch", torch.nn.Identity()).describe()["device"] == "cpu"
+    # GPUs that a CPU build of torch cannot use: auto keeps torch on the CPU; with no GPU
+    # at all, TensorRT gets no device from auto (its own probe says why it cannot run)
+    counts.update(torch=0, trt=2)
+    assert RunnerCache("auto", worker="gw1").device("torch") == "cpu"
+    counts.update(trt=0)
+    assert RunnerCache("auto", worker="gw1").device("trt") is None
+    assert RunnerCache("cuda", worker="gw1").device("trt") == "cuda:0"
 
 
 SHAPES = [{"x": (1, 16)}, {"x": (8, 16)}]
@@ -105,7 +128,9 @@ def test_tensorrt_sets_its_device_before_anything_else(fake):
     runner.close()
     with pytest.raises(FrameworkUnavailable, match=r"cuda:2: this process sees 2 CUDA device"):
         runners.create("trt", layer_chain(), device="cuda:2", isolate=False)
-    with pytest.raises(FrameworkUnavailable, match="TensorRT runs on a CUDA device, not the CPU"):
+    with pytest.raises(
+        FrameworkUnavailable, match=r"^TensorRT runs on a CUDA device, not the CPU$"
+    ):
         runners.create("trt", layer_chain(), device="cpu", isolate=False)
     with pytest.raises(RunnerOptionError, match=r"device='gpu' is not a CUDA device"):
         runners.create("trt", layer_chain(), device="gpu", isolate=False)
@@ -148,7 +173,7 @@ def test_the_option_as_a_user_meets_it(pytester, xdist):
     assert {info["device"] for info in described} == {"cpu"}
     cuda = run(pytester, "--trt-device=cuda", "-rs", *xdist)
     cuda.assert_outcomes(passed=1, skipped=2)  # the marker's device="cpu" wins
-    cuda.stdout.fnmatch_lines(["SKIPPED * sees no CUDA device for 'cuda:0'*"])
+    cuda.stdout.fnmatch_lines(["SKIPPED * sees no CUDA device for 'cuda:0'* (--trt-device=cuda)"])
     pytester.makeini("[pytest]\ntrtcompare_device = cpu\n")
     run(pytester, *xdist).assert_outcomes(passed=3)
     pytester.makeini("[pytest]\ntrtcompare_device = gpu0\n")

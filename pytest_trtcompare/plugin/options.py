@@ -65,6 +65,7 @@ class Settings:
     drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift.py)
     calibration: CalibrationSettings | None = None  # the tolerance file, --trt-calibrate
     device: str | None = None  # --trt-device, ini trtcompare_device (plugin/device_option.py)
+    worker: str | None = None  # this process's pytest-xdist worker id ('gw3'), else None
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -261,6 +262,7 @@ def build_settings(config: pytest.Config) -> Settings:
         drift=drift_settings(config),
         calibration=calibration,
         device=device_setting(config),
+        worker=getattr(config, "workerinput", {}).get("workerid"),
         **_overrides(config),
     )
 

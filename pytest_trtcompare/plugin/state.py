@@ -38,7 +38,7 @@ class PluginState:
             layers=settings.layers,
             shape_check=settings.shape_check,
             calibrate=settings.calibration.seeds if settings.calibration else 0,
-            device=settings.device,
+            device=(settings.device, settings.worker),
         )
         return cls(settings, cases, GoldenSession(settings), Reporter(settings))
 

@@ -188,13 +188,15 @@ def _driver_present() -> bool:
     return False
 
 
-def visible_device_count() -> int:
-    """The CUDA devices this process sees (after CUDA_VISIBLE_DEVICES): cuda-bindings'
-    count, else torch's, else 0. Never raises: no binding, no driver, no device is 0."""
-    try:
-        return CudaBindingsApi().device_count()
-    except Exception:  # not installed, no driver: ask torch
-        pass
+def visible_device_count(framework: str = "trt") -> int:
+    """The CUDA devices this process sees (after CUDA_VISIBLE_DEVICES) for `framework`:
+    torch's count for "torch" (0 for a CPU build), else cuda-bindings' count, else torch's.
+    Never raises: no binding, no driver, no device is 0."""
+    if framework != "torch":
+        try:
+            return CudaBindingsApi().device_count()
+        except Exception:  # not installed, no driver: ask torch
+            pass
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:

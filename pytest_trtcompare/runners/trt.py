@@ -70,7 +70,7 @@ def _device_index(device: Any) -> int:
     if text.startswith("cuda:") and text[5:].isdigit():
         return int(text[5:])
     if text == "cpu":
-        raise FrameworkUnavailable("TensorRT runs on a CUDA device, not the CPU (device='cpu')")
+        raise FrameworkUnavailable("TensorRT runs on a CUDA device, not the CPU")
     raise RunnerOptionError(f"trt runner: device={device!r} is not a CUDA device ('cuda:N')")
 
 

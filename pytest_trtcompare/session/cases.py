@@ -68,7 +68,7 @@ class CaseRunner:
         layers: tuple[str | None, str | None] = (None, None),
         shape_check: str | None = None,
         calibrate: int = 0,
-        device: str | None = None,
+        device: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.settings = settings
         self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
@@ -76,7 +76,7 @@ class CaseRunner:
         self.layers_override, self.layers_default = layers  # --trt-layers, ini trtcompare_layers
         self.isolate = isolate
         self.debug_precision = debug_precision
-        self.runners = RunnerCache(device)  # --trt-device
+        self.runners = RunnerCache(*device)  # --trt-device, this xdist worker's id
         self.engine_cache = engine_cache
         self._feeds: dict[Hashable, list[Feed]] = {}
         self._expected: OrderedDict[Hashable, list[dict[str, np.ndarray]]] = OrderedDict()

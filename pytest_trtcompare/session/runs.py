@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import runners
 from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
+from ..errors import RunnerSkip
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners import Runner, file_digest, session_options_key
 from .layers import LAYER_GROUP, compare_layers
@@ -49,11 +50,12 @@ _ON_DEVICES = ("torch", "trt")
 class RunnerCache:
     """One runner per (model digest, framework, precision, options) for a whole session."""
 
-    def __init__(self, device: str | None = None) -> None:
+    def __init__(self, device: str | None = None, worker: str | None = None) -> None:
         #: --trt-device: 'auto', 'cpu', 'cuda', 'cuda:N' (session/devices.py); None: each
         #: runner's own default (torch: cpu, trt: cuda:0)
         self.device_choice = device
-        self._device: str | None = None
+        self.worker = worker  # this process's pytest-xdist worker id ('gw3'), else None
+        self._devices: dict[str, str | None] = {}
         self._runners: dict[Hashable, Runner] = {}
         self._proto_digests: dict[int, tuple[Any, str]] = {}  # id -> (ModelProto, digest)
         self.builds: Counter[tuple[str, str]] = Counter()
@@ -77,26 +79,39 @@ class RunnerCache:
             return ("onnx", hashlib.sha256(bytes(model)).hexdigest())
         return ("object", id(model))
 
-    @property
-    def device(self) -> str | None:
-        """This process's device of --trt-device (an xdist worker's own GPU), found once."""
-        if self.device_choice is not None and self._device is None:
+    def device(self, framework: str) -> str | None:
+        """This process's device for `framework` under --trt-device (an xdist worker's own
+        GPU), found once; None: the runner's own default (TensorRT under `auto` on a machine
+        without a GPU, whose own probe then says why it cannot run)."""
+        if self.device_choice is None:
+            return None
+        if framework not in self._devices:
             from .devices import device_for
 
             fixed = self.device_choice == "cpu" or self.device_choice.startswith("cuda:")
-            count = 0 if fixed else runners.visible_device_count()
-            worker = os.environ.get("PYTEST_XDIST_WORKER")
-            self._device = device_for(self.device_choice, worker, count)
-        return self._device
+            count = 0 if fixed else runners.visible_device_count(framework)
+            found: str | None = device_for(self.device_choice, self.worker, count)
+            if framework == "trt" and self.device_choice == "auto" and count == 0:
+                found = None
+            self._devices[framework] = found
+        return self._devices[framework]
 
     def get(self, name: str, model: Any, precision: str = "fp32", **options: Any) -> Runner:
-        if name in _ON_DEVICES and "device" not in options and self.device_choice is not None:
-            options["device"] = self.device  # the marker's or call's device wins
+        placed = None
+        if name in _ON_DEVICES and "device" not in options:
+            placed = self.device(name)  # the marker's or call's device wins
+            if placed is not None:
+                options["device"] = placed
         model_key = self.model_key(model)
         key = (model_key, name, precision, _freeze(options))
         runner = self._runners.get(key)
         if runner is None:
-            runner = runners.create(name, model, precision, **options)
+            try:
+                runner = runners.create(name, model, precision, **options)
+            except RunnerSkip as exc:
+                if placed is None:
+                    raise
+                raise type(exc)(f"{exc} (--trt-device={self.device_choice})") from None
             self._runners[key] = runner
             self.builds[(name, precision)] += 1
             self.models.setdefault((name, precision), set()).add(model_key)
