@@ -40,6 +40,7 @@ _LAZY = {
     "runner_options": "registry",
     "Scope": "onnx_scopes",
     "convert_mixed": "precision",
+    "name_unnamed_nodes": "precision",
     "graph_input_specs": "onnx_graph",
     "module_exits": "onnx_scopes",
     "node_scopes": "onnx_scopes",
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     from .onnx_model import LoadedModel, file_digest, load_model
     from .onnx_scopes import Scope, module_exits, node_scopes, scope_names
     from .onnxrt_options import session_options_key
-    from .precision import convert_mixed
+    from .precision import convert_mixed, name_unnamed_nodes
     from .registry import (
         ENTRY_POINT_GROUP,
         canonical_framework,
@@ -102,6 +103,7 @@ __all__ = [
     "load_model",
     "median_ms",
     "module_exits",
+    "name_unnamed_nodes",
     "node_scopes",
     "runner_factory",
     "runner_options",

@@ -165,15 +165,21 @@ def _named(model: onnx.ModelProto) -> onnx.ModelProto:
     """The model with a name for each unnamed node: onnxruntime's converter before 1.24 names
     its Casts after the node (`<node>_input_cast0`), so two unnamed kept nodes (NMS in both
     branches of an If) would make two Casts of one output name."""
-    taken = {node.name for node in _all_nodes(model.graph)}
-    for index, node in enumerate(_all_nodes(model.graph)):
+    name_unnamed_nodes(list(_all_nodes(model.graph)))
+    return model
+
+
+def name_unnamed_nodes(nodes: Sequence[onnx.NodeProto]) -> None:
+    """Name each unnamed node of `nodes` `<op_type>_<index>` (its index among them),
+    underscores added until the name is one no node has."""
+    taken = {node.name for node in nodes if node.name}
+    for index, node in enumerate(nodes):
         if not node.name:
             name = f"{node.op_type}_{index}"
             while name in taken:
                 name += "_"
             node.name = name
             taken.add(name)
-    return model
 
 
 def _modelopt_autocast(

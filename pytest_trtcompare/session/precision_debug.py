@@ -29,7 +29,13 @@ from .. import runners
 from ..engine import Tolerance, compare_outputs
 from ..errors import TrtCompareError
 from ..inputs import DEFAULT_SEED, synthetic_feed
-from ..runners import LoadedModel, convert_mixed, load_model, topological_sort
+from ..runners import (
+    LoadedModel,
+    convert_mixed,
+    load_model,
+    name_unnamed_nodes,
+    topological_sort,
+)
 
 Feed = Mapping[str, Any]
 _FLOAT = onnx.TensorProto.FLOAT
@@ -200,13 +206,7 @@ def _named(loaded: LoadedModel) -> LoadedModel:
             f"model {loaded.source}: node names are not unique; precision debugging keeps "
             "nodes in fp32 by name"
         )
-    for index, node in enumerate(proto.graph.node):
-        if not node.name:
-            name = f"{node.op_type}_{index}"
-            while name in taken:
-                name += "_"
-            node.name = name
-            taken.add(name)
+    name_unnamed_nodes(proto.graph.node)
     return LoadedModel(proto, loaded.source, loaded.digest + ":named", loaded.path)
 
 
