@@ -29,27 +29,9 @@ from pytest_trtcompare.reports.calibration import (
 )
 
 from .pytester_helpers import XDIST, glob_escape, run
+from .test_compare_frameworks import CONFTEST
 
 TODAY = datetime.date.today().isoformat()
-
-CONFTEST = """
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
-
-def pytest_configure(config):
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array((rng.standard_normal((8, 4)) / 3).astype(np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Tanh", ["h"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
-        [w],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.save(model, str(config.rootpath / "model.onnx"))
-"""
 
 SUITE = """
 import numpy as np

@@ -28,6 +28,7 @@ from .tolerance import (
     FIELD_NAMES,
     MINIMUM_METRICS,
     RULES,
+    THRESHOLD_CHECKS,
     Entry,
     Tolerance,
     ToleranceSpec,
@@ -35,10 +36,11 @@ from .tolerance import (
     entry_sources,
     members,
     metric_bound,
+    outputs_checked_by,
     split_entry,
     with_metrics,
 )
-from .tolerance_table import ToleranceTable, fields_key, is_field_mapping
+from .tolerance_table import ToleranceTable, fields_key, first_line_with, is_field_mapping
 
 __all__ = [
     "FIELD_NAMES",
@@ -50,6 +52,7 @@ __all__ = [
     "RULES",
     "SHAPE_CHECKS",
     "STAT_CHECKS",
+    "THRESHOLD_CHECKS",
     "Anchor",
     "ComparisonResult",
     "ElementError",
@@ -73,12 +76,14 @@ __all__ = [
     "entry_sources",
     "exact",
     "fields_key",
+    "first_line_with",
     "format_pair",
     "is_field_mapping",
     "listed",
     "members",
     "metric_bound",
     "num",
+    "outputs_checked_by",
     "shortest",
     "split_entry",
     "unmatched_line",

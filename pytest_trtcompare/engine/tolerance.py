@@ -257,6 +257,11 @@ def members(entry: Entry) -> tuple[Tolerance, ...]:
     return entry if isinstance(entry, tuple) else (entry,)
 
 
+def outputs_checked_by(entries: Mapping[str, Entry], check: str) -> list[str]:
+    """The output names ("" the default) whose entry has a member of `check`."""
+    return [name for name, e in entries.items() if any(t.check == check for t in members(e))]
+
+
 def entry_record(entry: Entry) -> dict[str, Any] | list[dict[str, Any]]:
     """JSON-able fields of an entry (golden metadata): a dict, or a list of them."""
     return _fields(entry) if isinstance(entry, Tolerance) else [_fields(t) for t in entry]

@@ -13,11 +13,12 @@ from types import FrameType
 from typing import Any
 
 from ..errors import ToleranceError, ToleranceWarning
-from ..vocabulary import FP64, METRICS
+from ..vocabulary import METRICS
 from .tolerance import (
     CHECKS,
     DEFAULT,
     FIELD_NAMES,
+    THRESHOLD_CHECKS,
     Entry,
     Tolerance,
     ToleranceSpec,
@@ -83,7 +84,7 @@ def _no_fields_beside_a_metric(fields: Mapping[str, Any], where: str) -> None:
     """A metric check takes only threshold= and postprocess= (the fp64 check threshold= and
     atol=): `check="kl", atol=0.1` would drop the atol without a word."""
     check = fields.get("check")
-    if check not in METRICS and check != FP64:
+    if check not in THRESHOLD_CHECKS:
         return
     takes = _METRIC_FIELDS if check in METRICS else _FP64_FIELDS
     unused = sorted(set(fields) - takes - {"check"})
@@ -207,9 +208,9 @@ def _some_names(unknown: list[str], known: set[str]) -> str:
     return f"outputs are {shown}"
 
 
-def _line_of(path: str, *texts: str) -> int:
+def first_line_with(path: str | os.PathLike[str], *texts: str) -> int:
     """The first line of file `path` holding every one of `texts` (1 when none, or
-    unreadable)."""
+    unreadable): where a warning about a file's entry points."""
     try:
         with open(path, encoding="utf-8") as file:
             lines = enumerate(file, 1)
@@ -318,7 +319,7 @@ class ToleranceTable:
                     f"that the comparison does not have; {_some_names(unknown, known)}",
                     ToleranceWarning,
                     filename=path,
-                    lineno=_line_of(path, f'"{test}"', unknown[0]),
+                    lineno=first_line_with(path, f'"{test}"', unknown[0]),
                 )
                 return
             warnings.warn(

@@ -135,6 +135,7 @@ def warn_unknown_tests(
         return
     shown = ", ".join(unknown[:5])
     shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    from ..engine import first_line_with
     from ..errors import ToleranceWarning
 
     message = f"tolerances for tests that do not exist: {shown} (renamed? --trt-calibrate "
@@ -147,7 +148,7 @@ def warn_unknown_tests(
                 f"{settings.path.name}: {message}",
                 ToleranceWarning,
                 filename=str(settings.path),
-                lineno=_line_of(settings.path, unknown[0]),
+                lineno=first_line_with(settings.path, unknown[0]),
             )
     except ToleranceWarning:  # made an error by -W error / filterwarnings = error
         raise pytest.UsageError(
@@ -158,15 +159,6 @@ def warn_unknown_tests(
 def _function(nodeid: str) -> str:
     """'m.py::test_x' of 'm.py::test_x[onnxrt-fp16-bs2]' (a class's too)."""
     return nodeid.split("[", 1)[0]
-
-
-def _line_of(path: Path, test: str) -> int:
-    """The line of the file where `test`'s first table starts (1 when not found)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return 1
-    return next((n for n, line in enumerate(lines, 1) if test in line), 1)
 
 
 class CalibrationRun:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import (
-    METRICS,
+    THRESHOLD_CHECKS,
     ComparisonResult,
     against,
     entry_sources,
@@ -308,7 +308,7 @@ def _tolerance(r: Record) -> str:
     bounds = [f"{_metric_bound(m)} ({m.get('source', 'default')})" for m in r.metrics]
     if r.check is None:  # a missing output: no tolerance applied
         return "-"
-    if r.check in (*METRICS, FP64):  # metric checks alone
+    if r.check in THRESHOLD_CHECKS:  # metric checks alone
         return "; ".join(bounds)
     sources = r.tolerance_sources
     named = ["atol", "rtol"] + (["check"] if r.check != "elemwise" else [])

@@ -25,7 +25,7 @@ from ..engine import (
     ToleranceTable,
     compare_outputs,
     compare_with_table,
-    members,
+    outputs_checked_by,
 )
 from ..errors import (
     FP64Unavailable,
@@ -48,7 +48,8 @@ from .spec import CompareSpec
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 #: The frameworks that run an ONNX model: the fp64 check's anchor of one is onnx.reference on
-#: the model's float64 conversion (every other reference runs itself at float64).
+#: the model's float64 conversion (every other reference runs itself at float64), and
+#: --trt-debug-precision searches their models.
 _ONNX_FRAMEWORKS = (
     "onnxrt",
     "onnxref",
@@ -244,7 +245,7 @@ class CaseRunner:
         table = self.tolerance_table(spec, case)  # it names the calibrated file, if any
         tolerance = {"": table.default, **table.per_output}
         anchors: list[Any] = [None] * len(feeds)
-        if _uses_fp64(tolerance):
+        if outputs_checked_by(tolerance, FP64):
             anchors = self.anchors(spec, case, feeds, expected)
         results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
@@ -306,7 +307,7 @@ class CaseRunner:
         """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
         if outcome.kind is not Kind.MISMATCH or not self._debuggable(spec, case):
             return outcome
-        if _uses_fp64(self.tolerance(spec, case)):
+        if outputs_checked_by(self.tolerance(spec, case), FP64):
             note = (
                 "--trt-debug-precision: not run; its search compares each candidate model "
                 "under an elementwise or statistic tolerance, and this test's is the fp64 check"
@@ -374,7 +375,7 @@ class CaseRunner:
         return (
             self.debug_precision
             and case.precision != "fp32"
-            and case.target in ("onnxref", "onnxrt", "trt")
+            and case.target in _ONNX_FRAMEWORKS
             and case.target not in spec.models
         )
 
@@ -445,10 +446,6 @@ class CaseRunner:
         if not outcome.target or milliseconds is None:
             return outcome
         return dataclasses.replace(outcome, target=timed(dict(outcome.target), milliseconds))
-
-
-def _uses_fp64(tolerance: dict[str, Any]) -> bool:
-    return any(t.check == FP64 for entry in tolerance.values() for t in members(entry))
 
 
 def _compare(

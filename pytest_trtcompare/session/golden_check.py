@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import progress
-from ..engine import ComparisonResult, Entry, compare_outputs, entry_record, members
+from ..engine import ComparisonResult, Entry, compare_outputs, entry_record, outputs_checked_by
 from ..errors import FeedError, ToleranceError, TrtCompareError
 from ..goldens import (
     FORMAT_VERSION,
@@ -193,9 +193,7 @@ def check_golden(
     the golden and checked for a changed model. Errors of the runner propagate; the
     comparison's and the write's are outcomes. An old `.golden` path stands for the
     `.safetensors` golden that replaces it."""
-    fp64 = [
-        name for name, entry in tolerance.items() if any(t.check == FP64 for t in members(entry))
-    ]
+    fp64 = outputs_checked_by(tolerance, FP64)
     if fp64:  # before "create it with": the golden could never pass this check
         output = f"output {fp64[0]!r}" if fp64[0] else "every output"
         error = ToleranceError(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import ToleranceTable, members
+from ..engine import ToleranceTable, outputs_checked_by
 from ..errors import MarkerError, RunnerOptionError, ToleranceError
 from ..runners import canonical_framework, check_runner_options
 from ..vocabulary import FP64
@@ -227,10 +227,10 @@ def _check_fp64(
     listed alone (it would be compared with itself: a ratio of 1 whatever it computes)."""
     value = kwargs.get("tolerance")
     try:
-        checks = [t.check for t in _members_of(value)] if value is not None else []
+        table = ToleranceTable(value)
     except ToleranceError:  # said by the tolerance argument's own check
         return
-    if FP64 not in checks:
+    if not outputs_checked_by({"": table.default, **table.per_output}, FP64):
         return
     why = None
     if golden:
@@ -250,12 +250,6 @@ def _check_fp64(
             f"{check.where}: @pytest.mark.compare_frameworks(tolerance=...): check='fp64' runs "
             f"the reference framework at float64 and at the target's precision; not with {why}"
         )
-
-
-def _members_of(value: Any) -> list[Any]:
-    """Every Tolerance of a validated marker tolerance (all its outputs' entries)."""
-    table = ToleranceTable(value)
-    return [t for entry in (table.default, *table.per_output.values()) for t in members(entry)]
 
 
 #: Per-layer pairs: ONNX runners (those that take `outputs=`) against each other by tensor
