@@ -7,7 +7,8 @@ Run on a CUDA machine: python bench/bench_device.py [--device cuda] [--sizes 16M
 On one device, for two float32 tensors per data shape (identical, noise, 100 outliers) and
 size, best of the rounds:
 - ours: `compare_outputs(actual, expected)` at atol = rtol = 1e-3, its report text built
-  (a failing output's full report). Today it copies CUDA tensors to the host.
+  (a failing output's full report), by the torch path on the tensors' device (on the CPU
+  through `TUNING.torch`; `--engine numpy` measures the numpy path there instead).
 - assert_close: `torch.testing.assert_close` at the same tolerances (its thin message).
 - plain report: the figures of our report in plain torch on the device. They are float64
   errors, Polygraphy's rule, the fail count, max / argmax, mean, median and p99, the
@@ -133,8 +134,16 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
     parser.add_argument("--sizes", type=parse_sizes, default="16M,64M")
     parser.add_argument("--rounds", type=rounds_type, default=3)
+    parser.add_argument(
+        "--engine",
+        choices=("torch", "numpy"),
+        default="torch",
+        help="ours on CPU tensors: the torch path (default) or the numpy path",
+    )
     args = parser.parse_args(argv)
     import torch
+
+    from pytest_trtcompare.engine.tuning import TUNING
 
     device = args.device
     try:
@@ -145,8 +154,22 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         parser.error(f"--device {device}: torch {torch.__version__} sees no CUDA device")
     rows = []
     cuda = on.type == "cuda"
+    if cuda and args.engine == "numpy":
+        parser.error("--engine numpy: CUDA tensors are compared by the torch path")
+    before, TUNING.torch = TUNING.torch, args.engine == "torch"
+    try:
+        return _table(torch, device, on, args, rows)
+    finally:
+        TUNING.torch = before
+
+
+def _table(torch: Any, device: str, on: Any, args: argparse.Namespace, rows: list) -> list:
+    cuda = on.type == "cuda"
     card = torch.cuda.get_device_name(on) if cuda else "CPU"
-    print(f"device {device} ({card}), torch {torch.__version__}, best of {args.rounds}")
+    print(
+        f"device {device} ({card}), torch {torch.__version__}, best of {args.rounds}, "
+        f"ours by the {args.engine} path"
+    )
     print(
         "| data | ours s | assert_close s | plain report s | ours / assert_close | "
         "ours / plain report | extra device memory / inputs: ours, assert_close, plain |"

@@ -1,7 +1,8 @@
 """The package's layers, read from its source with `ast` (ARCHITECTURE.md): each module imports
 only its own layer and the layers below; engine/, goldens/ and runners/ only through their
 public names; no import cycle between modules; pytest only in the glue, frameworks only in
-runners/, small glue modules; tests use public names only."""
+runners/ (and torch in the engine's torch path), small glue modules; tests use public names
+only."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_trtcompare"
 TESTS = Path(__file__).resolve().parent
 FRAMEWORKS = {"onnxruntime", "torch", "tensorrt", "cuda", "pycuda", "modelopt"}
+#: The engine's torch path (issue 36): torch tensors compared on their device by torch.
+TORCH_PATH = "pytest_trtcompare.engine.tensors"
 #: The pytest glue; cli/ is the console script (it reports, it never runs pytest).
 PYTEST_LAYER = ("plugin",)
 
@@ -22,7 +25,7 @@ PYTEST_LAYER = ("plugin",)
 #: groups of lower layers; the groups of one layer do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "atomic", "progress", "vocabulary"),  # the base: nothing else
-    ("engine",),  # compare: pure numpy
+    ("engine",),  # compare: numpy, and torch on a tensor's device (engine/tensors.py)
     ("goldens", "runners"),  # the golden store; one module per framework
     ("inputs",),  # specs -> arrays (runner specs, saved inputs read by goldens/)
     ("session",),  # what one comparison does, without pytest
@@ -124,7 +127,8 @@ def test_frameworks_only_in_runners(name):
     if name.startswith("pytest_trtcompare.runners"):
         return
     imported = {module.split(".")[0] for module in _imports(name)}
-    assert not imported & FRAMEWORKS, f"{name} imports {imported & FRAMEWORKS}"
+    allowed = {"torch"} if name == TORCH_PATH else set()
+    assert not imported & FRAMEWORKS - allowed, f"{name} imports {imported & FRAMEWORKS}"
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """The pure comparison engine: tolerances, chunked statistics, verdicts and report text.
 
-numpy only (no pytest, no framework). These names are its surface: every module outside
-engine/ imports them from here (`from ..engine import compare_outputs`), never from a
-submodule (ARCHITECTURE.md, enforced by tests/test_layout.py). Users import the documented
+numpy, and torch for tensors compared on their device (engine/tensors.py); no pytest. These
+names are its surface: every module outside engine/ imports them from here (`from ..engine
+import compare_outputs`), never from a submodule (ARCHITECTURE.md, enforced by
+tests/test_layout.py). Users import the documented
 ones from `pytest_trtcompare` or `pytest_trtcompare.compare`.
 """
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .chunks import ErrorChunk, dot, mismatch_mask, total, zero_unless
+from .chunks import ErrorChunk, dot, mismatch_mask, namespace_of, total, zero_unless
 from .tolerance import Tolerance
 
 #: A float32 ratio this far from 1 is surely on its side of 1 (it is within ~1e-7 of exact).
@@ -156,8 +156,14 @@ class Extremes:
             at = chunk.start
             if chunk.nan_errors == chunk.size:
                 at = -1
-            elif chunk.nan_errors:
-                at += int(np.argmin(np.isnan(chunk.side())))  # equal chunks: numpy's
+            elif chunk.nan_errors:  # the first that is not NaN
+                side = chunk.side()
+                if isinstance(side, np.ndarray):
+                    at += int(np.argmin(np.isnan(side)))
+                else:  # (torch has no argmin of bools)
+                    at += int(
+                        chunk.xp.argmax(chunk.xp.astype(~chunk.xp.isnan(side), chunk.xp.int8))
+                    )
             self.abs.offer(0.0, at)
             self.rel.offer(0.0, at)
             return
@@ -305,8 +311,13 @@ def cosine_from_sums(aa: float, ee: float, dd: float) -> float:
     return float(min(1.0, max(-1.0, value))) if math.isfinite(value) else math.nan
 
 
-def _squares(values: np.ndarray, special: bool = False) -> float:
+def _squares(values: Any, special: bool = False) -> float:
     """The float64 sum of squares; `special`: of the finite values (NaN or Inf among them)."""
+    if not isinstance(values, np.ndarray):
+        xp = namespace_of(values)
+        wide = xp.astype(values, xp.float64)
+        wide = xp.where(xp.isfinite(wide), wide, 0.0) if special else wide
+        return dot(wide, wide)
     if special and values.dtype == np.float32:  # zeroed before widening: half the bytes
         values = zero_unless(values.copy(), np.isfinite(values))
         special = False

@@ -1,4 +1,5 @@
-"""Turning what users hand us (numpy, torch, ml_dtypes, lists) into numeric numpy arrays."""
+"""Turning what users hand us (numpy, torch, ml_dtypes, lists) into numeric arrays: numpy's,
+or torch tensors compared where they are."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import InvalidOutputError
+from .tuning import TUNING
 
 Kind = Literal["bool", "int", "uint", "float"]
 
@@ -20,7 +22,7 @@ SINGLE_OUTPUT_NAME = "output"
 class NamedArray:
     """One output: its numeric array and the dtype name users will recognise."""
 
-    array: np.ndarray
+    array: Any  # np.ndarray; a torch tensor compared on its device (`keep_device`)
     dtype_name: str
     kind: Kind
 
@@ -94,7 +96,9 @@ def _dtype_name(dtype: np.dtype) -> str:
     return name
 
 
-def _from_torch(value: Any, where: str) -> tuple[np.ndarray, str]:
+def _from_torch(value: Any, where: str, keep: bool = False) -> tuple[Any, str, Kind | None]:
+    """A tensor's values and dtype name: as numpy, or (`keep`: a tensor on a device, or any
+    under `TUNING.torch`) the tensor itself with its kind, for the torch path."""
     dtype_name = str(value.dtype).removeprefix("torch.")
     if getattr(value, "is_nested", False):
         raise InvalidOutputError(
@@ -115,33 +119,70 @@ def _from_torch(value: Any, where: str) -> tuple[np.ndarray, str]:
     tensor = value.detach()
     if str(tensor.layout) != "torch.strided":
         tensor = tensor.to_dense()  # sparse COO / CSR: compare the values they stand for
+    if keep and (tensor.device.type != "cpu" or TUNING.torch):
+        kind = TORCH_KINDS.get(dtype_name)
+        if kind is not None:
+            return tensor, dtype_name, kind
+        if dtype_name.startswith("float8"):  # float32 holds every float8 value exactly
+            return tensor.float(), dtype_name, "float"
+    return _host(tensor, dtype_name)
+
+
+def _host(tensor: Any, dtype_name: str) -> tuple[np.ndarray, str, None]:
+    """A tensor's values as a numpy array (its kind from that array's dtype)."""
     tensor = tensor.cpu()
     if dtype_name == "bfloat16":  # float32 holds every bfloat16 exactly
         try:
             import ml_dtypes
 
-            return tensor.float().numpy().astype(ml_dtypes.bfloat16), dtype_name
+            return tensor.float().numpy().astype(ml_dtypes.bfloat16), dtype_name, None
         except ImportError:
-            return tensor.float().numpy(), dtype_name
+            return tensor.float().numpy(), dtype_name, None
     if dtype_name.startswith("float8"):
         # numpy has no float8; float32 holds every float8 value exactly.
-        return tensor.float().numpy(), dtype_name
-    return tensor.numpy(), dtype_name
+        return tensor.float().numpy(), dtype_name, None
+    return tensor.numpy(), dtype_name, None
+
+
+#: The dtypes the torch path computes with (`tensors`): others are compared on the host.
+TORCH_KINDS: dict[str, Kind] = {
+    "bool": "bool",
+    "uint8": "uint",
+    **{name: "int" for name in ("int8", "int16", "int32", "int64")},
+    **{name: "float" for name in ("float16", "bfloat16", "float32", "float64")},
+}
+
+
+def on_host(named: NamedArray) -> NamedArray:
+    """An output kept as a tensor (`keep_device`), as numpy values on the host."""
+    if isinstance(named.array, np.ndarray):
+        return named
+    return NamedArray(host_array(named.array), named.dtype_name, named.kind)
+
+
+def host_array(array: Any) -> np.ndarray:
+    """A numpy array, or a tensor's values as one."""
+    if isinstance(array, np.ndarray):
+        return array
+    return _host(array, str(array.dtype).removeprefix("torch."))[0]
 
 
 def _is_torch_tensor(value: Any) -> bool:
     return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach")
 
 
-def as_named_array(value: Any, output: str, side: str) -> NamedArray:
-    """Convert one output to a numeric array, or raise a one-line error naming it."""
+def as_named_array(value: Any, output: str, side: str, keep_device: bool = False) -> NamedArray:
+    """Convert one output to a numeric array, or raise a one-line error naming it;
+    `keep_device`: a torch tensor on a device stays there (`_from_torch`)."""
     where = f"output {output!r} ({side})"
     if type(value) is np.ndarray:  # as np.asarray gives it
         array, dtype_name = value, _dtype_name(value.dtype)
     elif isinstance(value, (str, bytes)):
         raise InvalidOutputError(f"{where} is a {type(value).__name__}, not an array")
     elif _is_torch_tensor(value):
-        array, dtype_name = _from_torch(value, where)
+        array, dtype_name, tensor_kind = _from_torch(value, where, keep_device)
+        if tensor_kind is not None:
+            return NamedArray(array=array, dtype_name=dtype_name, kind=tensor_kind)
     else:
         try:
             array = np.asarray(value)
@@ -185,8 +226,9 @@ def _check_float64_range(array: np.ndarray, where: str) -> None:
             )
 
 
-def as_output_mapping(outputs: Any, side: str) -> dict[str, NamedArray]:
-    """A mapping of name to array-like (or one bare array) as {name: NamedArray}.
+def as_output_mapping(outputs: Any, side: str, keep_device: bool = False) -> dict[str, NamedArray]:
+    """A mapping of name to array-like (or one bare array) as {name: NamedArray}
+    (`keep_device`: see `as_named_array`).
 
     Names are compared as text, so two keys that read the same (1 and "1") are an error."""
     if isinstance(outputs, Mapping):
@@ -199,14 +241,14 @@ def as_output_mapping(outputs: Any, side: str) -> dict[str, NamedArray]:
                     f"{side} has two outputs named {text!r}: keys {keys[text]!r} and {name!r}"
                 )
             keys[text] = name
-            named[text] = as_named_array(value, text, side)
+            named[text] = as_named_array(value, text, side, keep_device)
         return named
     if isinstance(outputs, (str, bytes)) or outputs is None:
         raise InvalidOutputError(
             f"{side} must be a mapping of output name to array (or one array), "
             f"got {type(outputs).__name__}"
         )
-    return {SINGLE_OUTPUT_NAME: as_named_array(outputs, SINGLE_OUTPUT_NAME, side)}
+    return {SINGLE_OUTPUT_NAME: as_named_array(outputs, SINGLE_OUTPUT_NAME, side, keep_device)}
 
 
 # -- sequence and optional outputs ------------------------------------------------------------

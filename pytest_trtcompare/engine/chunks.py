@@ -237,7 +237,8 @@ class ErrorChunk:
     def nan_positions(self) -> np.ndarray:
         """Flat indices of the NaN errors (of an equal chunk: found on demand)."""
         if self.nan_error_positions is None and self.nan_errors and self.values is not None:
-            self.nan_error_positions = np.flatnonzero(np.isnan(self.values)) + self.start
+            xp = self.xp
+            self.nan_error_positions = xp.nonzero(xp.isnan(self.values))[0] + self.start
         return self.nan_error_positions if self.nan_error_positions is not None else _NONE
 
     def flat_index(self, i: int) -> int:

@@ -1,6 +1,7 @@
 """Comparison of named outputs under explicit tolerances: verdicts and statistics.
 
-Pure numpy. `compare_outputs` never raises for a numeric mismatch (it returns a result that
+numpy arrays by numpy, torch tensors on a device by torch where they are (`tensors`).
+`compare_outputs` never raises for a numeric mismatch (it returns a result that
 says so); `assert_outputs_close` raises `OutputMismatchError` with the full report.
 """
 
@@ -16,7 +17,15 @@ import numpy as np
 from ..errors import InvalidOutputError, ToleranceError
 from ..vocabulary import FP64, SHAPE_CHECKS
 from .anchored import Anchor, anchored
-from .arrays import Kind, NamedArray, Structure, as_output_mapping, flatten_structured
+from .arrays import (
+    Kind,
+    NamedArray,
+    Structure,
+    as_output_mapping,
+    flatten_structured,
+    host_array,
+    on_host,
+)
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
 from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
@@ -24,6 +33,7 @@ from .quantiles import OrderStatistics
 from .report import plural
 from .results import ComparisonResult, OutputMismatchError
 from .scan import FailureDetails, Pair, Report, Statistics, scan
+from .tensors import placed_together
 from .tolerance import (
     Entry,
     Tolerance,
@@ -80,8 +90,8 @@ def compare_with_table(
     `anchor`: the float64 and reduced-precision runs of the reference (the fp64 check)."""
     order = _names(actual) + _names(expected)
     actual, expected, structures, expanded = flatten_structured(actual, expected)
-    actual_map = as_output_mapping(actual, "actual")
-    expected_map = as_output_mapping(expected, "expected")
+    actual_map = as_output_mapping(actual, "actual", keep_device=True)
+    expected_map = as_output_mapping(expected, "expected", keep_device=True)
     _nothing_compared(actual_map, expected_map, structures)
     restricted = _restricted_names(names)
     selected = [*order, *actual_map, *expected_map] if restricted is None else list(restricted)
@@ -206,6 +216,7 @@ def compare_one(
     """Compare one pair of arrays under one tolerance, or several that must all pass."""
     base, metric_checks = split_entry(entry)
     tol = base if base is not None else metric_checks[0]
+    actual, expected = placed_together(actual, expected)
     header: dict[str, Any] = dict(
         name=name,
         tolerance=tol,
@@ -215,31 +226,31 @@ def compare_one(
         expected_shape=tuple(expected.array.shape),
     )
     a, e = actual.array, expected.array
-    if a.shape != e.shape:
-        squeezed = np.squeeze(a).shape
-        if shape_check == "strict" or squeezed != np.squeeze(e).shape:
-            problem = f"shape {a.shape} differs from expected shape {e.shape}"
-            failure = f"shape {a.shape} vs {e.shape}"
+    a_shape, e_shape = header["shape"], header["expected_shape"]
+    if a_shape != e_shape:
+        squeezed = _squeezed(a_shape)
+        if shape_check == "strict" or squeezed != _squeezed(e_shape):
+            problem = f"shape {a_shape} differs from expected shape {e_shape}"
+            failure = f"shape {a_shape} vs {e_shape}"
             return OutputComparison(
                 passed=False, problem=problem, failure=failure, margin=math.inf, **header
             )
-        header["shape_note"] = _squeeze_note(a.shape, e.shape, squeezed)
+        header["shape_note"] = _squeeze_note(a_shape, e_shape, squeezed)
         a, e = a.reshape(squeezed), e.reshape(squeezed)
     a_kind, e_kind = actual.kind, expected.kind
     if tol.postprocess is not None:
         k, axis = parse_top_k(tol.postprocess)
-        try:
-            a, e = top_k_indices(a, k, axis), top_k_indices(e, k, axis)
-        except np.exceptions.AxisError:
+        if not -max(1, a.ndim) <= axis < max(1, a.ndim):
             raise InvalidOutputError(
                 f"output {name!r}: postprocess={tol.postprocess!r} needs axis {axis}, "
-                f"but the output has shape {actual.array.shape}"
-            ) from None
+                f"but the output has shape {a_shape}"
+            )
+        a, e = top_k_indices(a, k, axis), top_k_indices(e, k, axis)
         a_kind = e_kind = "int"
         header["postprocessed"] = tol.postprocess
     require_rows(name, a, metric_checks, tol.postprocess)
     metrics = compute_metrics(a, e, metric_checks) + tuple(
-        anchored(name, actual.array, t, anchor) for t in metric_checks if t.check == FP64
+        anchored(name, on_host(actual).array, t, anchor) for t in metric_checks if t.check == FP64
     )
     metrics_pass = all(m.passed for m in metrics)
     if tol.check == "indices":
@@ -270,9 +281,16 @@ def _squeeze_note(actual: tuple[int, ...], expected: tuple[int, ...], to: tuple[
     return f"compared after squeezing {' and '.join(squeezed)} to {to}"
 
 
-def _value_at(values: np.ndarray, flat: int) -> float | int | bool:
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(size for size in shape if size != 1)
+
+
+def _value_at(values: Any, flat: int) -> float | int | bool:
     value = values.reshape(-1)[flat]
-    return float(value) if values.dtype.kind == "V" else value.item()  # ml_dtypes: as float
+    if isinstance(values, np.ndarray) and values.dtype.kind == "V":
+        return float(value)  # ml_dtypes: as float
+    item: float | int | bool = value.item()
+    return item
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -299,8 +317,8 @@ def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
 
 
 def _values_result(
-    a: np.ndarray,
-    e: np.ndarray,
+    a: Any,
+    e: Any,
     a_kind: Kind,
     e_kind: Kind,
     tol: Tolerance,
@@ -438,10 +456,9 @@ def _ratio(value: float, allowed: float) -> float:
     return 0.0 if value == 0 else math.inf
 
 
-def _indices_result(
-    a: np.ndarray, e: np.ndarray, tol: Tolerance, header: dict[str, Any]
-) -> OutputComparison:
-    stats = compare_indices(a, e, tol.index_tolerance)
+def _indices_result(a: Any, e: Any, tol: Tolerance, header: dict[str, Any]) -> OutputComparison:
+    """Indices (integers, often the top-K of each row): compared on the host."""
+    stats = compare_indices(host_array(a), host_array(e), tol.index_tolerance)
     return OutputComparison(
         passed=stats.failing_rows == 0,
         count=stats.rows,

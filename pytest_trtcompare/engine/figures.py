@@ -72,8 +72,15 @@ class Worst:
             errors = xp.take(chunk.abs_err, tied)  # the larger first, then the lower index
             tied = xp.take(tied, xp.argsort(-errors, stable=True))
             candidates = xp.concat([above, tied[: self.size - above.shape[0]]])
-        for i in (int(i) for i in candidates):
-            ranked = (float(ratio[i]), float(chunk.abs_err[i]), -chunk.flat_index(i))
+        positions = chunk.positions
+        flats = candidates + chunk.start if positions is None else xp.take(positions, candidates)
+        for value, error, flat in zip(  # one transfer each (from a device: not one per element)
+            xp.take(ratio, candidates).tolist(),
+            xp.take(chunk.abs_err, candidates).tolist(),
+            flats.tolist(),
+            strict=True,
+        ):
+            ranked = (value, error, -flat)
             if len(self.heap) < self.size:
                 heapq.heappush(self.heap, ranked)
             elif ranked > self.heap[0]:

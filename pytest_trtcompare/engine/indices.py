@@ -9,8 +9,11 @@ checked (Polygraphy's rule, so Top-(K + tol) compensates).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from .tensors import is_tensor, top_k
 
 _ROW_BLOCK_ELEMENTS = 1 << 22  # bounds the (rows, K, K) equality table per block
 
@@ -33,8 +36,11 @@ class IndexStats:
     examples: tuple[IndexMismatch, ...]
 
 
-def top_k_indices(values: np.ndarray, k: int, axis: int = -1) -> np.ndarray:
-    """Indices of the k largest values along an axis, largest first, stable for ties."""
+def top_k_indices(values: Any, k: int, axis: int = -1) -> Any:
+    """Indices of the k largest values along an axis, largest first, stable for ties (NaN
+    last); a tensor's on its device."""
+    if is_tensor(values):
+        return top_k(values, k, axis)
     values = np.asarray(values)
     if values.ndim == 0:
         values = values.reshape(1)

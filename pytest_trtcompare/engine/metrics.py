@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidOutputError
-from .chunks import dot
+from .chunks import dot, namespace_of
 from .tolerance import MINIMUM_METRICS, Tolerance
 from .tuning import TUNING
 
@@ -98,7 +99,7 @@ def margin(check: str, value: float, threshold: float) -> float:
 
 
 def compute_metrics(
-    actual: np.ndarray, expected: np.ndarray, checks: Sequence[Tolerance]
+    actual: Any, expected: Any, checks: Sequence[Tolerance]
 ) -> tuple[MetricResult, ...]:
     """The metric checks among `checks`, on two arrays of one shape."""
     wanted = {t.check for t in checks if t.is_metric}
@@ -127,11 +128,11 @@ def compute_metrics(
 
 
 def require_rows(
-    name: str, values: np.ndarray, checks: Sequence[Tolerance], postprocess: str | None
+    name: str, values: Any, checks: Sequence[Tolerance], postprocess: str | None
 ) -> None:
     """kl and top1 of a 0-d output or a last axis of 1 would always pass: an error instead
     (empty outputs pass, as for every check)."""
-    if values.size == 0 or (values.ndim and values.shape[-1] >= 2):
+    if math.prod(values.shape) == 0 or (values.ndim and values.shape[-1] >= 2):
         return
     for check in (t.check for t in checks if t.check in _ROWS):
         after = f" after postprocess={postprocess!r}" if postprocess else ""
@@ -141,7 +142,7 @@ def require_rows(
         )
 
 
-def _flat_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
+def _flat_metrics(actual: Any, expected: Any) -> dict[str, float]:
     """Σa², Σe², Σa·e, Σ(e-a)² and max(e) in float64 chunks -> cosine, l2, snr, psnr.
 
     `dot` keeps OpenBLAS on the calling thread: whole-chunk dots woke all its threads, and on
@@ -150,17 +151,19 @@ def _flat_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
     n = a.shape[0]
     aa = ee = ae = dd = 0.0
     peak = -math.inf
+    xp = namespace_of(a)
     with np.errstate(invalid="ignore", over="ignore"):
-        size = max(1, TUNING.chunk_elements // 2)  # both sides in float64: half a chunk
+        size = max(1, _chunk_elements(a) // 2)  # both sides in float64: half a chunk
         for start in range(0, n, size):
-            a64 = a[start : start + size].astype(np.float64)
-            e64 = e[start : start + size].astype(np.float64)
+            a64 = xp.astype(a[start : start + size], xp.float64)
+            e64 = xp.astype(e[start : start + size], xp.float64)
             aa += dot(a64, a64)
             ee += dot(e64, e64)
             ae += dot(a64, e64)
             diff = e64 - a64
             dd += dot(diff, diff)
-            peak = float(np.maximum(peak, e64.max()))  # NaN stays NaN
+            top = float(xp.max(e64))
+            peak = math.nan if math.isnan(top) else max(peak, top)  # NaN stays NaN
     if n == 0:  # empty tensors pass
         return {"cosine": 1.0, "l2": 0.0, "snr": math.inf, "psnr": math.inf}
     return {
@@ -201,33 +204,36 @@ def _psnr(peak: float, mse: float) -> float:
         return float(20.0 * np.log10(np.float64(peak)) - 10.0 * np.log10(np.float64(mse)))
 
 
-def _row_metrics(actual: np.ndarray, expected: np.ndarray) -> dict[str, float]:
+def _row_metrics(actual: Any, expected: Any) -> dict[str, float]:
     """Mean KL(softmax(e) || softmax(a)) and the top-1 agreement over the last axis."""
     width = actual.shape[-1] if actual.ndim else 1
-    rows = actual.size // width if width else 0
+    rows = math.prod(actual.shape) // width if width else 0
     if rows == 0:
         return {"kl": 0.0, "top1": 1.0}
     a, e = actual.reshape(rows, width), expected.reshape(rows, width)
-    step = max(1, TUNING.chunk_elements // 2 // width)
+    xp = namespace_of(a)
+    step = max(1, _chunk_elements(a) // 2 // width)
     kl, agree = 0.0, 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for start in range(0, rows, step):
-            a64 = a[start : start + step].astype(np.float64)
-            e64 = e[start : start + step].astype(np.float64)
-            log_p, log_q = _log_softmax(e64), _log_softmax(a64)
-            p = np.exp(log_p)
+            a64 = xp.astype(a[start : start + step], xp.float64)
+            e64 = xp.astype(e[start : start + step], xp.float64)
+            log_p, log_q = _log_softmax(e64, xp), _log_softmax(a64, xp)
+            p = xp.exp(log_p)
             terms = p * (log_p - log_q)
             terms[p == 0] = 0.0  # 0 log 0 = 0 (masked logits); NaN stays NaN
-            kl += float(terms.sum())
-            same = a64.argmax(axis=-1) == e64.argmax(axis=-1)
-            same &= ~(np.isnan(a64).any(axis=-1) | np.isnan(e64).any(axis=-1))
-            agree += int(np.count_nonzero(same))
+            kl += float(xp.sum(terms))
+            same = xp.argmax(a64, axis=-1) == xp.argmax(e64, axis=-1)
+            same &= ~(xp.any(xp.isnan(a64), axis=-1) | xp.any(xp.isnan(e64), axis=-1))
+            agree += int(xp.count_nonzero(same))
     kl /= rows
     return {"kl": 0.0 if kl < 0 else kl, "top1": agree / rows}  # KL >= 0 but for rounding
 
 
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    top = x.max(axis=-1, keepdims=True)
-    shifted = x - top
-    result: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return result
+def _log_softmax(x: Any, xp: Any) -> Any:
+    shifted = x - xp.max(x, axis=-1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
+
+
+def _chunk_elements(values: Any) -> int:
+    return TUNING.chunk_elements if isinstance(values, np.ndarray) else TUNING.torch_chunk_elements

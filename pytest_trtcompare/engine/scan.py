@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from .decades import Decades
 from .figures import Required, Worst
 from .quantiles import OrderStatistics, Quantiles, sample_positions
 from .screen import Screen, applies
+from .tensors import TorchArithmetic, TorchEquality, is_tensor
 from .tolerance import Tolerance
 from .tuning import TUNING
 
@@ -42,23 +44,42 @@ class Pair:
     """The flattened pair and how its chunks are made."""
 
     def __init__(
-        self, actual: np.ndarray, expected: np.ndarray, kinds: tuple[Kind, Kind], tol: Tolerance
+        self, actual: Any, expected: Any, kinds: tuple[Kind, Kind], tol: Tolerance
     ) -> None:
         self.a, self.e = actual.reshape(-1), expected.reshape(-1)
         self.n = int(self.a.shape[0])
         self.kinds, self.tol = kinds, tol
-        self.size = max(1, min(self.n, TUNING.chunk_elements))
-        self.arithmetic = Arithmetic(*kinds, tol, self.size)
+        self.torch = is_tensor(self.a)  # both sides are tensors on one device (`tensors`)
+        chunk_elements = TUNING.torch_chunk_elements if self.torch else TUNING.chunk_elements
+        self.size = max(1, min(self.n, chunk_elements))
+        self.arithmetic = self._arithmetic(self.size)
         self.screen = (
             Screen(tol, self.arithmetic, self.size)
-            if self.n >= TUNING.screen_min and applies(self.a.dtype, self.e.dtype, tol)
+            if not self.torch
+            and self.n >= TUNING.screen_min
+            and applies(self.a.dtype, self.e.dtype, tol)
             else None
         )
-        self._one: Arithmetic | None = None
+        self._one: Arithmetic | TorchArithmetic | None = None
         #: the pair's float64 chunk, while it is all of the pair and its buffers hold it
         self.whole_chunk: ErrorChunk | None = None
-        self._equality = Equality(self.a.dtype, self.e.dtype, tol, self.size)
+        self._equality: Equality | TorchEquality = (
+            TorchEquality(self.a.dtype, self.e.dtype, tol)
+            if self.torch
+            else Equality(self.a.dtype, self.e.dtype, tol, self.size)
+        )
         self._equal: dict[int, ErrorChunk] = {}  # equal chunks by start: not compared again
+
+    def _arithmetic(self, size: int) -> Any:
+        if self.torch:
+            return TorchArithmetic(*self.kinds, self.tol)
+        return Arithmetic(*self.kinds, self.tol, size)
+
+    @property
+    def windows(self) -> bool:
+        """Whether the order statistics place a sample's windows (numpy, large outputs);
+        else they select exactly (numpy) or sort (torch)."""
+        return not self.torch and 0 < self.n >= TUNING.window_min
 
     def starts(self, stop: int | None = None) -> range:
         return range(0, self.n if stop is None else stop, self.size)
@@ -78,13 +99,13 @@ class Pair:
             made = self.screen.chunk(a, e, start)
             if made is not None:
                 return made
-        made = self.arithmetic.compute(a, e, start, ratio)
-        made.narrow = self.screen is not None
+        computed: ErrorChunk = self.arithmetic.compute(a, e, start, ratio)
+        computed.narrow = self.screen is not None
         # the arithmetic's buffers hold this chunk until its next one; whole, of every
         # element, with ratios: `element` reads its figures there
-        whole = self.n <= self.size and self.screen is None and ratio and made.positions is None
-        self.whole_chunk = made if whole else None
-        return made
+        whole = self.n <= self.size and self.screen is None and ratio
+        self.whole_chunk = computed if whole and computed.positions is None else None
+        return computed
 
     def remake(self, start: int) -> ErrorChunk:
         """A float32 chunk made again (for the maxima's last look)."""
@@ -103,7 +124,7 @@ class Pair:
         at = flat
         if chunk is None:
             if self._one is None:
-                self._one = Arithmetic(*self.kinds, self.tol, 1)
+                self._one = self._arithmetic(1)
             chunk = self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
             if not chunk.abs_err.shape[0]:
                 return None
@@ -117,7 +138,7 @@ class Pair:
     def sample(self) -> Iterator[ErrorChunk]:
         """float64 errors of `TUNING.sample` positions spread over the pair (in its own buffers)."""
         positions = sample_positions(self.n, TUNING.sample)
-        arithmetic = Arithmetic(*self.kinds, self.tol, self.size)
+        arithmetic = self._arithmetic(self.size)
         for start in range(0, positions.shape[0], self.size):
             at = positions[start : start + self.size]
             yield arithmetic.compute(self.a[at], self.e[at], 0, ratio=False)
@@ -151,7 +172,7 @@ class Report:
         pair, tol = self.pair, self.pair.tol
         self.worst = Worst(self.worst_count)
         self.decades = Decades()
-        sample = pair.sample() if pair.n and pair.n >= TUNING.window_min else None
+        sample = pair.sample() if pair.windows else None
         self.quantiles = Quantiles(tol.quantile, pair.n, sample, pair.float64_chunks)
         self.required = Required(tol) if tol.check == "elemwise" else None
         # the worst elements first: where float32 errors tie, they compute the chunk whole,

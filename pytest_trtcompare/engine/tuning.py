@@ -1,9 +1,10 @@
 """The engine's accelerators and sizes, in one place: what tests turn off or shrink.
 
-Every figure is the same with any of these: the float32 screen, the bit-equality check and
-the order statistics' windows only make a comparison faster, and chunk sizes only bound its
-memory. Tests set them (`monkeypatch.setattr(TUNING, "screen", False)`) to compare each
-accelerated path with the plain float64 one, and to run many chunks on small data.
+Every figure is the same with any of these: the float32 screen, the bit-equality check,
+the order statistics' windows and the torch path only make a comparison faster, and chunk
+sizes only bound its memory. Tests set them (`monkeypatch.setattr(TUNING, "screen", False)`)
+to compare each accelerated path with the plain float64 one, and to run many chunks on
+small data.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ class Tuning:
     sample: int = 1 << 17  # elements sampled to place the windows
     window_cap: int = 1 << 16  # a window keeps at most max(this, count / 16) values
     min_collect: int = 1 << 20  # the exact selection collects a bucket this small
+    #: CPU torch tensors take the torch path (`tensors`), as tensors on a device always do;
+    #: off, they are compared by numpy over the same memory (zero-copy, and faster on a CPU)
+    torch: bool = False
+    #: elements per chunk of the torch path: few kernel launches and host syncs per output
+    torch_chunk_elements: int = 1 << 21
 
 
 TUNING = Tuning()
