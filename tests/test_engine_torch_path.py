@@ -22,6 +22,7 @@ from pytest_trtcompare import ComparisonResult, Tolerance, compare_outputs
 from pytest_trtcompare.engine import METRICS, scan, tensors
 from pytest_trtcompare.engine.tuning import TUNING
 
+from .pytester_helpers import XDIST, run
 from .strategies import output_pairs, tolerances
 
 torch = pytest.importorskip("torch")
@@ -133,9 +134,7 @@ METRIC_CHECKS = [[], ["cosine"], ["l2"], ["snr"], ["psnr"], ["kl"], ["top1"], ["
     chunk=st.sampled_from([1, 3, 1 << 22]),
     golden=st.booleans(),
 )
-def test_torch_path_gives_numpys_verdict_and_report(
-    monkeypatch, pair, tol, metrics, chunk, golden
-):
+def test_torch_path_gives_numpys_verdict_and_report(monkeypatch, pair, tol, metrics, chunk, golden):
     """`golden`: the expected side given as numpy (as a golden file reads), copied to the
     tensor's device."""
     monkeypatch.setattr(TUNING, "torch_chunk_elements", chunk)
@@ -317,3 +316,84 @@ def test_dtypes_torch_does_not_compute_are_compared_on_the_host(monkeypatch):
     )
     assert_same(on_numpy, on_torch)
     assert on_torch.outputs["output"].mismatches == 2
+
+
+# -- the plugin's fixtures on tensors -----------------------------------------------------------
+
+SUITE = """
+import torch
+import pytest
+from pytest_trtcompare.engine import tensors
+
+torch.manual_seed(0)
+EXPECTED = torch.randn(64, 10)
+
+
+@pytest.fixture(autouse=True)
+def counted(monkeypatch):
+    calls = []
+    compute = tensors.TorchArithmetic.compute
+    monkeypatch.setattr(
+        tensors.TorchArithmetic, "compute", lambda *a, **k: calls.append(1) or compute(*a, **k)
+    )
+    yield
+    assert calls, "the torch path did not run"
+
+
+def test_compare_passes(compare):
+    compare({"logits": EXPECTED + 1e-6}, {"logits": EXPECTED}, atol=1e-4)
+
+
+def test_golden(golden):
+    golden.check({"logits": (EXPECTED * 2).to(torch.bfloat16)}, atol=1e-2, rtol=1e-2)
+
+
+def test_compare_fails(compare):
+    actual = EXPECTED.clone()
+    actual[3, 4] += 1.0
+    compare({"logits": actual}, {"logits": EXPECTED}, atol=1e-3, rtol=1e-3)
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("engine_path", ["torch", "numpy"])
+def test_fixtures_compare_tensors_on_the_torch_path(pytester, xdist, engine_path):
+    """compare and golden.check take tensors through the torch path (TUNING.torch set in
+    conftest, as a CUDA tensor takes it): a golden written from a bfloat16 tensor, checked
+    against it, and a failure; without the switch, numpy compares them."""
+    _scenario(pytester, xdist, engine_path)
+
+
+def _scenario(pytester, xdist: list[str], engine_path: str) -> list[str]:
+    switch = engine_path == "torch"
+    pytester.makeconftest(
+        f"from pytest_trtcompare.engine.tuning import TUNING\nTUNING.torch = {switch}"
+    )
+    suite = (
+        SUITE if engine_path == "torch" else SUITE.replace('assert calls, "', 'assert not calls, "')
+    )
+    pytester.makepyfile(test_tensors=suite)
+    first = run(pytester, "--trt-update-goldens", *xdist)
+    first.assert_outcomes(passed=2, failed=1)
+    again = run(pytester, *xdist)
+    again.assert_outcomes(passed=2, failed=1)
+    again.stdout.fnmatch_lines(
+        [
+            "*logits (float32 vs float32, shape (64, 10)): 1 / 640 elements (0.156%) exceeds*",
+            "*greatest abs error 1 at (3, 4)*",
+        ]
+    )
+    return again.stdout.lines
+
+
+def test_the_torch_paths_failure_report_is_the_numpy_paths(pytester):
+    torch_lines = _report_lines(_scenario(pytester, [], "torch"))
+    numpy_lines = _report_lines(_scenario(pytester, [], "numpy"))
+    assert torch_lines == numpy_lines and any("worst elements" in line for line in torch_lines)
+
+
+def _report_lines(lines: list[str]) -> list[str]:
+    """The failure report's lines (from its summary line to the artifacts' folder)."""
+    start = next(i for i, line in enumerate(lines) if "outputs out of tolerance" in line)
+    end = next(i for i in range(start, len(lines)) if "artifacts:" in lines[i])
+    return lines[start:end]
