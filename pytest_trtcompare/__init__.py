@@ -18,9 +18,11 @@ _LAZY = {
     "ElementError": ".engine",
     "OutputComparison": ".engine",
     "OutputMismatchError": ".engine",
+    "Statistic": ".engine",
     "Tolerance": ".engine",
     "assert_outputs_close": ".engine",
     "compare_outputs": ".engine",
+    "register_statistic": ".engine",
     "CompareFixture": ".plugin.fixtures",
     "RunnersFixture": ".plugin.fixtures",
     "GoldenFixture": ".plugin.golden_fixture",
@@ -40,9 +42,11 @@ if TYPE_CHECKING:
         ElementError,
         OutputComparison,
         OutputMismatchError,
+        Statistic,
         Tolerance,
         assert_outputs_close,
         compare_outputs,
+        register_statistic,
     )
     from .plugin.fixtures import CompareFixture, RunnersFixture
     from .plugin.golden_fixture import GoldenFixture
@@ -58,6 +62,7 @@ __all__ = [
     "OutputComparison",
     "OutputMismatchError",
     "RunnersFixture",
+    "Statistic",
     "Tolerance",
     "ToleranceError",
     "ToleranceWarning",
@@ -65,4 +70,5 @@ __all__ = [
     "__version__",
     "assert_outputs_close",
     "compare_outputs",
+    "register_statistic",
 ]

@@ -58,18 +58,18 @@ def _figures(chunks: list[ErrorChunk], tol: Tolerance) -> dict[str, object]:
                 quantiles,
                 required,
             ):
-                accumulator.add(chunk)
+                accumulator.update(chunk)
     return {
-        "counts": verdict.finish(),
-        "extremes": extremes.finish(),
-        "means": means.finish(),
+        "counts": verdict.compute(),
+        "extremes": extremes.compute(),
+        "means": means.compute(),
         # its sums: the same up to the summation order (the cosine itself, from them,
         # cancels where |a| and |e| differ by orders of magnitude)
         "cosine sums": (cosine.aa, cosine.ee, cosine.dd),
-        "worst": worst.finish(),
-        "histogram": decades.finish(),
-        "order": quantiles.finish(),
-        "required": required.finish(),
+        "worst": worst.compute(),
+        "histogram": decades.compute(),
+        "order": quantiles.compute(),
+        "required": required.compute(),
     }
 
 

@@ -118,7 +118,7 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
     starts = list(range(0, a.shape[0], chunk))
     first = first % len(starts) if starts else 0
     for start in starts[first:] + starts[:first]:
-        worst.add(computer.compute(a[start : start + chunk], e[start : start + chunk], start))
+        worst.update(computer.compute(a[start : start + chunk], e[start : start + chunk], start))
     # reference: the first NaN errors (at most NAN_SHOWN), then every other element's
     # ratio, largest first (a tie: the larger error first, then the lower index), 0/0 never
     whole = Arithmetic(a_kind, e_kind, tol, max(1, a.shape[0]))
@@ -132,7 +132,7 @@ def test_worst_elements_are_a_plain_sort(pair, tol, size, chunk, first):
             nan = [(int(i), math.inf) for i in one.nan_error_positions[:NAN_SHOWN]]
     listed = [(r, errors[i], i) for i, r in enumerate(ratios.tolist()) if r > 0]
     listed.sort(key=lambda item: (-item[0], -item[1], item[2]))
-    assert list(worst.finish()) == (nan + [(i, r) for r, _, i in listed])[:size]
+    assert list(worst.compute()) == (nan + [(i, r) for r, _, i in listed])[:size]
 
 
 @given(dtype=st.sampled_from(ALL_DTYPES), shape=shapes, data=st.data())

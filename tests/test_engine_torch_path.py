@@ -46,13 +46,34 @@ def as_tensor(values: np.ndarray):
     return torch.from_numpy(np.require(values, requirements="C"))
 
 
-def both_paths(monkeypatch, actual, expected, tolerance, **fields):
-    """compare_outputs on the host (numpy) and on the torch path."""
+#: Where the torch path runs: the CPU here, a CUDA device where torch sees one (`-m cuda`).
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.cuda,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device"),
+        ],
+    ),
+]
+
+
+def both_paths(monkeypatch, actual, expected, tolerance, device="cpu", **fields):
+    """compare_outputs on the host (numpy, the tensors on the CPU) and on the torch path
+    (the tensors on `device`)."""
     monkeypatch.setattr(TUNING, "torch", False)
     on_numpy = compare_outputs(actual, expected, tolerance, **fields)
     monkeypatch.setattr(TUNING, "torch", True)
+    actual, expected = _on(actual, device), _on(expected, device)
     on_torch = compare_outputs(actual, expected, tolerance, **fields)
     return on_numpy, on_torch
+
+
+def _on(outputs, device: str):
+    if isinstance(outputs, dict):
+        return {name: _on(value, device) for name, value in outputs.items()}
+    return outputs.to(device) if isinstance(outputs, torch.Tensor) else outputs
 
 
 def _close(x: float | None, y: float | None, allowed: float = ABS) -> bool:
@@ -242,9 +263,10 @@ CHECKS = [
 ]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: "-".join(map(str, c.values())))
 @pytest.mark.parametrize("scenario", list(CATALOGUE))
-def test_catalogue_gives_the_same_verdict_and_report(monkeypatch, scenario, check):
+def test_catalogue_gives_the_same_verdict_and_report(monkeypatch, scenario, check, device):
     actual, expected, options = CATALOGUE[scenario]
     shape = (30, 100) if actual.size == N else actual.shape
     if check["check"] in ("kl", "top1") and actual.ndim == 0:
@@ -255,7 +277,7 @@ def test_catalogue_gives_the_same_verdict_and_report(monkeypatch, scenario, chec
     a, e = as_tensor(actual).reshape(shape), as_tensor(expected).reshape(shape)
     base = {"atol": 1e-3, "rtol": 1e-3, **options}
     spec = [base, check] if check["check"] in METRICS else [{**base, **check}]
-    assert_same(*both_paths(monkeypatch, a, e, spec))
+    assert_same(*both_paths(monkeypatch, a, e, spec, device))
 
 
 @pytest.mark.parametrize(
@@ -269,15 +291,21 @@ def test_catalogue_gives_the_same_verdict_and_report(monkeypatch, scenario, chec
     ids=["strided", "transposed", "offset slice", "expanded"],
 )
 @pytest.mark.parametrize("scenario", ["noise", "outliers", "NaN in actual", "int64 extremes"])
-def test_non_contiguous_views(monkeypatch, scenario, view):
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_contiguous_views(monkeypatch, scenario, view, device):
     actual, expected, options = CATALOGUE[scenario]
     a = view(as_tensor(actual).reshape(30, 100))
     e = view(as_tensor(expected).reshape(30, 100))
     monkeypatch.setattr(TUNING, "torch_chunk_elements", 999)
-    assert_same(*both_paths(monkeypatch, a, e, None, atol=1e-3, rtol=1e-3, **options))
+    on_device = view(as_tensor(actual).reshape(30, 100).to(device))  # a view there
+    expected_there = view(as_tensor(expected).reshape(30, 100).to(device))
+    on_numpy, _ = both_paths(monkeypatch, a, e, None, atol=1e-3, rtol=1e-3, **options)
+    on_torch = compare_outputs(on_device, expected_there, None, atol=1e-3, rtol=1e-3, **options)
+    assert_same(on_numpy, on_torch)
 
 
-def test_a_numpy_golden_against_a_tensor_is_compared_where_the_tensor_is(monkeypatch):
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_numpy_golden_against_a_tensor_is_compared_where_the_tensor_is(monkeypatch, device):
     """The expected side given as numpy (a golden, bfloat16 through ml_dtypes) is copied to
     the tensor's device; the result is the host comparison's."""
     computed = []
@@ -291,10 +319,12 @@ def test_a_numpy_golden_against_a_tensor_is_compared_where_the_tensor_is(monkeyp
     actual, expected, _ = CATALOGUE["outliers"]
     golden = {"y": expected.astype(ml_dtypes.bfloat16)}
     outputs = {"y": as_tensor(actual).to(torch.bfloat16)}
-    on_numpy, on_torch = both_paths(monkeypatch, outputs, golden, None, atol=1e-2, rtol=1e-2)
+    on_numpy, on_torch = both_paths(
+        monkeypatch, outputs, golden, None, device, atol=1e-2, rtol=1e-2
+    )
     assert_same(on_numpy, on_torch)
     assert not on_torch.passed
-    assert computed and all(found == ("cpu", "cpu", torch.float32) for found in computed)
+    assert computed and all(found == (device, device, torch.float32) for found in computed)
 
 
 def test_cpu_tensors_take_numpy_unless_the_switch_is_on(monkeypatch):

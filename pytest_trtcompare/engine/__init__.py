@@ -25,6 +25,7 @@ from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
+from .statistic import Statistic, register_statistic
 from .tolerance import (
     FIELD_NAMES,
     MINIMUM_METRICS,
@@ -61,6 +62,7 @@ __all__ = [
     "LayerView",
     "OutputComparison",
     "OutputMismatchError",
+    "Statistic",
     "Tolerance",
     "ToleranceSpec",
     "ToleranceTable",
@@ -85,6 +87,7 @@ __all__ = [
     "metric_bound",
     "num",
     "outputs_checked_by",
+    "register_statistic",
     "shortest",
     "split_entry",
     "unmatched_line",

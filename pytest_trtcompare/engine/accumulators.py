@@ -1,7 +1,8 @@
 """The statistics of one output, each an accumulator fed chunk by chunk.
 
-Every statistic has the same small interface: `add(chunk)` for each ErrorChunk (equal,
-float64 or float32; see `chunks`) and `finish()` for its figures. Each is written once,
+Every statistic has the same small interface (`statistic.Statistic`'s): `update(chunk)`
+for each ErrorChunk (equal, float64 or float32; see `chunks`), `merge(other)` for the same
+statistic of the chunks after them, `compute()` for its figures. Each is written once,
 against float64 errors; a float32 chunk only narrows which elements it must `refine`.
 The ones here decide a verdict and describe a passing output; `figures` holds those of a
 failure report.
@@ -29,13 +30,16 @@ _TINY = float(np.finfo(np.float64).tiny)
 
 
 class Accumulator(Protocol):
-    """A statistic: fed every chunk of the pair once, in any order, then read (under
-    np.errstate(all="ignore"): sums of float32 squares may overflow, and then it takes
-    float64's)."""
+    """A statistic: fed every chunk of the pair once, in any order (`update`), then read
+    (`compute`, under np.errstate(all="ignore"): sums of float32 squares may overflow, and
+    then it takes float64's). `merge` adds the same statistic of the chunks that follow
+    (the second half of the pair): the two halves give the figures of the whole."""
 
-    def add(self, chunk: ErrorChunk) -> None: ...
+    def update(self, chunk: ErrorChunk) -> None: ...
 
-    def finish(self) -> object: ...
+    def merge(self, other: Any) -> None: ...
+
+    def compute(self) -> object: ...
 
 
 @dataclass
@@ -61,7 +65,7 @@ class Verdict:
         self.tol = tol
         self.failing = False
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         c = self.counts
         c.compared += chunk.compared
         special = chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected
@@ -101,7 +105,17 @@ class Verdict:
         refined = chunk.refine(band, dense=False)  # few; the report may want the chunk whole
         return sure + int(np.count_nonzero(mismatch_mask(refined, self.tol)))
 
-    def finish(self) -> Counts:
+    def merge(self, other: Verdict) -> None:
+        mine, theirs = self.counts, other.counts
+        for name in ("compared", "mismatches", "nan_errors", "nan_actual", "nan_expected"):
+            setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
+        mine.inf_actual += theirs.inf_actual
+        mine.inf_expected += theirs.inf_expected
+        mine.nan_positions_differ |= theirs.nan_positions_differ
+        mine.margin = max(mine.margin, theirs.margin)
+        self.failing = other.failing
+
+    def compute(self) -> Counts:
         return self.counts
 
 
@@ -151,7 +165,7 @@ class Extremes:
         self._screened: _Screened = []
         self._remake = remake
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         if chunk.equal:  # every error 0, at the first element that is not a NaN error
             at = chunk.start
             if chunk.nan_errors == chunk.size:
@@ -178,7 +192,12 @@ class Extremes:
         self.abs.offer(float(exact.abs_err[i]), exact.flat_index(i))
         self.rel.offer(float(exact.rel_err[j]), exact.flat_index(j))
 
-    def finish(self) -> tuple[Extreme, Extreme]:
+    def merge(self, other: Extremes) -> None:
+        self.abs.offer(other.abs.value, other.abs.at)
+        self.rel.offer(other.rel.value, other.rel.at)
+        self._screened += other._screened  # refined in `compute`, by the same pair's remake
+
+    def compute(self) -> tuple[Extreme, Extreme]:
         if not self._screened:
             return self.abs, self.rel
         with np.errstate(all="ignore"):
@@ -218,7 +237,7 @@ class Means:
         self.sum_abs = self.sum_rel = 0.0
         self.compared = 0
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         self.compared += chunk.compared
         if chunk.equal or not chunk.abs_err.shape[0]:
             return
@@ -229,7 +248,12 @@ class Means:
         self.sum_abs += sum_abs
         self.sum_rel += sum_rel
 
-    def finish(self) -> tuple[float, float]:
+    def merge(self, other: Means) -> None:
+        self.sum_abs += other.sum_abs
+        self.sum_rel += other.sum_rel
+        self.compared += other.compared
+
+    def compute(self) -> tuple[float, float]:
         if not self.compared:
             return 0.0, 0.0
         return self.sum_abs / self.compared, self.sum_rel / self.compared
@@ -245,7 +269,7 @@ class Cosine:
         self._equal: list[ErrorChunk] = []
         self._all_equal = True
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         if chunk.equal:
             self._equal.append(chunk)
             return
@@ -266,7 +290,14 @@ class Cosine:
         self.ee += sums[1]
         self.dd += sums[2]
 
-    def finish(self) -> float:
+    def merge(self, other: Cosine) -> None:
+        self.aa += other.aa
+        self.ee += other.ee
+        self.dd += other.dd
+        self._equal += other._equal
+        self._all_equal &= other._all_equal
+
+    def compute(self) -> float:
         if self._equal and not self._all_equal:  # the equal chunks' squares count too
             squares = 0.0
             for c in self._equal:

@@ -393,6 +393,7 @@ def _values_result(
         inf_expected=s.inf_expected,
         nan_positions_match=not s.nan_positions_differ,
         cosine_similarity=s.cosine_similarity,
+        statistics=s.statistics,
         required_atol=stat_abs,
         required_rtol=stat_rel,
         margin=margin,

@@ -88,7 +88,7 @@ class Decades:
         self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         """Adds a chunk's |a - e| (a float32 chunk's by `add_float32`)."""
         d = chunk.abs_err
         if chunk.equal:
@@ -103,7 +103,15 @@ class Decades:
             whole = None if chunk.whole is None else chunk.whole.abs_err
             self.add_float32(chunk.abs_err, lambda at: chunk.refine(at).abs_err, whole)
 
-    def finish(self) -> tuple[tuple[int | None, int], ...]:
+    def merge(self, other: Decades) -> None:
+        self._top += other._top
+        self._upper += other._upper
+        for mine, theirs in ((self._subnormal, other._subnormal), (self._direct, other._direct)):
+            for decade, count in theirs.items():
+                mine[decade] = mine.get(decade, 0) + count
+        self.zeros += other.zeros
+
+    def compute(self) -> tuple[tuple[int | None, int], ...]:
         return self.histogram()
 
     def _add_by_definition(self, values: Any, xp: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ class Worst:
         self.heap: list[tuple[float, float, int]] = []  # min-heap: (ratio, abs, -flat index)
         self.nan: list[int] = []  # flat indices of NaN errors, the lowest, ascending
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         if chunk.nan_errors and self.nan_may_enter(chunk.start):
             self.add_nan_errors(chunk.nan_positions())
         if chunk.equal or not chunk.ratio.shape[0]:
@@ -74,17 +74,25 @@ class Worst:
             candidates = xp.concat([above, tied[: self.size - above.shape[0]]])
         positions = chunk.positions
         flats = candidates + chunk.start if positions is None else xp.take(positions, candidates)
-        for value, error, flat in zip(  # one transfer each (from a device: not one per element)
-            xp.take(ratio, candidates).tolist(),
-            xp.take(chunk.abs_err, candidates).tolist(),
-            flats.tolist(),
-            strict=True,
-        ):
-            ranked = (value, error, -flat)
+        self._offer(
+            zip(  # one transfer each (from a device: not one per element)
+                xp.take(ratio, candidates).tolist(),
+                xp.take(chunk.abs_err, candidates).tolist(),
+                (-flat for flat in flats.tolist()),
+                strict=True,
+            )
+        )
+
+    def _offer(self, ranked: Iterable[tuple[float, float, int]]) -> None:
+        for item in ranked:
             if len(self.heap) < self.size:
-                heapq.heappush(self.heap, ranked)
-            elif ranked > self.heap[0]:
-                heapq.heapreplace(self.heap, ranked)
+                heapq.heappush(self.heap, item)
+            elif item > self.heap[0]:
+                heapq.heapreplace(self.heap, item)
+
+    def merge(self, other: Worst) -> None:
+        self._offer(other.heap)
+        self.nan = sorted(set(self.nan + other.nan))[:NAN_SHOWN]
 
     def add_nan_errors(self, positions: np.ndarray) -> None:
         """Flat indices of NaN errors, ascending: listed before any other error."""
@@ -106,7 +114,7 @@ class Worst:
         """The ratio an element must exceed to enter (0 while there is room)."""
         return self.heap[0][0] if self.full() else 0.0
 
-    def finish(self) -> tuple[tuple[int, float], ...]:
+    def compute(self) -> tuple[tuple[int, float], ...]:
         """(flat index, ratio), worst first."""
         nan = [(flat, math.inf) for flat in self.nan]
         finite = [(-negative, ratio) for ratio, _, negative in sorted(self.heap, reverse=True)]
@@ -122,7 +130,7 @@ class Required:
         self.tol = tol
         self.atol = self.rtol = 0.0
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         if chunk.equal or not chunk.abs_err.shape[0]:
             return
         if not chunk.exact and chunk.whole is None:
@@ -156,7 +164,10 @@ class Required:
             for_rtol |= (d >= lo_atol) & ~sure
         return np.flatnonzero(for_atol | for_rtol)
 
-    def finish(self) -> tuple[float, float]:
+    def merge(self, other: Required) -> None:
+        self.atol, self.rtol = max(self.atol, other.atol), max(self.rtol, other.rtol)
+
+    def compute(self) -> tuple[float, float]:
         return self.atol, self.rtol
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from .indices import IndexStats
 from .metrics import MetricResult
@@ -72,6 +73,15 @@ class OutputComparison:
     metrics: tuple[MetricResult, ...] = ()  # metric checks (cosine, l2, ...), all must pass
     gated: bool = True  # False: only metric checks decide (no elementwise/statistic tolerance)
     base_passed: bool = True  # the elementwise/statistic/indices tolerance passed (or none)
+    #: the figures of the registered statistics (engine/statistic.py), by name
+    statistics: Mapping[str, float] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> float:
+        """A registered statistic's figure, as an attribute (`out.rms_error`)."""
+        figures = self.__dict__.get("statistics", {})
+        if name in figures:
+            return float(figures[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def metric(self, check: str) -> MetricResult | None:
         """The result of metric check `check` ('cosine', 'l2', ...), None when not checked."""

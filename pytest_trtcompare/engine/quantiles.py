@@ -117,6 +117,19 @@ class Window:
             elif inner.shape[0]:
                 self.parts.append(inner)
 
+    def merge(self, other: Window) -> None:
+        """The other window's counts and values (a window of other bounds: failed)."""
+        if (other.lo, other.hi) != (self.lo, self.hi) or other.failed:
+            self.failed, self.parts = True, []
+            return
+        self.below += other.below
+        self.at_lo += other.at_lo
+        self.at_hi += other.at_hi
+        self.kept += other.kept
+        self.parts += other.parts
+        if self.kept > self.cap:
+            self.failed, self.parts = True, []
+
     def add_zeros(self, n: int) -> None:
         """n exact zeros (bit-for-bit equal chunks)."""
         if self.lo == 0:
@@ -384,7 +397,7 @@ class Quantiles:
                 found = windows_for(np.concatenate(values), tuple(dict.fromkeys((0.5, q))), cap)
                 self.windows += [(kind, window) for window in found]
 
-    def add(self, chunk: ErrorChunk) -> None:
+    def update(self, chunk: ErrorChunk) -> None:
         self.dense = False
         self.compared += chunk.compared
         if not isinstance(chunk.abs_err, np.ndarray):  # another namespace: kept, sorted
@@ -422,7 +435,17 @@ class Quantiles:
             window.keep((refined.abs_err if kind == "abs" else refined.rel_err)[inside])
         self.dense = chunk.whole is not None
 
-    def finish(self) -> OrderStatistics:
+    def merge(self, other: Quantiles) -> None:
+        """Adds the other half of the same pair (its windows, from the same sample, are
+        these; where they are not, the exact selection decides)."""
+        self.compared += other.compared
+        self._kept += other._kept
+        if len(self.windows) != len(other.windows):
+            self.windows = []  # no windows: `compute` selects exactly
+        for (_, mine), (_, theirs) in zip(self.windows, other.windows, strict=True):
+            mine.merge(theirs)
+
+    def compute(self) -> OrderStatistics:
         compared = self.compared
         if not compared:
             return OrderStatistics(0.0, 0.0, 0.0, 0.0)

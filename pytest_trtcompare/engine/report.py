@@ -12,6 +12,7 @@ from .arrays import dtype_from_name
 from .decades import CAP_DECADE as _CAP_DECADE
 from .digits import against, exact, num, pair_dtype, shortest
 from .outputs import ElementError, OutputComparison
+from .statistic import STATISTICS
 
 __all__ = ["format_failure", "format_pass", "format_result", "num", "num_up", "plural"]
 
@@ -106,6 +107,8 @@ def format_pass(out: OutputComparison) -> str:
     figures = f"{out.count} rows in place" if out.indices is not None else maxima(out)
     for metric in out.metrics:
         figures += f", {metric.brief()}"
+    for text in _registered(out):
+        figures += f", {text}"
     return f"passed: {out.name} ({_dtypes(out)}): {figures}, margin {margin_text(out.margin)}"
 
 
@@ -190,6 +193,7 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
         lines.append(f"  {_statistics(out, 'abs')}{_cosine(out)}")
     if not none_compared and (verbosity >= 1 or tol.check != "elemwise"):
         lines.append(f"  {_statistics(out, 'rel')}")
+    lines.extend(f"  {text}" for text in _registered(out))
     lines.extend(_special_values(out))
     elementwise_failed = out.gated and not (out.base_passed and out.metrics)
     if elementwise_failed:  # not when it passed and only metric checks failed
@@ -197,6 +201,15 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     lines.extend(_worst_table(out, 10 if verbosity < 1 else 25, elementwise_failed))
     lines.extend(_histogram(out))
     return lines
+
+
+def _registered(out: OutputComparison) -> list[str]:
+    """The registered statistics' texts (engine/statistic.py), each by its `describe`."""
+    return [
+        statistic.describe(out.statistics)
+        for statistic in STATISTICS
+        if all(name in out.statistics for name in statistic.figures)
+    ]
 
 
 def _greatest(out: OutputComparison) -> list[str]:

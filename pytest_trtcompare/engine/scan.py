@@ -31,6 +31,7 @@ from .decades import Decades
 from .figures import Required, Worst
 from .quantiles import OrderStatistics, Quantiles, sample_positions
 from .screen import Screen, applies
+from .statistic import STATISTICS, computed
 from .tensors import TorchArithmetic, TorchEquality, is_tensor
 from .tolerance import Tolerance
 from .tuning import TUNING
@@ -184,7 +185,7 @@ class Report:
 
     def add(self, chunk: ErrorChunk) -> None:
         for figure in self.figures:
-            figure.add(chunk)
+            figure.update(chunk)
 
     def whole_next(self, chunk: ErrorChunk, expected: bool) -> bool:
         """Whether the next chunk is cheaper made in float64 at once: this float32 chunk's
@@ -204,9 +205,9 @@ class Report:
         with np.errstate(all="ignore"):
             for start in self.pair.starts(self.began_at):
                 self.add(self.pair.chunk(start))
-        need = self.required.finish() if self.required is not None else (0.0, 0.0)
-        details = FailureDetails(self.worst.finish(), self.decades.finish(), *need)
-        return details, self.quantiles.finish()
+        need = self.required.compute() if self.required is not None else (0.0, 0.0)
+        details = FailureDetails(self.worst.compute(), self.decades.compute(), *need)
+        return details, self.quantiles.compute()
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,7 @@ class Statistics:
     inf_expected: int
     nan_positions_differ: bool
     cosine_similarity: float
+    statistics: dict[str, float]  # the registered statistics' figures (`statistic`)
 
 
 def _plain(chunk: ErrorChunk) -> bool:
@@ -244,14 +246,15 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
     """One pass over the pair; `report` is fed from its first failing chunk on (or from
     where the caller began it)."""
     one_chunk = TUNING.one_chunk and pair.screen is None and 0 < pair.n <= pair.size
-    if one_chunk and (report is None or not report.active):
+    if one_chunk and not STATISTICS and (report is None or not report.active):
         passing = _one_passing_chunk(pair)
         if passing is not None:
             return passing
     verdict = Verdict(pair.tol)
     extremes = Extremes(pair.remake)
     means, cosine = Means(), Cosine()
-    statistics: tuple[Accumulator, ...] = (extremes, means, cosine)  # after the report's
+    registered = [statistic(pair.tol) for statistic in STATISTICS]
+    statistics: list[Accumulator] = [extremes, means, cosine, *registered]  # after the report's
     expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
     with np.errstate(all="ignore"):  # float32 sums that overflow take float64's
         for start in pair.starts():
@@ -259,7 +262,7 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
             if expect_whole and not (chunk.equal or _plain(chunk)):
                 expect_whole = False  # NaN, Inf or huge errors: the screen decides again
                 chunk = pair.chunk(start)
-            verdict.add(chunk)
+            verdict.update(chunk)
             if report is not None:
                 if not report.active and verdict.failing:
                     report.begin(start)
@@ -267,11 +270,12 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
                     report.add(chunk)
                     expect_whole = report.whole_next(chunk, expect_whole)
             for statistic in statistics:
-                statistic.add(chunk)
-        counts = verdict.finish()
-        top_abs, top_rel = extremes.finish()
-        mean_abs, mean_rel = means.finish()
-        cosine_similarity = cosine.finish()  # equal chunks' squares may overflow
+                statistic.update(chunk)
+        counts = verdict.compute()
+        top_abs, top_rel = extremes.compute()
+        mean_abs, mean_rel = means.compute()
+        cosine_similarity = cosine.compute()  # equal chunks' squares may overflow
+        figures = computed(registered)
     return Statistics(
         count=pair.n,
         compared=counts.compared,
@@ -290,6 +294,7 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
         inf_expected=counts.inf_expected,
         nan_positions_differ=counts.nan_positions_differ,
         cosine_similarity=cosine_similarity,
+        statistics=figures,
     )
 
 
@@ -328,4 +333,5 @@ def _one_passing_chunk(pair: Pair) -> Statistics | None:
             inf_expected=0,
             nan_positions_differ=False,
             cosine_similarity=cosine,
+            statistics={},
         )

@@ -52,6 +52,8 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
             key = f"{prefix}.{metric['check']}"
             properties.append((key, json_number(metric["value"])))
             properties.append((f"{key}.margin", json_number(metric["margin"])))
+        for name, value in record.statistics.items():  # registered statistics' figures
+            properties.append((f"{prefix}.{name}", json_number(value)))
         record_json = _ENCODER.encode(record_fields(record))
         if reads_back_the_same(vars(record)):
             keep_built(record_json, record)
@@ -89,7 +91,8 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     """Whether reading a record's JSON back (summary.from_properties) gives values equal to
     its fields, of the same types: str, bool, None and finite floats (not ints, which it
     would make floats; not Inf or NaN, which travel as text; not numpy's floats), no
-    metrics (their tuples would come back as lists), and sources of str in key order."""
+    metrics (their tuples would come back as lists), no registered statistics' figures,
+    and sources of str in key order."""
     for key, value in fields.items():
         kind = type(value)
         if kind is float:
@@ -102,6 +105,9 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
                 return False
         elif key == "metrics":
             if value != ():
+                return False
+        elif key == "statistics":  # a registered statistic's figures: read back
+            if value:
                 return False
         elif kind is not str and kind is not bool and value is not None:
             return False
@@ -136,6 +142,8 @@ def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(v, float)
         else [jsonable(m) for m in v]
         if k == "metrics"
+        else jsonable(v)
+        if k == "statistics"
         else v
         for k, v in data.items()
     }

@@ -70,6 +70,8 @@ class Record:
     #: elemwise and max, the mean's for mean, ...): what `trtcompare tolerances` learns
     #: from; None in reports before calibration
     checked_abs_error: float | None = None
+    #: the registered statistics' figures (engine/statistic.py), by name
+    statistics: dict[str, float] = field(default_factory=dict)
 
 
 def records(
@@ -116,6 +118,7 @@ def records(
                 nodeid=nodeid,
                 target_runner=runners[0],
                 reference_runner=runners[1],
+                statistics=dict(output.statistics),
             )
         )
     missing = [(name, "actual") for name in result.missing_in_actual]
@@ -163,6 +166,7 @@ def record_of(fields: dict[str, Any]) -> Record:
     for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
         if name in data:  # baseline_margin, checked_*: absent from earlier reports
             data[name] = None if data[name] is None else float(data[name])
+    data["statistics"] = {k: float(v) for k, v in data.get("statistics", {}).items()}
     data["metrics"] = tuple(
         {**m, **{k: float(m[k]) for k in _METRIC_NUMBERS if k in m}}
         for m in data.get("metrics", ())

@@ -1,0 +1,130 @@
+"""Every statistic merges: the statistics of the two halves of a pair, merged, give the
+figures of the whole (ARCHITECTURE.md "A statistic"; torchmetrics' merge_state)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_trtcompare.engine.accumulators import Cosine, Extremes, Means, Verdict
+from pytest_trtcompare.engine.arrays import dtype_kind
+from pytest_trtcompare.engine.decades import Decades
+from pytest_trtcompare.engine.figures import Required, Worst
+from pytest_trtcompare.engine.quantiles import Quantiles
+from pytest_trtcompare.engine.scan import Pair
+from pytest_trtcompare.engine.tuning import TUNING
+
+from .strategies import output_pairs, tolerances
+
+
+def statistics(pair: Pair) -> dict[str, object]:
+    """One of each statistic, as the scan and the report make them for `pair`."""
+    tol = pair.tol
+    sample = pair.sample() if pair.windows else None
+    return {
+        "verdict": Verdict(tol),
+        "extremes": Extremes(pair.remake),
+        "means": Means(),
+        "cosine": Cosine(),
+        "worst": Worst(7),
+        "decades": Decades(),
+        "required": Required(tol),
+        "quantiles": Quantiles(tol.quantile, pair.n, sample, pair.float64_chunks),
+    }
+
+
+def figures(found: dict[str, object]) -> dict[str, object]:
+    cosine = found["cosine"]
+    cosine.compute()  # adds the equal chunks' squares to its sums
+    shown = {name: s.compute() for name, s in found.items() if name not in ("means", "cosine")}
+    return {**shown, "sums": (*found["means"].compute(), cosine.aa, cosine.ee, cosine.dd)}
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    pair=output_pairs(),
+    tol=tolerances,
+    chunk=st.integers(1, 5),
+    split=st.floats(0, 1),
+    windows=st.booleans(),
+)
+def test_two_halves_merged_give_the_whole(monkeypatch, pair, tol, chunk, split, windows):
+    monkeypatch.setattr(TUNING, "chunk_elements", chunk)
+    monkeypatch.setattr(TUNING, "screen_min", 1)  # narrow floats: float32 chunks too
+    monkeypatch.setattr(TUNING, "window_min", 1 if windows else 1 << 30)
+    monkeypatch.setattr(TUNING, "sample", 16)
+    actual, expected = (np.asarray(side).reshape(-1) for side in pair)
+    kinds = (dtype_kind(actual.dtype), dtype_kind(expected.dtype))
+    if tol.check == "indices" or None in kinds:
+        return
+    made = Pair(actual, expected, kinds, tol)
+    whole, first, second = statistics(made), statistics(made), statistics(made)
+    starts = list(made.starts())
+    half = min(max(1, round(split * len(starts))), len(starts) - 1)  # both halves non-empty
+    with np.errstate(all="ignore"):  # as the scan feeds them
+        for i, start in enumerate(starts):
+            chunk = made.chunk(start)
+            for name in whole:
+                whole[name].update(chunk)
+                (first if i < half else second)[name].update(chunk)
+        for name, statistic in first.items():
+            statistic.merge(second[name])
+        merged, expected_figures = figures(first), figures(whole)
+    sums, whole_sums = merged.pop("sums"), expected_figures.pop("sums")
+    assert sums == pytest.approx(whole_sums, rel=1e-12, nan_ok=True)  # summed in other order
+    assert repr(merged) == repr(expected_figures)
+
+
+def _large(kind: str) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    expected = rng.standard_normal(20000).astype(np.float32)
+    if kind == "noise":
+        return expected + rng.standard_normal(20000).astype(np.float32) * 1e-3, expected
+    if kind == "tied":  # errors of few values: the windows' edges hold many
+        return expected + rng.integers(0, 4, 20000).astype(np.float32), expected
+    actual = expected.copy()
+    actual[rng.choice(20000, 300, replace=False)] = np.nan
+    return actual, expected
+
+
+@pytest.mark.parametrize("kind", ["noise", "tied", "NaN"])
+@pytest.mark.parametrize("screen", [True, False])
+def test_halves_of_a_large_pair_merge_through_the_windows(monkeypatch, kind, screen):
+    """Windows narrow enough to matter (a sample of 1,024 of 20,000 errors): each half
+    counts below, at and inside the same windows."""
+    for name, value in (("chunk_elements", 1000), ("window_min", 1), ("sample", 1024)):
+        monkeypatch.setattr(TUNING, name, value)
+    monkeypatch.setattr(TUNING, "screen", screen)
+    actual, expected = _large(kind)
+    from pytest_trtcompare import Tolerance
+
+    made = Pair(actual, expected, ("float", "float"), Tolerance(atol=1e-3, rtol=1e-3))
+    whole, first, second = statistics(made), statistics(made), statistics(made)
+    assert made.windows and whole["quantiles"].windows
+    with np.errstate(all="ignore"):
+        for start in made.starts():
+            chunk = made.chunk(start)
+            for name in whole:
+                whole[name].update(chunk)
+                (first if start < 9000 else second)[name].update(chunk)
+        for name, statistic in first.items():
+            statistic.merge(second[name])
+        merged, expected_figures = figures(first), figures(whole)
+    assert merged.pop("sums") == pytest.approx(expected_figures.pop("sums"), rel=1e-12)
+    assert repr(merged) == repr(expected_figures)
+    # and from the windows, with no second reading (which would hide a miscount)
+    for (_, mine), (_, theirs) in zip(
+        first["quantiles"].windows, whole["quantiles"].windows, strict=True
+    ):
+        assert not mine.failed and window_state(mine) == window_state(theirs)
+
+
+def window_state(window) -> tuple:
+    kept = np.sort(np.concatenate(window.parts)) if window.parts else np.zeros(0)
+    return window.below, window.at_lo, window.at_hi, window.kept, kept.tolist()
