@@ -130,6 +130,7 @@ def test_greatest_elements_read_from_the_whole_chunk_are_a_one_element_chunks(
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pair=output_pairs([np.float16, np.float32, np.float64, np.int32, np.bool_]))
 def test_each_element_of_the_whole_chunk_is_a_one_element_chunks(pair):
+    """`Pair.elements` reads the whole chunk, or computes the elements asked for."""
     actual, expected = pair
     kinds = (dtype_kind(actual.dtype), dtype_kind(expected.dtype))
     tol = Tolerance(atol=1e-3, rtol=1e-3, nan_equal=True)
@@ -138,9 +139,10 @@ def test_each_element_of_the_whole_chunk_is_a_one_element_chunks(pair):
     if not whole.n:
         return
     whole.chunk(0, exact=True)
-    for flat in range(whole.n):
-        if whole.whole_chunk is not None:
-            assert repr(whole.element(flat)) == repr(alone.element(flat))
+    if whole.whole_chunk is not None:  # read off it, computed for all, computed one by one
+        found = whole.elements(range(whole.n))
+        assert repr(found) == repr(alone.elements(range(alone.n)))
+        assert all(repr(alone.elements([flat])) == repr({flat: found[flat]}) for flat in found)
 
 
 def test_keyword_overrides_kept_per_entry_tell_values_apart():
@@ -174,7 +176,7 @@ def test_a_small_pair_keeps_its_whole_chunk_until_its_next_one():
     scan.scan(pair)
     assert pair.whole_chunk is not None  # what `element` reads
     alone = scan.Pair(actual, expected, ("float", "float"), tol)
-    assert [pair.element(i) for i in range(16)] == [alone.element(i) for i in range(16)]
+    assert pair.elements(range(16)) == alone.elements(range(16))
     pair.chunk(0, exact=True, ratio=False)  # its buffers now hold a chunk without ratios
     assert pair.whole_chunk is None
 

@@ -12,8 +12,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
 from ..errors import InvalidOutputError, ToleranceError
 from ..vocabulary import FP64, SHAPE_CHECKS
 from .anchored import Anchor, anchored
@@ -285,14 +283,6 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(size for size in shape if size != 1)
 
 
-def _value_at(values: Any, flat: int) -> float | int | bool:
-    value = values.reshape(-1)[flat]
-    if isinstance(values, np.ndarray) and values.dtype.kind == "V":
-        return float(value)  # ml_dtypes: as float
-    item: float | int | bool = value.item()
-    return item
-
-
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     """np.unravel_index(flat, shape) as ints (C order), without its call's cost."""
     index = []
@@ -302,18 +292,12 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
-def _element_at(pair: Pair, shape: tuple[int, ...], flat: int) -> ElementError:
-    """One element's values and errors, by the arithmetic of every chunk."""
-    errors = pair.element(flat)
-    abs_error, rel_error, ratio = (math.nan,) * 3 if errors is None else errors
-    return ElementError(
-        index=_unravel(flat, shape),
-        actual=_value_at(pair.a, flat),
-        expected=_value_at(pair.e, flat),
-        abs_error=abs_error,
-        rel_error=rel_error,
-        ratio=ratio,
-    )
+def _elements(pair: Pair, shape: tuple[int, ...], flats: list[int]) -> dict[int, ElementError]:
+    """Elements' values and errors, by the arithmetic of every chunk."""
+    return {
+        flat: ElementError(_unravel(flat, shape), a, e, abs_error, rel_error, ratio)
+        for flat, (a, e, abs_error, rel_error, ratio) in pair.elements(flats).items()
+    }
 
 
 def _values_result(
@@ -355,18 +339,22 @@ def _values_result(
             else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
         )
     shape = tuple(a.shape)
-    if (gated and not passed) or details_wanted:
-        if details is None:
-            details, order = report.finish()
-            extra.update(_order_stats(order))
-        extra["worst"] = tuple(_element_at(pair, shape, flat) for flat, _ in details.worst)
+    report_wanted = (gated and not passed) or details_wanted
+    if report_wanted and details is None:
+        details, order = report.finish()
+        extra.update(_order_stats(order))
+    worst = [flat for flat, _ in details.worst] if report_wanted and details is not None else []
+    greatest = [flat for flat in (s.max_abs_at, s.max_rel_at) if flat >= 0]  # -1: none
+    elements = _elements(pair, shape, [*worst, *greatest])
+    if report_wanted and details is not None:
+        extra["worst"] = tuple(elements[flat] for flat in worst)
         extra["histogram"] = details.histogram
         if tol.check == "elemwise":
             extra["required_atol_at_rtol"] = details.required_atol
             extra["required_rtol_at_atol"] = details.required_rtol
             if not s.nan_errors and details.worst:  # float64's, where the scan had float32's
                 margin = details.worst[0][1]
-    greatest_abs = _element_at(pair, shape, s.max_abs_at) if s.max_abs_at >= 0 else None
+    greatest_abs = elements.get(s.max_abs_at)
     if not passed and gated:
         extra["failure"] = special_failure(s, extra.get("worst", ()), greatest_abs)
     none_compared = s.count > 0 and s.nan_errors == s.count
@@ -377,13 +365,7 @@ def _values_result(
         max_abs_error=None if none_compared else s.max_abs,
         max_rel_error=None if none_compared else s.max_rel,
         greatest_abs=greatest_abs,
-        greatest_rel=(
-            greatest_abs
-            if s.max_rel_at == s.max_abs_at
-            else _element_at(pair, shape, s.max_rel_at)
-            if s.max_rel_at >= 0
-            else None
-        ),
+        greatest_rel=elements.get(s.max_rel_at),
         mean_abs_error=s.mean_abs,
         mean_rel_error=s.mean_rel,
         nan_errors=s.nan_errors,

@@ -400,8 +400,9 @@ class Quantiles:
     def update(self, chunk: ErrorChunk) -> None:
         self.dense = False
         self.compared += chunk.compared
-        if not isinstance(chunk.abs_err, np.ndarray):  # another namespace: kept, sorted
-            self._kept.append((chunk.xp, chunk.abs_err, chunk.rel_err))
+        if not isinstance(chunk.abs_err, np.ndarray):  # a tensor's: kept, then selected
+            d, r = chunk.abs_err, chunk.rel_err  # (errors of 0 are only counted)
+            self._kept.append((chunk.xp, d[d > 0], r[r > 0]))
         elif chunk.equal:
             for _, window in self.windows:
                 window.add_zeros(chunk.compared)
@@ -452,7 +453,7 @@ class Quantiles:
         qs = {q: quantile_ranks(compared, q)[:2] for q in (0.5, self.q)}
         values: dict[str, dict[int, float]] = {"abs": {}, "rel": {}}
         if self._kept:
-            return self._sorted(compared)
+            return self._selected(compared)
         missing = set() if self.windows else {"abs", "rel"}
         for kind, window in self.windows:
             found = window.values(qs[window.q])
@@ -471,18 +472,21 @@ class Quantiles:
             quantile_rel=quantile_of(values["rel"], compared, self.q),
         )
 
-    def _sorted(self, compared: int) -> OrderStatistics:
-        """The order statistics of errors kept whole, by a sort (equal chunks: zeros)."""
+    def _selected(self, compared: int) -> OrderStatistics:
+        """The order statistics of errors kept whole (a tensor's, on its device): each rank's
+        value by one selection (equal chunks' errors are zeros, below every other)."""
         xp = self._kept[0][0]
+        ranks = {rank for q in (0.5, self.q) for rank in quantile_ranks(compared, q)[:2]}
         found = []
         for which in (1, 2):
-            kept = xp.sort(xp.concat([part[which] for part in self._kept]))
-            zeros = compared - kept.shape[0]  # of equal chunks, below every other error
-            values = {}
-            for q in (0.5, self.q):
-                for rank in quantile_ranks(compared, q)[:2]:
-                    values[rank] = 0.0 if rank < zeros else float(kept[rank - zeros])
-            found.append(values)
+            kept = xp.concat([part[which] for part in self._kept])
+            zeros = compared - kept.shape[0]
+            found.append(
+                {
+                    rank: 0.0 if rank < zeros else float(kept.kthvalue(rank - zeros + 1).values)
+                    for rank in ranks
+                }
+            )
         return OrderStatistics(
             median_abs=quantile_of(found[0], compared, 0.5),
             median_rel=quantile_of(found[1], compared, 0.5),

@@ -10,7 +10,7 @@ mismatch; `Report.finish` adds the chunks before it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,6 @@ class Pair:
             and applies(self.a.dtype, self.e.dtype, tol)
             else None
         )
-        self._one: Arithmetic | TorchArithmetic | None = None
         #: the pair's float64 chunk, while it is all of the pair and its buffers hold it
         self.whole_chunk: ErrorChunk | None = None
         self._equality: Equality | TorchEquality = (
@@ -116,21 +115,30 @@ class Pair:
         assert made is not None  # the same chunk passed the screen before
         return made
 
-    def element(self, flat: int) -> tuple[float, float, float] | None:
-        """The float64 (abs error, rel error, ratio) of the one element at flat index `flat`,
-        None when its error is NaN: the whole pair's float64 chunk holds them when it was
-        made last (each figure is an elementwise float64 operation, so the same number as a
-        chunk of the one element makes), else a chunk of the one element."""
+    def elements(self, flats: Iterable[int]) -> dict[int, tuple[Any, Any, float, float, float]]:
+        """(actual, expected, abs error, rel error, ratio) of the elements at flat indices
+        `flats`, errors NaN for a NaN error. The errors are read off the pair's float64
+        chunk when it is the whole pair and was made last, else computed in one chunk of
+        those elements: each figure is an elementwise float64 operation, so the numbers are
+        the same; a tensor's come to the host in one transfer each."""
+        wanted = sorted(set(flats))
+        if not wanted:
+            return {}
         chunk = self.whole_chunk
-        at = flat
-        if chunk is None:
-            if self._one is None:
-                self._one = self._arithmetic(1)
-            chunk = self._one.compute(self.a[flat : flat + 1], self.e[flat : flat + 1], flat)
-            if not chunk.abs_err.shape[0]:
-                return None
-            at = 0
-        return float(chunk.abs_err[at]), float(chunk.rel_err[at]), float(chunk.ratio[at])
+        if chunk is not None:
+            rows = [
+                (flat, chunk.abs_err[flat], chunk.rel_err[flat], chunk.ratio[flat])
+                for flat in wanted
+            ]
+        else:
+            chunk = self._arithmetic(len(wanted)).compute(self.a[wanted], self.e[wanted], 0)
+            kept = range(len(wanted)) if chunk.positions is None else chunk.positions.tolist()
+            errors = (chunk.abs_err.tolist(), chunk.rel_err.tolist(), chunk.ratio.tolist())
+            rows = [(wanted[i], *figures) for i, *figures in zip(kept, *errors, strict=True)]
+        found = {flat: (float(d), float(r), float(q)) for flat, d, r, q in rows}
+        nan = (math.nan, math.nan, math.nan)
+        sides = zip(wanted, _values(self.a, wanted), _values(self.e, wanted), strict=True)
+        return {flat: (a, e, *found.get(flat, nan)) for flat, a, e in sides}
 
     def float64_chunks(self) -> Iterator[ErrorChunk]:
         for start in self.starts():
@@ -143,6 +151,17 @@ class Pair:
         for start in range(0, positions.shape[0], self.size):
             at = positions[start : start + self.size]
             yield arithmetic.compute(self.a[at], self.e[at], 0, ratio=False)
+
+
+def _values(values: Any, at: list[int]) -> list[Any]:
+    """The values at flat indices `at` as Python numbers (ml_dtypes' as float): a tensor's
+    in one transfer."""
+    if not isinstance(values, np.ndarray):
+        found: list[Any] = values[at].tolist()
+        return found
+    if values.dtype.kind == "V":
+        return [float(values[i]) for i in at]
+    return [values[i].item() for i in at]
 
 
 @dataclass(frozen=True)

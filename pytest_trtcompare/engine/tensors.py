@@ -35,7 +35,8 @@ def torch_namespace() -> Any:
 
 
 def is_tensor(array: Any) -> bool:
-    return type(array).__module__.split(".")[0] == "torch"
+    kind = type(array)
+    return kind is not np.ndarray and kind.__module__.split(".")[0] == "torch"
 
 
 class TorchArithmetic:
