@@ -97,7 +97,7 @@ def _dtype_name(dtype: np.dtype) -> str:
 
 
 def _from_torch(value: Any, where: str, keep: bool = False) -> tuple[Any, str, Kind | None]:
-    """A tensor's values and dtype name: as numpy, or (`keep`: a tensor on a device, or any
+    """A tensor's values and dtype name: as numpy, or (`keep`: a CUDA tensor, or a CPU one
     under `TUNING.torch`) the tensor itself with its kind, for the torch path."""
     dtype_name = str(value.dtype).removeprefix("torch.")
     if getattr(value, "is_nested", False):
@@ -119,7 +119,8 @@ def _from_torch(value: Any, where: str, keep: bool = False) -> tuple[Any, str, K
     tensor = value.detach()
     if str(tensor.layout) != "torch.strided":
         tensor = tensor.to_dense()  # sparse COO / CSR: compare the values they stand for
-    if keep and (tensor.device.type != "cpu" or TUNING.torch):
+    # CUDA (ROCm's too): float64 there; MPS has none, so its tensors come to the host
+    if keep and (tensor.device.type == "cuda" or (TUNING.torch and tensor.device.type == "cpu")):
         kind = TORCH_KINDS.get(dtype_name)
         if kind is not None:
             return tensor, dtype_name, kind
