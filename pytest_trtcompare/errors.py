@@ -42,6 +42,11 @@ class LayerMatchError(TrtCompareError, ValueError):
     modules and the export's outer scopes."""
 
 
+class StatisticError(TrtCompareError, TypeError):
+    """A registered statistic (`register_statistic`) is malformed, gives other figures than
+    it names, or raised while it was fed: the message names it and the output."""
+
+
 class ReportError(TrtCompareError, ValueError):
     """A JSON report (--trt-report) that `trtcompare merge` cannot take: unreadable,
     damaged, of another report format or of another suite."""

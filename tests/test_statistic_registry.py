@@ -13,8 +13,9 @@ import pytest
 
 from pytest_trtcompare import Statistic, compare_outputs, register_statistic
 from pytest_trtcompare.engine import statistic
+from pytest_trtcompare.errors import StatisticError
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, glob_escape, run
 
 #: The test module a user writes: the statistic, registered at import, and two tests.
 USER_MODULE = """
@@ -132,17 +133,19 @@ def test_an_unknown_attribute_is_still_an_attribute_error(registered):
 @pytest.mark.parametrize(
     ("figures", "message"),
     [
-        ((), "Bad.figures must name its figures"),
-        (("not a name",), "Bad.figures must name its figures"),
+        ((), "Bad.figures must be a tuple of distinct names"),
+        (("not a name",), "Bad.figures must be a tuple of distinct names"),
+        ("rms_error", r"Bad.figures must be a tuple .* got 'rms_error'"),  # ("rms_error")
+        (("a", "a"), "Bad.figures must be a tuple of distinct names"),
         (("margin",), "Bad.figures: margin already taken"),
         (("cosine",), "Bad.figures: cosine already taken"),
     ],
 )
 def test_mistakes_in_a_statistic_are_named(registered, figures, message):
     bad = type("Bad", (Largest,), {"figures": figures})
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(StatisticError, match=message):
         register_statistic(bad)
-    with pytest.raises(TypeError, match="takes a Statistic subclass"):
+    with pytest.raises(StatisticError, match="takes a Statistic subclass"):
         register_statistic(Largest(None))
 
 
@@ -151,5 +154,94 @@ def test_compute_that_gives_other_figures_is_named(registered):
         figures = ("wrong_name",)
 
     register_statistic(Wrong)
-    with pytest.raises(TypeError, match=r"Wrong.compute\(\) gave \['largest_error'\]"):
-        compare_outputs(np.zeros(3), np.ones(3))
+    with pytest.raises(StatisticError) as raised:
+        compare_outputs({"y": np.zeros(3)}, {"y": np.ones(3)})
+    assert str(raised.value) == (
+        "output 'y': statistic Wrong.compute(): gave ['largest_error'], "
+        "its figures are ['wrong_name']"
+    )
+
+
+def test_a_statistic_that_raises_is_named_with_the_output(registered):
+    class Broken(Largest):
+        figures = ("broken",)
+
+        def update(self, chunk):
+            raise ZeroDivisionError("division by zero")
+
+    register_statistic(Broken)
+    with pytest.raises(StatisticError) as raised:
+        compare_outputs({"logits": np.zeros(3)}, {"logits": np.ones(3)})
+    message = "output 'logits': statistic Broken.update(): ZeroDivisionError: division by zero"
+    assert str(raised.value) == message
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)
+
+
+@pytest.mark.parametrize("torch_path", [False, True])
+def test_bit_equal_sides_feed_empty_arrays_of_the_chunks_namespace(registered, torch_path):
+    """The README's example sums `chunk.xp` arrays: a bit-equal chunk's empty arrays are of
+    that namespace too (torch's on the torch path)."""
+    torch = pytest.importorskip("torch")
+    from pytest_trtcompare.engine.tuning import TUNING
+
+    register_statistic(Largest)
+    namespaces = []
+    update = Largest.update
+
+    def noted(self, chunk):
+        namespaces.append((type(chunk.whole_chunk().abs_err).__module__, chunk.xp.__name__))
+        update(self, chunk)
+
+    values = torch.linspace(-1, 1, 1000)
+    before = TUNING.torch
+    TUNING.torch = torch_path
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Largest, "update", noted)
+            result = compare_outputs(values, values.clone())
+    finally:
+        TUNING.torch = before
+    assert result.outputs["output"].largest_error == 0.0
+    library = "torch" if torch_path else "numpy"
+    assert namespaces and all(
+        module.split(".")[0] == library and library in name for module, name in namespaces
+    )
+
+
+MISTAKES = """
+import numpy as np
+from pytest_trtcompare import Statistic, register_statistic
+
+
+@register_statistic
+class SignFlips(Statistic):
+    figures = ("sign_flips",)
+
+    def update(self, chunk):
+        pass
+
+    def merge(self, other):
+        pass
+
+    def compute(self):
+        return {"signflips": 0.0}
+
+
+def test_compare(compare):
+    compare({"y": np.zeros(4)}, {"y": np.zeros(4)})
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_statistic_mistake_fails_the_test_with_one_line(pytester, xdist, registered):
+    pytester.makepyfile(test_mistake=MISTAKES)
+    result = run(pytester, *xdist)
+    result.assert_outcomes(failed=1)
+    message = (
+        "StatisticError: output 'y': statistic SignFlips.compute(): gave ['signflips'], "
+        "its figures are ['sign_flips']"
+    )
+    result.stdout.fnmatch_lines(
+        [glob_escape(message), "  at test_mistake.py:20 in test_compare: *"]
+    )
+    assert "statistic.py" not in result.stdout.str() and "INTERNALERROR" not in result.stdout.str()

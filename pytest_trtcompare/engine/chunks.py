@@ -493,18 +493,27 @@ class Equality:
 
 
 def zeros(
-    start: int, n: int, values: np.ndarray, nan: int, inf: int, nan_errors: int
+    start: int,
+    n: int,
+    values: Any,
+    nan: int,
+    inf: int,
+    nan_errors: int,
+    empty: Any = _EMPTY,
+    xp: Any = NUMPY,
 ) -> ErrorChunk:
     """A bit-for-bit equal chunk of `n` elements (`values`, one side), with `nan` NaN and
-    `inf` Inf pairs of which `nan_errors` NaN pairs are errors."""
+    `inf` Inf pairs of which `nan_errors` NaN pairs are errors; its arrays are `empty`, of
+    the namespace `xp`."""
     return ErrorChunk(
         start,
         n,
-        _EMPTY,
-        _EMPTY,
-        _EMPTY,
-        _EMPTY,
-        (_EMPTY, _EMPTY, _EMPTY),
+        empty,
+        empty,
+        empty,
+        empty,
+        (empty, empty, empty),
+        xp=xp,
         equal=True,
         nan_errors=nan_errors,
         nan_actual=nan,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import InvalidOutputError, ToleranceError
+from ..errors import InvalidOutputError, StatisticError, ToleranceError
 from ..vocabulary import FP64, SHAPE_CHECKS
 from .anchored import Anchor, anchored
 from .arrays import (
@@ -251,16 +251,19 @@ def compare_one(
         anchored(name, on_host(actual).array, t, anchor) for t in metric_checks if t.check == FP64
     )
     metrics_pass = all(m.passed for m in metrics)
-    if tol.check == "indices":
-        result = _indices_result(a, e, tol, header)
-    elif base is None:  # metric checks alone: the scan gives the report's figures
-        scan_tol = tol.replace(check="elemwise")
-        result = _values_result(
-            a, e, a_kind, e_kind, scan_tol, header, not metrics_pass, gated=False
-        )
-        result = dataclasses.replace(result, mismatches=0, passed=True, margin=0.0, gated=False)
-    else:
-        result = _values_result(a, e, a_kind, e_kind, tol, header, not metrics_pass)
+    try:
+        if tol.check == "indices":
+            result = _indices_result(a, e, tol, header)
+        elif base is None:  # metric checks alone: the scan gives the report's figures
+            scan_tol = tol.replace(check="elemwise")
+            result = _values_result(
+                a, e, a_kind, e_kind, scan_tol, header, not metrics_pass, gated=False
+            )
+            result = dataclasses.replace(result, mismatches=0, passed=True, margin=0.0, gated=False)
+        else:
+            result = _values_result(a, e, a_kind, e_kind, tol, header, not metrics_pass)
+    except StatisticError as exc:  # a registered statistic's: which output it was fed
+        raise StatisticError(f"output {name!r}: {exc}") from exc.__cause__
     if not metrics:
         return result
     return dataclasses.replace(

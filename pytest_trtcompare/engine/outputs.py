@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -81,7 +82,10 @@ class OutputComparison:
         figures = self.__dict__.get("statistics", {})
         if name in figures:
             return float(figures[name])
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        known = [*self.__dict__, *figures] if not name.startswith("__") else []
+        close = difflib.get_close_matches(name, known, n=2)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}{hint}")
 
     def metric(self, check: str) -> MetricResult | None:
         """The result of metric check `check` ('cosine', 'l2', ...), None when not checked."""

@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ..errors import StatisticError
 from ..vocabulary import METRICS
 from .chunks import ErrorChunk
 from .digits import num
@@ -70,30 +71,49 @@ def register_statistic(statistic: type[Statistic]) -> type[Statistic]:
     """Feeds `statistic` to every comparison from now on (usable as a class decorator);
     registering it again does nothing."""
     if not (isinstance(statistic, type) and issubclass(statistic, Statistic)):
-        raise TypeError(f"register_statistic takes a Statistic subclass, not {statistic!r}")
+        raise StatisticError(f"register_statistic takes a Statistic subclass, not {statistic!r}")
     names = statistic.figures
-    if not names or not all(isinstance(name, str) and name.isidentifier() for name in names):
-        raise TypeError(
-            f"{statistic.__name__}.figures must name its figures (identifiers), got {names!r}"
+    if (
+        not isinstance(names, (tuple, list))
+        or not names
+        or not all(isinstance(name, str) and name.isidentifier() for name in names)
+        or len(set(names)) < len(names)
+    ):
+        raise StatisticError(
+            f"{statistic.__name__}.figures must be a tuple of distinct names (identifiers), "
+            f"e.g. ('rms_error',), got {names!r}"
         )
     taken = sorted(set(names) & (_TAKEN | {n for s in STATISTICS for n in s.figures}))
     if taken and statistic not in STATISTICS:
-        raise TypeError(f"{statistic.__name__}.figures: {', '.join(taken)} already taken")
+        raise StatisticError(f"{statistic.__name__}.figures: {', '.join(taken)} already taken")
     if statistic not in STATISTICS:
         STATISTICS.append(statistic)
     return statistic
+
+
+def updated(statistic: Statistic, chunk: ErrorChunk) -> None:
+    """`statistic.update(chunk)`; what it raises becomes a StatisticError naming it."""
+    try:
+        statistic.update(chunk)
+    except Exception as exc:
+        raise _failed(statistic, "update", exc) from exc
 
 
 def computed(statistics: list[Statistic]) -> dict[str, float]:
     """Every statistic's figures, checked against its `figures`."""
     found: dict[str, float] = {}
     for statistic in statistics:
-        figures = dict(statistic.compute())
-        expected = type(statistic).figures
-        if set(figures) != set(expected):
-            raise TypeError(
-                f"{type(statistic).__name__}.compute() gave {sorted(figures)}, "
-                f"its figures are {list(expected)}"
-            )
-        found.update((name, float(figures[name])) for name in expected)
+        try:
+            figures = dict(statistic.compute())
+            expected = type(statistic).figures
+            if set(figures) != set(expected):
+                raise StatisticError(f"gave {sorted(figures)}, its figures are {list(expected)}")
+            found.update((name, float(figures[name])) for name in expected)
+        except Exception as exc:
+            raise _failed(statistic, "compute", exc) from exc
     return found
+
+
+def _failed(statistic: Statistic, step: str, exc: Exception) -> StatisticError:
+    what = str(exc) if isinstance(exc, StatisticError) else f"{type(exc).__name__}: {exc}"
+    return StatisticError(f"statistic {type(statistic).__name__}.{step}(): {what}")

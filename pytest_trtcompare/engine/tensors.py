@@ -190,9 +190,9 @@ class TorchEquality:
             inf = int(torch.count_nonzero(a.isinf()))
             if inf and not self._inf_equal:
                 return None
-        made = zeros(start, a.shape[0], a, nan, inf, 0 if self._nan_equal else nan)
-        made.xp = torch_namespace()
-        return made
+        empty = torch.zeros(0, dtype=torch.float64, device=a.device)
+        nan_errors = 0 if self._nan_equal else nan
+        return zeros(start, a.shape[0], a, nan, inf, nan_errors, empty, torch_namespace())
 
 
 def placed_together(actual: NamedArray, expected: NamedArray) -> tuple[NamedArray, NamedArray]:
