@@ -22,7 +22,8 @@ from pytest_trtcompare import ComparisonResult, Tolerance, compare_outputs
 from pytest_trtcompare.engine import METRICS, scan, tensors
 from pytest_trtcompare.engine.tuning import TUNING
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 from .strategies import output_pairs, tolerances
 
 torch = pytest.importorskip("torch")
