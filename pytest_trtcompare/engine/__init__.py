@@ -43,6 +43,7 @@ from .tolerance import (
     with_metrics,
 )
 from .tolerance_table import ToleranceTable, fields_key, first_line_with, is_field_mapping
+from .tuning import TUNING
 
 __all__ = [
     "FIELD_NAMES",
@@ -55,6 +56,7 @@ __all__ = [
     "SHAPE_CHECKS",
     "STAT_CHECKS",
     "THRESHOLD_CHECKS",
+    "TUNING",
     "Anchor",
     "ComparisonResult",
     "ElementError",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidOutputError, ToleranceError
+from .arrays import host_array
 from .chunks import dot
 from .metrics import MetricResult, format_pair
 from .tolerance import Tolerance
@@ -44,7 +45,7 @@ class Anchor:
                     f"fp64 check: output {name!r} is missing from the {side} run "
                     f"(it has {', '.join(map(repr, outputs)) or 'no outputs'})"
                 )
-            array = np.asarray(outputs[name])
+            array = host_array(outputs[name])
             if array.size != math.prod(shape):
                 raise InvalidOutputError(
                     f"fp64 check: output {name!r} has shape {tuple(array.shape)} in the "

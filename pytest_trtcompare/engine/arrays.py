@@ -162,10 +162,10 @@ def on_host(named: NamedArray) -> NamedArray:
 
 
 def host_array(array: Any) -> np.ndarray:
-    """A numpy array, or a tensor's values as one."""
-    if isinstance(array, np.ndarray):
-        return array
-    return _host(array, str(array.dtype).removeprefix("torch."))[0]
+    """A tensor's values as a numpy array (an array-like's as np.asarray gives it)."""
+    if _is_torch_tensor(array):
+        return _host(array.detach(), str(array.dtype).removeprefix("torch."))[0]
+    return np.asarray(array)
 
 
 def _is_torch_tensor(value: Any) -> bool:

@@ -26,8 +26,9 @@ class Tuning:
     sample: int = 1 << 17  # elements sampled to place the windows
     window_cap: int = 1 << 16  # a window keeps at most max(this, count / 16) values
     min_collect: int = 1 << 20  # the exact selection collects a bucket this small
-    #: CPU torch tensors take the torch path (`tensors`), as tensors on a device always do;
-    #: off, they are compared by numpy over the same memory (zero-copy, and faster on a CPU)
+    #: CPU torch tensors take the torch path (`tensors`), as CUDA tensors always do, and a
+    #: CPU torch runner returns tensors, as a CUDA one always does; off, numpy compares them
+    #: over the same memory (zero-copy, and faster on a CPU)
     torch: bool = False
     #: elements per chunk of the torch path: few kernel launches and host syncs per output
     torch_chunk_elements: int = 1 << 21

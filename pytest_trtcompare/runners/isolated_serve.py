@@ -39,6 +39,10 @@ def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
         return ("none",)
     if isinstance(value, (list, tuple)):
         return ("seq", [_pack_value(name, v, folder, f"{prefix}-{i}") for i, v in enumerate(value)])
+    if hasattr(value, "detach"):  # a torch runner's tensor on its device: the host's copy
+        from .torch_outputs import to_numpy
+
+        value = to_numpy(value)
     array = np.require(value, requirements="C")  # (np.ascontiguousarray makes 0-d 1-d)
     if array.dtype.hasobject:
         raise TrtCompareError(f"{name!r} is an object array; it cannot cross processes")

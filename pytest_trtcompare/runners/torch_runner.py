@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engine import TUNING
 from ..errors import (
     FeedError,
     FrameworkUnavailable,
@@ -110,6 +111,14 @@ def _array(value: Any) -> np.ndarray:
     if isinstance(value, NotATensor):
         raise value.error
     return to_numpy(value)
+
+
+def _kept(value: Any) -> Any:
+    """An output on its device, the caller's own (a model may return a view of a buffer it
+    writes again); not a tensor: as `_array` makes it."""
+    if isinstance(value, NotATensor) or not hasattr(value, "detach"):
+        return _array(value)
+    return value.detach().clone()
 
 
 class TorchRunner(Runner):
@@ -327,7 +336,12 @@ class TorchRunner(Runner):
         with self.torch.inference_mode(), self._matmul_mode(), self._evaluating(), taps:
             result = self.module(*args, **kwargs)
         named = self._name_outputs(result)
-        outputs = {name: _array(value) for name, value in named if wanted is None or name in wanted}
+        # on a GPU the outputs stay there, compared where they are (engine/tensors.py); on
+        # the CPU numpy takes them, unless TUNING.torch runs the device path here too
+        keep = _kept if self.device.type == "cuda" or TUNING.torch else _array
+        outputs = {name: keep(value) for name, value in named if wanted is None or name in wanted}
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)  # the inference time is the run's
         if self._taps is not None:
             if self._layers is None:
                 self._layers = self._taps.layers(named, self._produced or [])
