@@ -4,6 +4,7 @@ round trip gives them back the same: every kind of record, read back both ways."
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -35,7 +36,26 @@ def _records() -> list[summary.Record]:
         summary.Record("test_np", "o", True, np.float64(0.5), 0.1, 0.1, "elemwise", 1.0, 1.0, "x")
     )
     found.append(summary.Record("test_int", "o", True, 0, 0.0, 0.0, "elemwise", 1, 1, "x"))
+    found.append(_with_statistics())
     return found
+
+
+def _with_statistics() -> summary.Record:
+    """A record with a registered statistic's figures (engine/statistic.py), one infinite."""
+    return summary.Record(
+        "test_stats", "o", True, 0.5, 0.1, 0.1, "elemwise", 1.0, 1.0, "x",
+        statistics={"rms_error": 0.25, "worst_ratio": math.inf},
+    )  # fmt: skip
+
+
+def test_registered_statistics_travel_in_the_record():
+    """As JUnit properties of their own, and in the record's JSON (what xdist, the summary,
+    --trt-report and `trtcompare merge` read)."""
+    props = properties.to_properties([_with_statistics()])
+    assert ("trtcompare.o.rms_error", 0.25) in props
+    assert ("trtcompare.o.worst_ratio", "inf") in props
+    (read,) = _parsed(props)
+    assert read.statistics == {"rms_error": 0.25, "worst_ratio": math.inf}
 
 
 def _parsed(props: list[tuple[str, object]]) -> list[summary.Record]:
