@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -86,6 +87,17 @@ def _no_hypothesis_plugin_in_subprocesses(monkeypatch: pytest.MonkeyPatch) -> No
         return start(self, "-p", "no:hypothesispytest", *args, **kwargs)
 
     monkeypatch.setattr(pytest.Pytester, "runpytest_subprocess", without_hypothesis)
+
+
+@pytest.fixture(autouse=True)
+def _tuning_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every field of the engine's TUNING as it was, after each test: an in-process pytester
+    run imports its conftest in this process, and one that sets a field (`TUNING.torch =
+    True`) would leave it set for the tests after it."""
+    from pytest_trtcompare.engine import TUNING
+
+    for field in dataclasses.fields(TUNING):
+        monkeypatch.setattr(TUNING, field.name, getattr(TUNING, field.name))
 
 
 @pytest.fixture(autouse=True)

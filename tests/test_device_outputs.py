@@ -96,13 +96,6 @@ def test_fails(comparison):
 """
 
 
-@pytest.fixture(autouse=True)
-def _switch_restored(monkeypatch):
-    """An in-process pytester run imports its conftest here, which sets TUNING.torch: set
-    back after the test, so that no later test of this process runs with it."""
-    monkeypatch.setattr(TUNING, "torch", TUNING.torch)
-
-
 def _outcome(pytester, xdist: list[str], switch: bool) -> tuple[list[str], list[str]]:
     pytester.makeconftest(f"from pytest_trtcompare.engine import TUNING\nTUNING.torch = {switch}")
     pytester.makepyfile(test_device=SUITE)

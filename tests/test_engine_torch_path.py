@@ -395,13 +395,6 @@ def test_fixtures_compare_tensors_on_the_torch_path(pytester, xdist, engine_path
     _scenario(pytester, xdist, engine_path)
 
 
-@pytest.fixture(autouse=True)
-def _switch_restored(monkeypatch):
-    """An in-process pytester run imports its conftest here, which sets TUNING.torch: set
-    back after the test, so that no later test of this process runs with it."""
-    monkeypatch.setattr(TUNING, "torch", TUNING.torch)
-
-
 def _scenario(pytester, xdist: list[str], engine_path: str) -> list[str]:
     switch = engine_path == "torch"
     pytester.makeconftest(

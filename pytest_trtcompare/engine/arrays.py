@@ -163,13 +163,18 @@ def on_host(named: NamedArray) -> NamedArray:
 
 def host_array(array: Any) -> np.ndarray:
     """A tensor's values as a numpy array (an array-like's as np.asarray gives it)."""
-    if _is_torch_tensor(array):
+    if is_torch_tensor(array):
         return _host(array.detach(), str(array.dtype).removeprefix("torch."))[0]
     return np.asarray(array)
 
 
-def _is_torch_tensor(value: Any) -> bool:
-    return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach")
+def is_torch_tensor(value: Any) -> bool:
+    kind = type(value)  # (numpy's arrays first: the common case, at once)
+    return (
+        kind is not np.ndarray
+        and kind.__module__.split(".")[0] == "torch"
+        and hasattr(value, "detach")
+    )
 
 
 def as_named_array(value: Any, output: str, side: str, keep_device: bool = False) -> NamedArray:
@@ -180,7 +185,7 @@ def as_named_array(value: Any, output: str, side: str, keep_device: bool = False
         array, dtype_name = value, _dtype_name(value.dtype)
     elif isinstance(value, (str, bytes)):
         raise InvalidOutputError(f"{where} is a {type(value).__name__}, not an array")
-    elif _is_torch_tensor(value):
+    elif is_torch_tensor(value):
         array, dtype_name, tensor_kind = _from_torch(value, where, keep_device)
         if tensor_kind is not None:
             return NamedArray(array=array, dtype_name=dtype_name, kind=tensor_kind)
@@ -268,7 +273,7 @@ class Structure:
 def _is_sequence(value: Any) -> bool:
     """A list or tuple of arrays (a runner's sequence output); a list of numbers is an array."""
     return isinstance(value, (list, tuple)) and any(
-        item is None or _is_sequence(item) or isinstance(item, np.ndarray) or _is_torch_tensor(item)
+        item is None or _is_sequence(item) or isinstance(item, np.ndarray) or is_torch_tensor(item)
         for item in value
     )
 

@@ -129,11 +129,12 @@ def float32_up(value: float) -> np.float32:
     return up
 
 
-def max_ignoring_nan(values: np.ndarray) -> float:
+def max_ignoring_nan(values: Any) -> float:
+    """The largest value of a non-empty array (numpy's or a tensor), NaN left out."""
     top = float(values.max())
     if math.isnan(top):  # 0/0 ratios (zero allowed error, zero error) count as 0
-        finite = values[~np.isnan(values)]
-        top = float(finite.max()) if finite.size else 0.0
+        finite = values[values == values]  # (NaN is not equal to itself)
+        top = float(finite.max()) if finite.shape[0] else 0.0
     return top
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .tensors import is_tensor, top_k
+from .arrays import is_torch_tensor
+from .tensors import top_k
 
 _ROW_BLOCK_ELEMENTS = 1 << 22  # bounds the (rows, K, K) equality table per block
 
@@ -39,7 +40,7 @@ class IndexStats:
 def top_k_indices(values: Any, k: int, axis: int = -1) -> Any:
     """Indices of the k largest values along an axis, largest first, stable for ties (NaN
     last); a tensor's on its device."""
-    if is_tensor(values):
+    if is_torch_tensor(values):
         return top_k(values, k, axis)
     values = np.asarray(values)
     if values.ndim == 0:

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..errors import InvalidOutputError
 from .chunks import dot, namespace_of
+from .tensors import chunk_elements
 from .tolerance import MINIMUM_METRICS, Tolerance
-from .tuning import TUNING
 
 _FLAT = frozenset({"cosine", "l2", "snr", "psnr"})
 _ROWS = frozenset({"kl", "top1"})
@@ -153,7 +153,7 @@ def _flat_metrics(actual: Any, expected: Any) -> dict[str, float]:
     peak = -math.inf
     xp = namespace_of(a)
     with np.errstate(invalid="ignore", over="ignore"):
-        size = max(1, _chunk_elements(a) // 2)  # both sides in float64: half a chunk
+        size = max(1, chunk_elements(a) // 2)  # both sides in float64: half a chunk
         for start in range(0, n, size):
             a64 = xp.astype(a[start : start + size], xp.float64)
             e64 = xp.astype(e[start : start + size], xp.float64)
@@ -212,7 +212,7 @@ def _row_metrics(actual: Any, expected: Any) -> dict[str, float]:
         return {"kl": 0.0, "top1": 1.0}
     a, e = actual.reshape(rows, width), expected.reshape(rows, width)
     xp = namespace_of(a)
-    step = max(1, _chunk_elements(a) // 2 // width)
+    step = max(1, chunk_elements(a) // 2 // width)
     kl, agree = 0.0, 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for start in range(0, rows, step):
@@ -233,7 +233,3 @@ def _row_metrics(actual: Any, expected: Any) -> dict[str, float]:
 def _log_softmax(x: Any, xp: Any) -> Any:
     shifted = x - xp.max(x, axis=-1, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
-
-
-def _chunk_elements(values: Any) -> int:
-    return TUNING.chunk_elements if isinstance(values, np.ndarray) else TUNING.torch_chunk_elements

@@ -25,14 +25,14 @@ from .accumulators import (
     cosine_from_sums,
     float64_mismatches,
 )
-from .arrays import Kind
+from .arrays import Kind, is_torch_tensor
 from .chunks import Arithmetic, Equality, ErrorChunk, dot, total
 from .decades import Decades
 from .figures import Required, Worst
 from .quantiles import OrderStatistics, Quantiles, sample_positions
 from .screen import Screen, applies
 from .statistic import STATISTICS, computed, updated
-from .tensors import TorchArithmetic, TorchEquality, is_tensor
+from .tensors import TorchArithmetic, TorchEquality, chunk_elements
 from .tolerance import Tolerance
 from .tuning import TUNING
 
@@ -50,9 +50,8 @@ class Pair:
         self.a, self.e = actual.reshape(-1), expected.reshape(-1)
         self.n = int(self.a.shape[0])
         self.kinds, self.tol = kinds, tol
-        self.torch = is_tensor(self.a)  # both sides are tensors on one device (`tensors`)
-        chunk_elements = TUNING.torch_chunk_elements if self.torch else TUNING.chunk_elements
-        self.size = max(1, min(self.n, chunk_elements))
+        self.torch = is_torch_tensor(self.a)  # both sides are tensors on one device (`tensors`)
+        self.size = max(1, min(self.n, chunk_elements(self.a)))
         self.arithmetic = self._arithmetic(self.size)
         self.screen = (
             Screen(tol, self.arithmetic, self.size)
@@ -78,7 +77,7 @@ class Pair:
     @property
     def windows(self) -> bool:
         """Whether the order statistics place a sample's windows (numpy, large outputs);
-        else they select exactly (numpy) or sort (torch)."""
+        else they select exactly (numpy; torch: each wanted rank, `kthvalue`)."""
         return not self.torch and 0 < self.n >= TUNING.window_min
 
     def starts(self, stop: int | None = None) -> range:
@@ -102,7 +101,7 @@ class Pair:
         computed: ErrorChunk = self.arithmetic.compute(a, e, start, ratio)
         computed.narrow = self.screen is not None
         # the arithmetic's buffers hold this chunk until its next one; whole, of every
-        # element, with ratios: `element` reads its figures there
+        # element, with ratios: `elements` reads its figures there
         whole = self.n <= self.size and self.screen is None and ratio
         self.whole_chunk = computed if whole and computed.positions is None else None
         return computed
@@ -273,7 +272,7 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
     extremes = Extremes(pair.remake)
     means, cosine = Means(), Cosine()
     registered = [statistic(pair.tol) for statistic in STATISTICS]
-    statistics: list[Accumulator] = [extremes, means, cosine]  # after the report's
+    statistics: tuple[Accumulator, ...] = (extremes, means, cosine)  # after the report's
     expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
     with np.errstate(all="ignore"):  # float32 sums that overflow take float64's
         for start in pair.starts():

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import TORCH_KINDS, Kind, NamedArray, on_host
-from .chunks import EPS, ErrorChunk, pair_kind
+from .arrays import TORCH_KINDS, Kind, NamedArray, is_torch_tensor, on_host
+from .chunks import EPS, ErrorChunk, max_ignoring_nan, pair_kind
 from .tolerance import Tolerance
 from .tuning import TUNING
 
@@ -34,9 +34,9 @@ def torch_namespace() -> Any:
     return array_api_compat.torch
 
 
-def is_tensor(array: Any) -> bool:
-    kind = type(array)
-    return kind is not np.ndarray and kind.__module__.split(".")[0] == "torch"
+def chunk_elements(array: Any) -> int:
+    """Elements per chunk of an array: a tensor's are fewer, larger chunks (`TUNING`)."""
+    return TUNING.torch_chunk_elements if is_torch_tensor(array) else TUNING.chunk_elements
 
 
 class TorchArithmetic:
@@ -76,7 +76,7 @@ class TorchArithmetic:
         ratios = d[:0]
         if ratio:
             ratios = self._ratio(d, eabs, eabs_eps, bool(special))
-            margin = _max_ignoring_nan(ratios)
+            margin = max_ignoring_nan(ratios) if ratios.shape[0] else 0.0
         return ErrorChunk(
             start,
             a.shape[0],
@@ -139,16 +139,6 @@ class TorchArithmetic:
         return ratio
 
 
-def _max_ignoring_nan(values: Any) -> float:
-    if not values.shape[0]:
-        return 0.0
-    top = float(values.max())
-    if math.isnan(top):  # 0/0 ratios (zero allowed error, zero error) count as 0
-        finite = values[~values.isnan()]
-        top = float(finite.max()) if finite.shape[0] else 0.0
-    return top
-
-
 def _exact_int_absdiff(a: Any, e: Any) -> Any:
     """|a - e| of two integer tensors as float64, rounded once (numpy's uint64 difference).
 
@@ -171,11 +161,12 @@ class TorchEquality:
     `chunks.Equality` tells numpy's), else None."""
 
     def __init__(self, a_dtype: Any, e_dtype: Any, tol: Tolerance) -> None:
+        import torch
+
         self._nan_equal, self._inf_equal = tol.nan_equal, tol.inf_equal
-        self.enabled = a_dtype == e_dtype and TUNING.equality
         self._float = a_dtype.is_floating_point
-        self._view = getattr(__import__("torch"), _BITS.get(a_dtype.itemsize, ""), None)
-        self.enabled &= self._view is not None
+        self._view = getattr(torch, _BITS.get(a_dtype.itemsize, ""), None)
+        self.enabled = a_dtype == e_dtype and TUNING.equality and self._view is not None
 
     def equal(self, a: Any, e: Any, start: int) -> ErrorChunk | None:
         import torch
@@ -199,7 +190,7 @@ def placed_together(actual: NamedArray, expected: NamedArray) -> tuple[NamedArra
     """Both sides of a pair where its tensor is (the actual side's, when both are tensors):
     a numpy side is copied there; a dtype the torch path does not compute takes both to the
     host."""
-    on_device = [side.array for side in (actual, expected) if is_tensor(side.array)]
+    on_device = [side.array for side in (actual, expected) if is_torch_tensor(side.array)]
     if not on_device:
         return actual, expected
     device = on_device[0].device
@@ -213,7 +204,7 @@ def _to_device(named: NamedArray, device: Any) -> NamedArray | None:
     import torch
 
     array = named.array
-    if is_tensor(array):
+    if is_torch_tensor(array):
         return NamedArray(array.to(device), named.dtype_name, named.kind)
     if array.dtype.kind == "V" and named.kind == "float":  # ml_dtypes: float32 holds them
         array = array.astype(np.float32)
