@@ -23,7 +23,9 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . || exit
 python3 -c "import torch, numpy, array_api_compat; print('torch', torch.__version__, 'cuda', \
 torch.version.cuda, torch.cuda.get_device_name(0), 'numpy', numpy.__version__, \
 'array-api-compat', array_api_compat.__version__)" | tee "$out/versions.txt"
-# the torch path on the GPU gives the host's verdicts and reports (CUDA-marked: -m cuda)
+# the torch path on the GPU gives the host's verdicts and reports; a torch runner's outputs
+# and cudaMalloc'd memory handed to torch (TensorRT's outputs) stay there (-m cuda)
 timeout 240 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_engine_torch_path.py \
+    tests/test_device_outputs.py tests/test_trt_torch_outputs.py \
     2>&1 | tail -15 | tee "$out/cuda_tests.txt"
 timeout 300 python3 bench/bench_device.py --sizes 16M,64M --rounds 3 2>&1 | tee "$out/bench_device.txt"

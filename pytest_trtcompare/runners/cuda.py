@@ -1,12 +1,16 @@
 """The few CUDA runtime calls the TensorRT runner needs, over cuda-bindings (or pycuda).
 
 `load_cuda_api()` finds a binding and probes for a device; the TensorRT runner calls it
-before it creates any TensorRT object (without a GPU TensorRT raises or crashes).
+before it creates any TensorRT object (without a GPU TensorRT raises or crashes). Where torch
+is installed with CUDA, `as_torch` hands a device allocation to torch: the tensor owns it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,6 +31,49 @@ class CudaApi(Protocol):
     def synchronize(self, stream: int) -> None: ...
     def copy_to_device(self, pointer: int, array: np.ndarray, stream: int) -> None: ...
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None: ...
+    def torch_tensors(self) -> bool: ...
+    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
+
+
+def torch_sees_cuda() -> bool:
+    """Whether torch is installed and sees a CUDA device (`as_torch` can be used)."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+class DeviceMemory:
+    """An allocation handed to torch. `torch.as_tensor` reads `__cuda_array_interface__` and
+    keeps this object alive as long as the tensor's storage (views included); `free` runs
+    when it is collected."""
+
+    def __init__(self, free: Callable[[int], None], pointer: int, nbytes: int) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "data": (pointer, False),
+            "version": 2,
+        }
+        # not at exit: the process's end frees device memory, and CUDA may be gone by then
+        weakref.finalize(self, free, pointer).atexit = False
+
+
+def torch_over(
+    free: Callable[[int], None],
+    pointer: int,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    device: int,
+) -> Any:
+    """The device memory at `pointer` as a torch tensor of `shape` and `dtype` (bfloat16 and
+    float8 by name) on cuda:`device`, which owns it: `free(pointer)` once no tensor uses it."""
+    import torch
+
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = torch.as_tensor(DeviceMemory(free, pointer, nbytes), device=f"cuda:{device}")
+    return raw.view(getattr(torch, dtype.name)).reshape(shape)
 
 
 class CudaBindingsApi:
@@ -40,6 +87,7 @@ class CudaBindingsApi:
         except ImportError:
             from cuda import cudart as runtime
         self.rt = runtime
+        self.device = 0
 
     def _error(self, error: Any) -> str:
         """`cudaErrorInsufficientDriver (CUDA driver version is insufficient ...)`."""
@@ -68,6 +116,7 @@ class CudaBindingsApi:
 
     def set_device(self, index: int) -> None:
         self._check(self.rt.cudaSetDevice(index))
+        self.device = index
 
     def malloc(self, nbytes: int) -> int:
         return int(self._check(self.rt.cudaMalloc(max(1, nbytes))))
@@ -91,6 +140,12 @@ class CudaBindingsApi:
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
         kind = self.rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
         self._check(self.rt.cudaMemcpyAsync(array.ctypes.data, pointer, array.nbytes, kind, stream))
+
+    def torch_tensors(self) -> bool:
+        return torch_sees_cuda()
+
+    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return torch_over(self.free, pointer, shape, dtype, self.device)
 
 
 class PyCudaApi:
@@ -148,6 +203,12 @@ class PyCudaApi:
 
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
         self.driver.memcpy_dtoh_async(array, pointer, self._streams[stream])
+
+    def torch_tensors(self) -> bool:
+        return torch_sees_cuda()
+
+    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return torch_over(self.free, pointer, shape, dtype, self._device)
 
 
 def load_cuda_api() -> CudaApi:

@@ -5,8 +5,11 @@
 - An output whose shape the context reports with -1 (data-dependent, e.g. NonZero) gets its
   memory from an IOutputAllocator, which also learns its shape (as Polygraphy's TrtRunner does).
 - Shape tensors live in host memory (TensorLocation.HOST): their address is a numpy array's.
-- Only the outputs asked for get host memory and are copied to the host; the rest stay on the
-  device (a per-layer comparison asks for a group of tensors at a time).
+- Only the outputs asked for are handed out; the rest stay on the device (a per-layer
+  comparison asks for a group of tensors at a time). Where torch sees CUDA (`torch_outputs`)
+  they are handed out as torch tensors over their own device memory, which each tensor then
+  owns (an allocator's buffer too: the allocator makes a new one for the next run), so they
+  are compared on the GPU; else they are copied to host arrays.
 """
 
 from __future__ import annotations
@@ -118,8 +121,9 @@ class EngineIO:
         self.on_host = {n: engine.get_tensor_location(n) == host for n in names}
         self.allocator = make_output_allocator(trt, cuda)
         self.allocated: set[str] = set()  # outputs whose memory the allocator provides
+        self.torch_outputs = cuda.torch_tensors()
 
-    def run(self, feed: Mapping[str, Any], wanted: Sequence[str]) -> dict[str, np.ndarray]:
+    def run(self, feed: Mapping[str, Any], wanted: Sequence[str]) -> dict[str, Any]:
         cuda, context, stream = self.cuda, self.context, self.stream
         pointers: list[int] = []
         host_arrays: list[np.ndarray] = []  # host memory TensorRT reads: kept alive until done
@@ -137,7 +141,8 @@ class EngineIO:
                     pointers.append(pointer)
                     cuda.copy_to_device(pointer, array, stream)
                 self._set_address(name, pointer, array.shape)
-            hosts: dict[str, tuple[np.ndarray, int | None]] = {}
+            hosts: dict[str, np.ndarray] = {}  # outputs TensorRT writes to host memory
+            devices: dict[str, tuple[int, tuple[int, ...]]] = {}  # asked for, on the device
             asked = set(wanted)
             for name in self.outputs:
                 shape = _dims(context.get_tensor_shape(name))
@@ -146,35 +151,44 @@ class EngineIO:
                     continue
                 dtype = self.dtypes[name]
                 if self.on_host[name]:
-                    host = np.empty(shape, dtype=dtype)
-                    hosts[name] = (host, None)
-                    pointer = host.ctypes.data
-                else:  # every output needs device memory; host memory only those asked for
+                    hosts[name] = np.empty(shape, dtype=dtype)
+                    pointer = hosts[name].ctypes.data
+                else:  # every output needs device memory
                     pointer = cuda.malloc(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
                     pointers.append(pointer)
                     if name in asked:
-                        hosts[name] = (np.empty(shape, dtype=dtype), pointer)
+                        devices[name] = (pointer, shape)
                 self._set_address(name, pointer, shape)
             if not context.execute_async_v3(stream):
                 raise RuntimeError("TensorRT execute_async_v3 failed (see the TensorRT log above)")
-            results = {}
-            for name in wanted:
-                if name in self.allocated:
-                    shape = self.allocator.shapes[name]
-                    host, device = (
-                        np.empty(shape, self.dtypes[name]),
-                        self.allocator.buffers[name][0],
-                    )
-                else:
-                    host, device = hosts[name]
-                if device is not None:
-                    cuda.copy_to_host(host, device, stream)
-                results[name] = host
+            for name in self.allocated.intersection(wanted):
+                devices[name] = (self.allocator.buffers[name][0], self.allocator.shapes[name])
+            if self.torch_outputs:
+                cuda.synchronize(stream)
+                return {
+                    name: hosts[name] if name in hosts else self._adopt(name, pointers, devices)
+                    for name in wanted
+                }
+            for name, (pointer, shape) in devices.items():
+                hosts[name] = np.empty(shape, self.dtypes[name])
+                cuda.copy_to_host(hosts[name], pointer, stream)
             cuda.synchronize(stream)
-            return results
+            return {name: hosts[name] for name in wanted}
         finally:
             for pointer in pointers:
                 cuda.free(pointer)
+
+    def _adopt(
+        self, name: str, pointers: list[int], devices: dict[str, tuple[int, tuple[int, ...]]]
+    ) -> Any:
+        """Output `name` as a torch tensor that owns its device memory, which is no longer
+        the run's to free (nor the allocator's: it makes a new buffer for the next run)."""
+        pointer, shape = devices[name]
+        if name in self.allocated:
+            del self.allocator.buffers[name]
+        else:
+            pointers.remove(pointer)
+        return self.cuda.as_torch(pointer, shape, self.dtypes[name])
 
     def _use_allocator(self, name: str) -> None:
         if name not in self.allocated:

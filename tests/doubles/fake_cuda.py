@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 import itertools
 import types
+import weakref
+from typing import Any
 
 import numpy as np
 
@@ -22,10 +24,14 @@ class FakeCuda:
 
     binding = "fake-cuda"
 
-    def __init__(self, devices: int = 1, calls: list[str] | None = None) -> None:
+    def __init__(
+        self, devices: int = 1, calls: list[str] | None = None, torch_outputs: bool = False
+    ) -> None:
         global CURRENT
         CURRENT = self
         self.devices = devices
+        self.torch_outputs = torch_outputs  # as torch installed with CUDA: outputs as tensors
+        self.adopted: list[int] = []  # device pointers handed to torch tensors, in order
         self.calls = calls if calls is not None else []
         self.memory: dict[int, np.ndarray] = {}
         self.streams: set[int] = set()
@@ -70,6 +76,20 @@ class FakeCuda:
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
         self.host_copies.append(pointer)
         array.reshape(-1).view(np.uint8)[:] = self.memory[pointer][: array.nbytes]
+
+    def torch_tensors(self) -> bool:
+        return self.torch_outputs
+
+    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """A CPU tensor over the fake device memory, owning it as `runners.cuda.torch_over`
+        makes a CUDA tensor own real memory: freed once no tensor (or view) uses it."""
+        import torch
+
+        self.adopted.append(pointer)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw = self.memory[pointer][:nbytes]  # a view that the tensor's storage keeps alive
+        weakref.finalize(raw, self.free, pointer)
+        return torch.from_numpy(raw).view(getattr(torch, dtype.name)).reshape(shape)
 
 
 class cudaError_t(enum.IntEnum):

@@ -13,11 +13,15 @@ from . import fake_cuda, fake_tensorrt
 
 
 def install_doubles(
-    monkeypatch: pytest.MonkeyPatch, devices: int = 1, version: str = "10.16.1.11"
+    monkeypatch: pytest.MonkeyPatch,
+    devices: int = 1,
+    version: str = "10.16.1.11",
+    torch_outputs: bool = False,
 ) -> tuple[Any, fake_cuda.FakeCuda]:
-    """Returns (the fake tensorrt module of `version`, the FakeCuda the runner will use)."""
+    """Returns (the fake tensorrt module of `version`, the FakeCuda the runner will use);
+    `torch_outputs`: as where torch sees CUDA, the runner hands out torch tensors."""
     fake_tensorrt.reset()
-    cuda = fake_cuda.FakeCuda(devices, calls=fake_tensorrt.CALLS)
+    cuda = fake_cuda.FakeCuda(devices, calls=fake_tensorrt.CALLS, torch_outputs=torch_outputs)
     module = fake_tensorrt.module(version)
 
     def load_cuda_api() -> fake_cuda.FakeCuda:
