@@ -119,3 +119,56 @@ def test_outputs_kept_as_tensors_reach_every_consumer(pytester, xdist):
     report, artifacts = kept
     assert any("worst elements" in line for line in report)
     assert any(name.endswith(".actual.npy") for name in artifacts), artifacts
+
+
+def _staging_cases():
+    values = torch.linspace(-3, 3, 42)
+    yield "float32", values.reshape(6, 7)
+    yield "transposed", values.reshape(6, 7).t()
+    yield "bfloat16", values.to(torch.bfloat16)
+    yield "float8", values.to(torch.float8_e4m3fn)
+    yield "bool", values > 0
+    yield "int64 0-d", torch.tensor(-(2**62))
+    yield "empty", torch.zeros(0, 5)
+
+
+def test_host_copies_go_through_one_bounded_reused_buffer(monkeypatch):
+    """engine/tensors.py `STAGING`: every copy of a device tensor to the host (here CPU tensors
+    under the switch) passes through one buffer of at most `TUNING.staging_bytes`, in as
+    many steps as it takes, and gives the values as they are."""
+    from pytest_trtcompare.engine.arrays import host_array
+    from pytest_trtcompare.engine.staging import STAGING
+
+    monkeypatch.setattr(TUNING, "torch", True)
+    monkeypatch.setattr(TUNING, "staging_bytes", 40)  # the float32 case takes 5 steps
+    monkeypatch.setattr(STAGING, "buffer", None)
+    pointers = set()
+    for label, tensor in _staging_cases():
+        copied = host_array(tensor)
+        if label == "float8":
+            expected = tensor.float().numpy()
+        elif label == "bfloat16":
+            expected = tensor.float().numpy().astype(copied.dtype)
+        else:
+            expected = tensor.numpy()
+        assert copied.shape == tuple(tensor.shape), label
+        np.testing.assert_array_equal(copied, expected, err_msg=label)
+        if STAGING.buffer is not None:
+            pointers.add(STAGING.buffer.data_ptr())
+            assert STAGING.buffer.numel() <= 40 and not STAGING.buffer.is_pinned()
+    assert len(pointers) == 1  # allocated once, then reused
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+def test_a_golden_goes_to_the_device_and_outputs_come_back_through_pinned_memory(monkeypatch):
+    from pytest_trtcompare.engine.arrays import host_array
+    from pytest_trtcompare.engine.staging import STAGING
+
+    monkeypatch.setattr(TUNING, "staging_bytes", 1 << 20)
+    values = torch.randn(3 << 20, generator=torch.Generator().manual_seed(0))  # 12 MiB
+    on_device = values.to("cuda")
+    np.testing.assert_array_equal(host_array(on_device), values.numpy())
+    assert STAGING.buffer.is_pinned() and STAGING.buffer.numel() == 1 << 20
+    result = compare_outputs({"y": on_device}, {"y": values.numpy()}, atol=0, rtol=0)
+    assert result.passed and STAGING.buffer.numel() == 1 << 20

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_trtcompare"
 TESTS = Path(__file__).resolve().parent
 FRAMEWORKS = {"onnxruntime", "torch", "tensorrt", "cuda", "pycuda", "modelopt"}
 #: The engine's torch path (issue 36): torch tensors compared on their device by torch.
-TORCH_PATH = "pytest_trtcompare.engine.tensors"
+TORCH_PATH = ("pytest_trtcompare.engine.tensors", "pytest_trtcompare.engine.staging")
 #: The pytest glue; cli/ is the console script (it reports, it never runs pytest).
 PYTEST_LAYER = ("plugin",)
 
@@ -127,7 +127,7 @@ def test_frameworks_only_in_runners(name):
     if name.startswith("pytest_trtcompare.runners"):
         return
     imported = {module.split(".")[0] for module in _imports(name)}
-    allowed = {"torch"} if name == TORCH_PATH else set()
+    allowed = {"torch"} if name in TORCH_PATH else set()
     assert not imported & FRAMEWORKS - allowed, f"{name} imports {imported & FRAMEWORKS}"
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import InvalidOutputError
+from .staging import STAGING
 from .tuning import TUNING
 
 Kind = Literal["bool", "int", "uint", "float"]
@@ -131,7 +132,7 @@ def _from_torch(value: Any, where: str, keep: bool = False) -> tuple[Any, str, K
 
 def _host(tensor: Any, dtype_name: str) -> tuple[np.ndarray, str, None]:
     """A tensor's values as a numpy array (its kind from that array's dtype)."""
-    tensor = tensor.cpu()
+    tensor = STAGING.to_host(tensor)
     if dtype_name == "bfloat16":  # float32 holds every bfloat16 exactly
         try:
             import ml_dtypes

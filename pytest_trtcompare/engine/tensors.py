@@ -7,6 +7,8 @@ numpy's, op for op, so every error is the same float64 number; the statistics
 namespace. Only scalars and the report's elements come to the host. There is no float32
 screen here: a float64 chunk is a few element-wise kernels over memory the GPU reads at
 terabytes per second.
+
+A numpy side (a golden) goes to the tensor's device through `staging.STAGING`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from .arrays import TORCH_KINDS, Kind, NamedArray, is_torch_tensor, on_host
 from .chunks import EPS, ErrorChunk, max_ignoring_nan, pair_kind
+from .staging import STAGING
 from .tolerance import Tolerance
 from .tuning import TUNING
 
@@ -211,7 +214,7 @@ def _to_device(named: NamedArray, device: Any) -> NamedArray | None:
     elif array.dtype.name not in TORCH_KINDS:
         return None
     tensor = torch.from_numpy(np.require(array, requirements="C"))  # 0-d stays 0-d
-    return NamedArray(tensor.to(device), named.dtype_name, named.kind)
+    return NamedArray(STAGING.to_device(tensor, device), named.dtype_name, named.kind)
 
 
 def top_k(values: Any, k: int, axis: int) -> Any:

@@ -32,6 +32,8 @@ class Tuning:
     torch: bool = False
     #: elements per chunk of the torch path: few kernel launches and host syncs per output
     torch_chunk_elements: int = 1 << 21
+    #: the page-locked buffer that copies between a CUDA device and the host go through
+    staging_bytes: int = 1 << 25
 
 
 TUNING = Tuning()
