@@ -90,6 +90,8 @@ def test_the_printed_command_regenerates_the_golden(pytester, monkeypatch, xdist
     assert command == expected, command
     run(pytester, *command[1:], *xdist).assert_outcomes(passed=1)
     assert golden.is_file()
+    if xdist:  # the commands below are the same function's; in-process runs cost less
+        return
 
     golden.write_bytes(b"")  # damaged: an empty file
     result = run(pytester, *given)

@@ -53,14 +53,14 @@ def _cli_exit(*args: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-def _assert_detected(path, twin, label):
+def _assert_detected(path, twin, label, commands=True):
     """The store raises GoldenError naming the file; `show` and `diff` exit 2 with it."""
     with pytest.raises(GoldenError) as info:
         read_golden(path)
     message = str(info.value)
     named = ("corrupt", "truncated", "not a golden")
     assert str(path) in message and any(word in message for word in named), label
-    for args in (("show", str(path)), ("diff", str(path), str(twin))):
+    for args in (("show", str(path)), ("diff", str(path), str(twin))) if commands else ():
         code, err = _cli_exit(*args)
         assert code == 2 and str(path) in err and "Traceback" not in err, (label, args, err)
 
@@ -72,7 +72,8 @@ def test_every_single_bit_flip_is_detected(small):
         flipped = bytearray(data)
         flipped[bit // 8] ^= 1 << (bit % 8)
         path.write_bytes(bytes(flipped))
-        _assert_detected(path, twin, f"bit {bit}")
+        # the commands read through the store: their exit is checked once a byte
+        _assert_detected(path, twin, f"bit {bit}", commands=bit % 8 == bit // 8 % 8)
 
 
 def test_every_truncation_and_any_appended_byte_is_detected(small):

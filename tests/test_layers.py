@@ -164,23 +164,28 @@ def test_integer_tensors_are_compared_when_asked(pytester, suite):
     assert "passed: /block/Shape (Shape) (int64 vs int64, shape (2,))" in text  # -vv: all
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+MARKER_MISTAKES = [
+    (
+        ', layers="repor"',
+        "test_block.py::test_block: @pytest.mark.compare_frameworks(layers=...) got "
+        "'repor' (str); it takes 'gate' or 'report'",
+    ),
+    (", layers=True", "*(layers=...) got True (bool); it takes 'gate' or 'report'"),
+    (', layer_dtypes="ints"', "*(layer_dtypes=...) got 'ints' (str); it takes 'float' or 'all'"),
+]
+
+
 @pytest.mark.parametrize(
-    ("extra", "message"),
-    [
-        (
-            ', layers="repor"',
-            "test_block.py::test_block: @pytest.mark.compare_frameworks(layers=...) got "
-            "'repor' (str); it takes 'gate' or 'report'",
-        ),
-        (
-            ", layers=True",
-            "*(layers=...) got True (bool); it takes 'gate' or 'report'",
-        ),
-        (
-            ', layer_dtypes="ints"',
-            "*(layer_dtypes=...) got 'ints' (str); it takes 'float' or 'all'",
-        ),
+    ("extra", "message", "xdist"),
+    [  # under xdist the first in the test command, the others with -m slow
+        pytest.param(
+            *mistake,
+            xdist.values[0],
+            id=f"{mistake[0]}-{xdist.id}",
+            marks=pytest.mark.slow if i and xdist.values[0] else (),
+        )
+        for i, mistake in enumerate(MARKER_MISTAKES)
+        for xdist in XDIST
     ],
 )
 def test_marker_mistakes_name_the_argument(pytester, suite, xdist, extra, message):

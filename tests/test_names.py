@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from pytest_trtcompare.plugin.names import ALIASES
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 from .toml import loads as toml_loads
 
 #: (deprecated name, its value on the command line, the option's dest, the value it holds)
@@ -47,8 +47,21 @@ def test_every_alias_is_listed():
     assert all(new.startswith("--trt-") for new in ALIASES.values())
 
 
-@pytest.mark.parametrize("xdist", XDIST)
-@pytest.mark.parametrize(("old", "given", "dest", "value"), ALIAS_VALUES, ids=lambda v: v)
+#: Under xdist in the test command: a flag and an option with a value (the others: -m slow)
+XDIST_ALIASES = ("--update-goldens", "--goldens-dir")
+
+
+@pytest.mark.parametrize(
+    ("old", "given", "dest", "value", "xdist"),
+    [
+        pytest.param(*alias, xdist.values[0], id=f"{alias[0]}-{xdist.id}", marks=marks)
+        for alias in ALIAS_VALUES
+        for xdist in XDIST
+        for marks in [
+            pytest.mark.slow if xdist.id != "no-xdist" and alias[0] not in XDIST_ALIASES else ()
+        ]
+    ],
+)
 def test_a_deprecated_name_works_and_warns_once(pytester, xdist, old, given, dest, value):
     pytester.makepyfile(OPTION_VALUE.format(dest=dest, value=value))
     new = ALIASES[old]
@@ -75,7 +88,7 @@ def test_the_new_names_warn_nothing(pytester, xdist):
     assert _messages(result) == [] and "is deprecated" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_old_names_do_what_the_new_ones_do(pytester, xdist):
     """Goldens written into --goldens-dir, the JSON report at --trtcompare-report: one
     warning per old name, however many workers parse the command line."""
@@ -159,7 +172,7 @@ def test_relu(comparison):
 """
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_framework_names_as_the_header_says_them(pytester, xdist):
     """'onnxruntime' is onnxrt in the marker (frameworks, reference, options) and
     --trt-frameworks=tensorrt is trt: this test has no trt target, so it skips saying so."""
