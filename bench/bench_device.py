@@ -4,8 +4,8 @@ Run on a CUDA machine: python bench/bench_device.py [--device cuda] [--sizes 16M
 [--rounds 3]. On the CPU, small sizes are a smoke test (tests/test_bench_device.py runs
 `--device cpu --sizes 64K --rounds 1` in CI).
 
-On one device, for two float32 tensors per data shape (identical, noise, 100 outliers) and
-size, best of the rounds:
+On one device, for two float32 tensors per data shape (identical, noise, 100 outliers, all
+failing) and size, best of the rounds:
 - ours: `compare_outputs(actual, expected)` at atol = rtol = 1e-3, its report text built
   (a failing output's full report), by the torch path on the tensors' device (on the CPU
   through `TUNING.torch`; `--engine numpy` measures the numpy path there instead).
@@ -17,7 +17,10 @@ Extra device memory is the peak allocated during a call over what the inputs hol
 only). Goals on a CUDA GPU (issue 36): identical outputs <= 2x assert_close (the identical
 rows); a full report <= 2x the plain report (the 100-outlier rows, which fail and so build
 ours in full; on passing data ours builds a one-line report); extra device memory <= 1x
-the inputs. One warm-up call of each contestant precedes the timed rounds.
+the inputs. The all-failing rows (every element off by about 0.01: dense errors, the
+report's order statistics over all of them) are the adversarial case for time and memory;
+`--torch-kept N` sets how many non-zero errors the torch path keeps before it reads them
+again (`TUNING.torch_kept`). One warm-up call of each contestant precedes the timed rounds.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 ATOL = RTOL = 1e-3
+KINDS = ("identical", "noise", "100 outliers", "all failing")
 EPS = 2.220446049250313e-16  # float64 eps: Polygraphy's stand-in for expected == 0
 
 
@@ -56,9 +60,9 @@ def data(torch: Any, kind: str, size: int, device: str) -> tuple[Any, Any]:
     expected = torch.randn(size, generator=generator).to(device)
     if kind == "identical":
         return expected.clone(), expected
-    if kind == "noise":
+    if kind in ("noise", "all failing"):
         noise = torch.randn(size, generator=generator).to(device) * 1e-4
-        return expected + noise, expected
+        return expected + noise + (0.01 if kind == "all failing" else 0.0), expected
     actual = expected.clone()
     where = torch.randint(0, size, (100,), generator=generator).to(device)
     actual[where] += 1.0  # 100 outliers
@@ -140,6 +144,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         default="torch",
         help="ours on CPU tensors: the torch path (default) or the numpy path",
     )
+    parser.add_argument(
+        "--torch-kept",
+        type=int,
+        default=None,
+        help="non-zero errors the torch path keeps for the order statistics (TUNING.torch_kept)",
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -156,11 +166,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     cuda = on.type == "cuda"
     if cuda and args.engine == "numpy":
         parser.error("--engine numpy: CUDA tensors are compared by the torch path")
-    before, TUNING.torch = TUNING.torch, args.engine == "torch"
+    before = TUNING.torch, TUNING.torch_kept
+    TUNING.torch = args.engine == "torch"
+    if args.torch_kept is not None:
+        TUNING.torch_kept = args.torch_kept
     try:
         return _table(torch, device, on, args, rows)
     finally:
-        TUNING.torch = before
+        TUNING.torch, TUNING.torch_kept = before
 
 
 def _table(torch: Any, device: str, on: Any, args: argparse.Namespace, rows: list) -> list:
@@ -176,7 +189,7 @@ def _table(torch: Any, device: str, on: Any, args: argparse.Namespace, rows: lis
         "\n|---|---:|---:|---:|---:|---:|---:|"
     )
     for size_text, size in args.sizes:
-        for kind in ("identical", "noise", "100 outliers"):
+        for kind in KINDS:
             actual, expected = data(torch, kind, size, device)
             inputs = 2 * actual.numel() * actual.element_size()
             row: dict[str, Any] = {"data": f"{size_text} {kind}"}

@@ -23,16 +23,19 @@ def _bench():
 
 def test_the_device_benchmark_runs_on_the_cpu(capsys):
     rows = _bench().main(["--device", "cpu", "--sizes", "64K", "--rounds", "1"])
-    assert [row["data"] for row in rows] == ["64K identical", "64K noise", "64K 100 outliers"]
+    kinds = ["identical", "noise", "100 outliers", "all failing"]
+    assert [row["data"] for row in rows] == [f"64K {kind}" for kind in kinds]
     assert all(row[name] > 0 for row in rows for name in ("ours", "assert_close", "plain report"))
     assert "| 64K 100 outliers |" in capsys.readouterr().out
 
 
-def test_the_plain_report_counts_what_ours_counts():
+@pytest.mark.parametrize("kind", ["100 outliers", "all failing"])
+def test_the_plain_report_counts_what_ours_counts(kind):
     from pytest_trtcompare import compare_outputs
 
     bench = _bench()
-    actual, expected = bench.data(torch, "100 outliers", 1 << 16, "cpu")
+    actual, expected = bench.data(torch, kind, 1 << 16, "cpu")
     plain = bench.plain_report(actual, expected)
     ours = compare_outputs({"y": actual}, {"y": expected}, atol=1e-3, rtol=1e-3).outputs["y"]
     assert plain["failing"] == ours.mismatches and plain["max"] == pytest.approx(ours.max_abs_error)
+    assert plain["failing"] == (1 << 16 if kind == "all failing" else 100)

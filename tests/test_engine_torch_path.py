@@ -155,11 +155,16 @@ METRIC_CHECKS = [[], ["cosine"], ["l2"], ["snr"], ["psnr"], ["kl"], ["top1"], ["
     metrics=st.sampled_from(METRIC_CHECKS),
     chunk=st.sampled_from([1, 3, 1 << 22]),
     golden=st.booleans(),
+    kept=st.sampled_from([0, 5, 1 << 22]),
 )
-def test_torch_path_gives_numpys_verdict_and_report(monkeypatch, pair, tol, metrics, chunk, golden):
+def test_torch_path_gives_numpys_verdict_and_report(
+    monkeypatch, pair, tol, metrics, chunk, golden, kept
+):
     """`golden`: the expected side given as numpy (as a golden file reads), copied to the
-    tensor's device."""
+    tensor's device. `kept`: nonzero errors kept for the order statistics before they are
+    read again instead (`TUNING.torch_kept`)."""
     monkeypatch.setattr(TUNING, "torch_chunk_elements", chunk)
+    monkeypatch.setattr(TUNING, "torch_kept", kept)
     actual, expected = as_tensor(pair[0]), np.asarray(pair[1]) if golden else as_tensor(pair[1])
     spec = [tol, *(Tolerance(check=check) for check in metrics)]
     try:
@@ -272,7 +277,12 @@ def test_catalogue_gives_the_same_verdict_and_report(monkeypatch, scenario, chec
     shape = (30, 100) if actual.size == N else actual.shape
     if check["check"] in ("kl", "top1") and actual.ndim == 0:
         pytest.skip("kl and top1 refuse a 0-d output (tested in test_metrics_usability)")
-    for name, value in (("chunk_elements", 512), ("torch_chunk_elements", 700)):
+    # torch_kept: dense errors read again for the order statistics, sparse ones kept
+    for name, value in (
+        ("chunk_elements", 512),
+        ("torch_chunk_elements", 700),
+        ("torch_kept", 999),
+    ):
         monkeypatch.setattr(TUNING, name, value)
     monkeypatch.setattr(TUNING, "screen_min", 16)  # numpy's float32 screen takes these
     a, e = as_tensor(actual).reshape(shape), as_tensor(expected).reshape(shape)

@@ -13,6 +13,11 @@ quantile that falls on many tied errors costs counting, not keeping. A wanted ra
 falls inside the window is then exact. Otherwise (a sample that misled, a window that grew
 past its cap) `RankSelect`, an exact radix selection, reads the errors again (two or three
 more passes).
+
+A tensor's errors (the torch path) have no windows: its nonzero errors are kept on its
+device, up to `TUNING.torch_kept` of them, and each wanted rank selected there; past that
+(dense errors of a large failing output), `RankSelect` reads them again, on the device too,
+so that the memory stays bounded.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .chunks import DENSE, SLACK, TINY, ErrorChunk, float32_down, float32_up
+from .arrays import host_array
+from .chunks import DENSE, SLACK, TINY, ErrorChunk, float32_down, float32_up, namespace_of
 from .tuning import TUNING
 
 _SIGMAS = 5.0
@@ -258,14 +264,16 @@ class RankSelect:
                     bucket.histogram[0] += n
                     bucket.low, bucket.high = min(bucket.low, 0), max(bucket.high, 0)
 
-    def add(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
-        """Adds values; in round 0, `counts` may give their top-16-bit counts already."""
+    def add(self, values: Any, counts: np.ndarray | None = None) -> None:
+        """Adds values (a tensor's on its device: only the counts come to the host); in
+        round 0, `counts` may give their top-16-bit counts already."""
         if self._round > 0 and not self._buckets:
             return
-        bits = values.view(np.int64)
+        xp = namespace_of(values)
+        bits = values.view(xp.int64)
         if self._round == 0:
             if counts is None:
-                counts = np.bincount(bits >> _TOP)
+                counts = host_array(xp.bincount(bits >> _TOP))
             self._top[: counts.shape[0]] += counts
             return
         keys = bits >> self._buckets[0].shift if self._same_shift else None
@@ -278,7 +286,7 @@ class RankSelect:
                 bucket.parts.append(inside)
                 continue
             digits = (inside >> (bucket.shift - _DIGIT)) & (_BINS - 1)
-            counts = np.bincount(digits)
+            counts = host_array(xp.bincount(digits))
             bucket.histogram[: counts.shape[0]] += counts
             bucket.low = min(bucket.low, int(inside.min()))
             bucket.high = max(bucket.high, int(inside.max()))
@@ -297,7 +305,8 @@ class RankSelect:
 
     def _settle(self, bucket: _Bucket) -> list[_Bucket]:
         if bucket.collect:
-            values = np.concatenate(bucket.parts) if bucket.parts else np.zeros(0, np.int64)
+            parts = [host_array(part) for part in bucket.parts]  # at most the collect limit
+            values = np.concatenate(parts) if parts else np.zeros(0, np.int64)
             inner = sorted(set(bucket.ranks.values()))
             values.partition(inner)
             for rank, inside in bucket.ranks.items():
@@ -386,6 +395,7 @@ class Quantiles:
         self._reread = reread
         self.windows: list[tuple[str, Window]] = []
         self._kept: list[tuple[Any, Any, Any]] = []
+        self._kept_count, self._too_many = 0, False
         self.dense = False
         if sample is not None and size:
             parts: dict[str, list[np.ndarray]] = {"abs": [], "rel": []}
@@ -402,7 +412,13 @@ class Quantiles:
         self.compared += chunk.compared
         if not isinstance(chunk.abs_err, np.ndarray):  # a tensor's: kept, then selected
             d, r = chunk.abs_err, chunk.rel_err  # (errors of 0 are only counted)
-            self._kept.append((chunk.xp, d[d > 0], r[r > 0]))
+            if not self._too_many:
+                kept = (chunk.xp, d[d > 0], r[r > 0])
+                self._kept.append(kept)
+                self._kept_count += kept[1].shape[0] + kept[2].shape[0]
+                self._too_many = self._kept_count > TUNING.torch_kept
+            if self._too_many:  # `compute` reads the errors again
+                self._kept = []
         elif chunk.equal:
             for _, window in self.windows:
                 window.add_zeros(chunk.compared)
@@ -441,6 +457,10 @@ class Quantiles:
         these; where they are not, the exact selection decides)."""
         self.compared += other.compared
         self._kept += other._kept
+        self._kept_count += other._kept_count
+        self._too_many |= other._too_many
+        if self._too_many:
+            self._kept = []
         if len(self.windows) != len(other.windows):
             self.windows = []  # no windows: `compute` selects exactly
         for (_, mine), (_, theirs) in zip(self.windows, other.windows, strict=True):

@@ -32,6 +32,9 @@ class Tuning:
     torch: bool = False
     #: elements per chunk of the torch path: few kernel launches and host syncs per output
     torch_chunk_elements: int = 1 << 21
+    #: nonzero errors (abs and rel) the torch path keeps for the order statistics; past
+    #: that, it reads the errors again (`quantiles`): the device memory stays bounded
+    torch_kept: int = 1 << 22
     #: the page-locked buffer that copies between a CUDA device and the host go through
     staging_bytes: int = 1 << 25
 
