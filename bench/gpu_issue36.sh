@@ -29,3 +29,8 @@ timeout 240 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_engine_t
     tests/test_device_outputs.py tests/test_trt_torch_outputs.py \
     2>&1 | tail -15 | tee "$out/cuda_tests.txt"
 timeout 300 python3 bench/bench_device.py --sizes 16M,64M --rounds 3 2>&1 | tee "$out/bench_device.txt"
+# the order statistics' cap (TUNING.torch_kept, 4M) at 64M: none kept (always read again), all kept
+for kept in 0 1000000000; do
+    timeout 150 python3 bench/bench_device.py --sizes 64M --rounds 3 --torch-kept "$kept" \
+        2>&1 | tee "$out/bench_device_kept_$kept.txt"
+done

@@ -123,13 +123,13 @@ def test_outputs_kept_as_tensors_reach_every_consumer(pytester, xdist):
 
 def _staging_cases():
     values = torch.linspace(-3, 3, 42)
+    yield "empty", torch.zeros(0, 5, dtype=torch.int32)  # first: no buffer made yet
     yield "float32", values.reshape(6, 7)
     yield "transposed", values.reshape(6, 7).t()
     yield "bfloat16", values.to(torch.bfloat16)
     yield "float8", values.to(torch.float8_e4m3fn)
     yield "bool", values > 0
     yield "int64 0-d", torch.tensor(-(2**62))
-    yield "empty", torch.zeros(0, 5)
 
 
 def test_host_copies_go_through_one_bounded_reused_buffer(monkeypatch):
@@ -157,6 +157,18 @@ def test_host_copies_go_through_one_bounded_reused_buffer(monkeypatch):
             pointers.add(STAGING.buffer.data_ptr())
             assert STAGING.buffer.numel() <= 40 and not STAGING.buffer.is_pinned()
     assert len(pointers) == 1  # allocated once, then reused
+
+
+def test_an_empty_tensor_against_a_numpy_golden_under_the_switch(monkeypatch):
+    """The first staged copy of a process may be of nothing (an empty golden going to the
+    device, an empty output to the host)."""
+    from pytest_trtcompare.engine.staging import STAGING
+
+    monkeypatch.setattr(TUNING, "torch", True)
+    monkeypatch.setattr(STAGING, "buffer", None)
+    empty = torch.zeros(0, dtype=torch.int32)
+    assert compare_outputs({"y": empty}, {"y": np.zeros(0, np.uint16)}).passed
+    assert compare_outputs({"y": empty}, {"y": empty}, atol=0, rtol=0).passed
 
 
 @pytest.mark.cuda

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_trtcompare import Tolerance
 from pytest_trtcompare.engine.accumulators import Cosine, Extremes, Means, Verdict
 from pytest_trtcompare.engine.arrays import dtype_kind
 from pytest_trtcompare.engine.decades import Decades
@@ -128,3 +129,32 @@ def test_halves_of_a_large_pair_merge_through_the_windows(monkeypatch, kind, scr
 def window_state(window) -> tuple:
     kept = np.sort(np.concatenate(window.parts)) if window.parts else np.zeros(0)
     return window.below, window.at_lo, window.at_hi, window.kept, kept.tolist()
+
+
+@pytest.mark.parametrize("kept", [0, 900, 1 << 22])
+def test_halves_of_a_tensor_pair_merge_whether_kept_or_read_again(monkeypatch, kept):
+    """The torch path's order statistics: each half keeps its non-zero errors up to
+    `TUNING.torch_kept` (900: the halves keep 400 and 800, the whole 1,200) or reads them
+    again."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(TUNING, "torch_chunk_elements", 100)
+    monkeypatch.setattr(TUNING, "torch_kept", kept)
+    rng = np.random.default_rng(3)
+    expected = rng.standard_normal(800).astype(np.float32)
+    actual = expected + rng.standard_normal(800).astype(np.float32) * 1e-3
+    actual[:200] = expected[:200]  # equal chunks: their errors are zeros
+    tol = Tolerance(atol=1e-5, rtol=1e-5)
+    made = Pair(torch.from_numpy(actual), torch.from_numpy(expected), ("float", "float"), tol)
+    whole, first, second = (
+        Quantiles(tol.quantile, made.n, None, made.float64_chunks) for _ in "123"
+    )
+    for i, start in enumerate(made.starts()):
+        chunk = made.chunk(start)
+        whole.update(chunk)
+        (first if i < 4 else second).update(chunk)
+    first.merge(second)
+    host = Pair(actual, expected, ("float", "float"), tol)
+    on_host = Quantiles(tol.quantile, host.n, None, host.float64_chunks)
+    for start in host.starts():
+        on_host.update(host.chunk(start, exact=True))
+    assert first.compute() == whole.compute() == on_host.compute()

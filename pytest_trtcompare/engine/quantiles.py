@@ -458,7 +458,7 @@ class Quantiles:
         self.compared += other.compared
         self._kept += other._kept
         self._kept_count += other._kept_count
-        self._too_many |= other._too_many
+        self._too_many |= other._too_many or self._kept_count > TUNING.torch_kept
         if self._too_many:
             self._kept = []
         if len(self.windows) != len(other.windows):

@@ -22,7 +22,8 @@ class Staging:
         """A CPU tensor of the tensor's values, the caller's own."""
         import torch
 
-        if tensor.device.type != "cuda" and not TUNING.torch:
+        staged = tensor.device.type == "cuda" or (TUNING.torch and tensor.device.type == "cpu")
+        if not staged or not tensor.numel():  # (MPS and others: their own copy)
             return tensor.cpu()
         host = torch.empty(tensor.shape, dtype=tensor.dtype)
         self._copy(tensor.contiguous(), host, tensor.device)
@@ -32,7 +33,7 @@ class Staging:
         """A CPU tensor's values on `device` (as they are, on the CPU)."""
         import torch
 
-        if device.type != "cuda":
+        if device.type != "cuda" or not tensor.numel():
             return tensor.to(device)
         moved = torch.empty(tensor.shape, dtype=tensor.dtype, device=device)
         self._copy(tensor.contiguous(), moved, device)
@@ -43,7 +44,7 @@ class Staging:
 
         source, target = _bytes(source), _bytes(target)
         cuda = device.type == "cuda"
-        size = min(source.numel(), TUNING.staging_bytes)
+        size = max(1, min(source.numel(), TUNING.staging_bytes))
         if self.buffer is None or self.buffer.numel() < size or self.buffer.is_pinned() != cuda:
             self.buffer = torch.empty(size, dtype=torch.uint8, pin_memory=cuda)
         sync = torch.cuda.current_stream(device).synchronize if cuda else lambda: None

@@ -247,6 +247,8 @@ class TensorRTRunner(Runner):
         if self.stream is None:
             raise RuntimeError(f"{self.name} is closed")
         outputs = set(self._outputs)
+        # this runner's device again: another runner, or torch, may have made another current
+        self.cuda.set_device(self.device_index)
         return self.io.run(feed, [n for n in self.wanted_outputs() if n in outputs])
 
     def describe(self) -> dict[str, Any]:
