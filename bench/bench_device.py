@@ -49,6 +49,12 @@ def parse_sizes(text: str) -> list[tuple[str, int]]:
     return found
 
 
+def kept_type(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: a count of errors, at least 0")
+    return int(text)
+
+
 def rounds_type(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: at least 1")
@@ -136,8 +142,12 @@ def timed(torch: Any, device: str, call: Callable[[], Any], rounds: int) -> tupl
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
-    parser.add_argument("--sizes", type=parse_sizes, default="16M,64M")
-    parser.add_argument("--rounds", type=rounds_type, default=3)
+    parser.add_argument(
+        "--sizes", type=parse_sizes, default="16M,64M", help="elements, e.g. 64K,16M (16M,64M)"
+    )
+    parser.add_argument(
+        "--rounds", type=rounds_type, default=3, help="timed calls, the best kept (3)"
+    )
     parser.add_argument(
         "--engine",
         choices=("torch", "numpy"),
@@ -146,7 +156,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     )
     parser.add_argument(
         "--torch-kept",
-        type=int,
+        type=kept_type,
         default=None,
         help="non-zero errors the torch path keeps for the order statistics (TUNING.torch_kept)",
     )
@@ -166,6 +176,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     cuda = on.type == "cuda"
     if cuda and args.engine == "numpy":
         parser.error("--engine numpy: CUDA tensors are compared by the torch path")
+    if args.torch_kept is not None and args.engine == "numpy":
+        parser.error("--torch-kept: the numpy path keeps no errors on a device (--engine torch)")
     before = TUNING.torch, TUNING.torch_kept
     TUNING.torch = args.engine == "torch"
     if args.torch_kept is not None:
@@ -177,11 +189,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 def _table(torch: Any, device: str, on: Any, args: argparse.Namespace, rows: list) -> list:
+    from pytest_trtcompare.engine.tuning import TUNING
+
     cuda = on.type == "cuda"
     card = torch.cuda.get_device_name(on) if cuda else "CPU"
     print(
         f"device {device} ({card}), torch {torch.__version__}, best of {args.rounds}, "
         f"ours by the {args.engine} path"
+        + (f", keeping up to {TUNING.torch_kept:,} errors" if args.engine == "torch" else "")
+        + "; plain report: our report's figures in plain torch"
     )
     print(
         "| data | ours s | assert_close s | plain report s | ours / assert_close | "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import ml_dtypes
@@ -504,3 +505,21 @@ def test_the_benchmark_catalogue_gets_the_plain_paths_figures(monkeypatch, scena
     if base.check == "elemwise":
         verdict = quick.base_passed if checks else quick.passed
         assert (verdict, quick.mismatches) == (passed, mismatches)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("torch", "false", "TUNING.torch takes True or False, not 'false'"),
+        ("torch", 1, "TUNING.torch takes True or False, not 1"),
+        ("torch_kept", "abc", "TUNING.torch_kept takes a number of at least 0, not 'abc'"),
+        ("staging_bytes", -1, "TUNING.staging_bytes takes a number of at least 0, not -1"),
+        ("torhc", True, "TUNING has no 'torhc'; it has chunk_elements, screen, "),
+    ],
+)
+def test_tuning_takes_its_fields_and_their_types_only(name, value, message):
+    """A string "false" would switch the torch path on: the switch refuses it, by name."""
+    before = TUNING.torch, TUNING.torch_kept, TUNING.staging_bytes
+    with pytest.raises((TypeError, AttributeError), match=re.escape(message)):
+        setattr(TUNING, name, value)
+    assert (TUNING.torch, TUNING.torch_kept, TUNING.staging_bytes) == before

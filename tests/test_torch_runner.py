@@ -4,6 +4,7 @@ stable names, and a framework's error as one message."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 
@@ -22,7 +23,8 @@ from pytest_trtcompare.inputs import synthetic_feed
 from pytest_trtcompare.runners.base import TensorSpec
 from pytest_trtcompare.session.runs import make_feeds
 
-from .pytester_helpers import library_says
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import library_says, run
 
 torch = pytest.importorskip("torch")
 
@@ -350,6 +352,68 @@ def test_a_bad_device_is_an_option_error_not_a_traceback_or_a_skip(device, messa
 
     with pytest.raises(RunnerOptionError, match=re.escape(message)):
         runners.create("torch", Keywords(), device=device)
+
+
+@pytest.mark.parametrize("device", ["mps", "xla", "xpu"])
+def test_a_device_this_torch_cannot_use_here_is_a_skip_naming_it(device):
+    from pytest_trtcompare.errors import FrameworkUnavailable
+
+    probe = torch.empty(0)
+    with contextlib.suppress(Exception):
+        probe = torch.empty(0, device=device)
+    if probe.device.type == device:
+        pytest.skip(f"this torch can use {device}")
+    with pytest.raises(FrameworkUnavailable, match=f"cannot use device '{device}' here \\("):
+        runners.create("torch", Keywords(), device=device)
+
+
+def test_the_meta_device_is_an_option_error():
+    from pytest_trtcompare.errors import RunnerOptionError
+
+    with pytest.raises(RunnerOptionError, match="device='meta' holds no values to compare"):
+        runners.create("torch", Keywords(), device="meta")
+
+
+DEVICE_SUITE = """
+import pytest
+import torch
+
+
+@pytest.mark.compare_frameworks(
+    model=torch.nn.Linear(4, 2), frameworks=["torch"], options={"torch": {"device": "mps"}}
+)
+@pytest.mark.shapes({"input": (1, 4)})
+def test_mps(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model=torch.nn.Linear(4, 2), frameworks=["torch"], options={"torch": {"device": "meta"}}
+)
+@pytest.mark.shapes({"input": (1, 4)})
+def test_meta(comparison):
+    pass
+"""
+
+
+@pytest.mark.parametrize("xdist", XDIST)
+def test_a_marker_device_that_cannot_run_skips_and_meta_fails(pytester, xdist):
+    """Through the marker's options as through runners.create: an MPS device on a torch
+    without it is a skip with the reason; `meta` is the user's mistake (an error at setup,
+    as every runner option's)."""
+    if torch.backends.mps.is_available():
+        pytest.skip("this torch can use MPS")
+    pytester.makepyfile(test_devices=DEVICE_SUITE)
+    result = run(pytester, "-rsE", *xdist)
+    result.assert_outcomes(skipped=1, errors=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            f"SKIPPED*torch {torch.__version__} cannot use device 'mps' here (Could not run*",
+            "ERROR *test_meta*device='meta' holds no values to compare; give 'cpu'*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "pytest_trtcompare/" not in result.stdout.str()
 
 
 def test_a_device_index_is_a_cuda_device():

@@ -9,7 +9,8 @@ small data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 
 @dataclass
@@ -37,6 +38,23 @@ class Tuning:
     torch_kept: int = 1 << 22
     #: the page-locked buffer that copies between a CUDA device and the host go through
     staging_bytes: int = 1 << 25
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Only its fields, each of its own type: a switch takes True or False (a string
+        "false" would be true), a size a number not below 0."""
+        kinds = {field.name: field.type for field in fields(self)}
+        if name not in kinds:
+            raise AttributeError(f"TUNING has no {name!r}; it has {', '.join(kinds)}")
+        switch = kinds[name] == "bool"
+        fits = (
+            isinstance(value, bool)
+            if switch
+            else isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        )
+        if not fits:
+            wanted = "True or False" if switch else "a number of at least 0"
+            raise TypeError(f"TUNING.{name} takes {wanted}, not {value!r}")
+        super().__setattr__(name, value)
 
 
 TUNING = Tuning()

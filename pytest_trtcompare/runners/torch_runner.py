@@ -71,6 +71,25 @@ def _device_name(torch: Any, device: Any) -> str:
     )
 
 
+def _check_usable(torch: Any, device: str) -> None:
+    """FrameworkUnavailable (a skip) for a device this torch cannot use here (no CUDA, an
+    MPS or XLA device on a build without it); RunnerOptionError for `meta` (no values)."""
+    if device == "meta":
+        raise RunnerOptionError(
+            "torch runner: device='meta' holds no values to compare; give 'cpu', 'cuda' or 'cuda:N'"
+        )
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise FrameworkUnavailable(f"torch {torch.__version__} sees no CUDA device for {device!r}")
+    if not device.startswith(("cpu", "cuda")):
+        try:
+            torch.empty(0, device=device)
+        except Exception as exc:  # NotImplementedError (MPS, XLA), AssertionError (XPU) ...
+            problem = str(exc).strip().splitlines()[0].split(". ")[0]
+            raise FrameworkUnavailable(
+                f"torch {torch.__version__} cannot use device {device!r} here ({problem})"
+            ) from None
+
+
 #: Hugging Face inputs that index a table, and the config field that says its rows.
 _TABLE_SIZES = {
     "input_ids": "vocab_size",
@@ -141,10 +160,7 @@ class TorchRunner(Runner):
         torch = import_torch()
         self.torch = torch
         device = _device_name(torch, device)
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise FrameworkUnavailable(
-                f"torch {torch.__version__} sees no CUDA device for {device!r}"
-            )
+        _check_usable(torch, device)
         if precision == "tf32" and not device.startswith("cuda"):
             raise PrecisionUnsupported("tf32 is a CUDA matmul mode; the torch runner is on CPU")
         if outputs is not None and outputs != "all" and not isinstance(outputs, (list, tuple)):
