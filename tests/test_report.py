@@ -195,3 +195,17 @@ def test_a_value_beyond_the_actual_dtypes_range_is_called_saturated(dtype):
     ) in text.splitlines()
     within = compare_outputs({"x": np.float16([600.0])}, {"x": np.float32([1.0])}).report()
     assert "saturated" not in within
+
+
+def test_a_histogram_row_with_elements_never_reads_zero_percent():
+    """1 error in 10^4 is 0.01%: the row says <0.1% beside its one-cell bar, not 0.0%."""
+    expected = np.zeros(10_000, np.float32)
+    actual = expected.copy()
+    actual[:9_999] += np.float32(1e-2)
+    actual[9_999] += np.float32(1e-4)
+    text = compare_outputs({"y": actual}, {"y": expected}, atol=1e-3, rtol=0).report()
+    rows = [line.strip() for line in text.splitlines() if line.strip().startswith("[1e-")]
+    assert rows == [
+        "[1e-5, 1e-4)          1  <0.1% █",
+        "[1e-3, 1e-2)       9999 100.0% " + "█" * 32 + "  ← atol",
+    ]

@@ -427,13 +427,17 @@ def _histogram(out: OutputComparison) -> list[str]:
             label = f"[1e{decade}, inf]"
         bar = "█" * max(1, round(_BAR_WIDTH * count / peak))
         mark = "  ← atol" if decade is not None and decade == atol_decade else ""
-        lines.append(f"    {label:>16} {count:>10} {100 * count / total:5.1f}% {bar}{mark}")
+        lines.append(f"    {label:>16} {count:>10} {_share(count, total)} {bar}{mark}")
     if out.nan_errors:
         bar = "█" * max(1, round(_BAR_WIDTH * out.nan_errors / peak))
-        lines.append(
-            f"    {'NaN':>16} {out.nan_errors:>10} {100 * out.nan_errors / total:5.1f}% {bar}"
-        )
+        lines.append(f"    {'NaN':>16} {out.nan_errors:>10} {_share(out.nan_errors, total)} {bar}")
     return lines
+
+
+def _share(count: int, total: int) -> str:
+    """' 12.5%'; a row with elements never reads 0.0% (' <0.1%')."""
+    share = 100 * count / total
+    return " <0.1%" if 0 < share < 0.05 else f"{share:5.1f}%"
 
 
 def _format_indices(out: OutputComparison, verbosity: int) -> list[str]:
