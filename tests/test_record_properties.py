@@ -84,3 +84,28 @@ def test_the_json_property_is_json_dumps_sorted():
         props = dict(properties.to_properties([record]))
         text = props[f"trtcompare.{record.output}.record"]
         assert text == json.dumps(properties.record_fields(record), sort_keys=True)
+
+
+def test_a_runner_built_bare_on_one_worker_and_described_as_a_twin_on_another_is_one_entry():
+    """xdist: worker 1 described the torch runner bare (built for a `runners` fixture test,
+    no record names it), worker 2 as a twin with how it was bound (its records name it).
+    The report holds the twin's only, as one process would; a bare description that a
+    record names stays."""
+    from pytest_trtcompare.reports.document import report_json
+
+    bare = {"runner": "torch-fp32", "framework": "torch", "device": "cpu"}
+    twin = {**bare, "twin_names": {"inputs": {"x": "x (by name)"}}}
+    other = {"runner": "onnxrt-fp32", "framework": "onnxrt"}
+    record = summary.Record(
+        "test_twin", "y", True, 0.5, 0.1, 0.1, "elemwise", 1.0, 1.0, "x",
+        target_runner="torch-fp32@2", reference_runner="onnxrt-fp32@3",
+    )  # fmt: skip
+    runners = {"torch-fp32@1": bare, "torch-fp32@2": twin, "onnxrt-fp32@3": other}
+    written = json.loads(report_json([record], runners, {}, "0"))["runners"]
+    assert written == {"onnxrt-fp32@3": other, "torch-fp32@2": twin}
+    named_bare = summary.Record(
+        "test_bare", "y", True, 0.5, 0.1, 0.1, "elemwise", 1.0, 1.0, "x",
+        target_runner="torch-fp32@1",
+    )  # fmt: skip
+    written = json.loads(report_json([record, named_bare], runners, {}, "0"))["runners"]
+    assert set(written) == set(runners)

@@ -47,11 +47,28 @@ def report_json(
         "inference_ms": timings.inference_times(items),
         "layers": list(layers),
         "outputs": [properties.record_fields(r) for r in sorted(items, key=lambda r: -r.margin)],
-        "runners": dict(sorted(runners.items())),
+        "runners": dict(sorted(described(runners, items).items())),
         "runner_builds": dict(builds),
         "goldens": dict(goldens or {"modules": {}, "passed": [], "used": []}),
     }
     return json.dumps(document, indent=2, sort_keys=True, default=str)
+
+
+def described(runners: Mapping[str, Any], items: Sequence[Record]) -> dict[str, Any]:
+    """The runners' descriptions, less one that no record names and another holds whole: the
+    same runner built where no test described it, and described by a test elsewhere with
+    how it was bound (a twin's `twin_names`). One process keeps it out as it goes; across
+    xdist workers it is dropped here, so the report does not depend on which worker built
+    what."""
+    named = {key for r in items for key in (r.target_runner, r.reference_runner)}
+    return {
+        key: info
+        for key, info in runners.items()
+        if key in named
+        or not any(
+            other is not info and info.items() <= other.items() for other in runners.values()
+        )
+    }
 
 
 @dataclass
