@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 
 CONFTEST = """
 import numpy as np
@@ -285,7 +285,7 @@ def test_callable_only_comparison(pytester):
     assert _outcome(result, "test_series[approximation-fp32]") == "PASSED"
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_ini_tolerances_and_command_line_precedence(pytester, xdist):
     pytester.makeconftest(CONFTEST)
     pytester.makeini("[pytest]\ntrtcompare_tolerances =\n    bf16: atol=1e-7 rtol=1e-7\n")

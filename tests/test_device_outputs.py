@@ -1,7 +1,8 @@
 """A torch runner's outputs stay where it made them (issue 36 item 4): on a GPU it returns its
 tensors, which are compared there. `TUNING.torch` makes a CPU runner do the same, so CI runs
 every consumer of such outputs: the comparison, goldens written and checked, the fp64
-check's runs, an isolated worker's pipe, and the failure artifacts."""
+check's runs, the failure artifacts, and (`pack`, unit-tested: a worker process does not
+read the conftest that sets the switch) an isolated worker's pipe."""
 
 from __future__ import annotations
 
@@ -81,12 +82,6 @@ def test_golden(comparison):
     pass
 
 
-@pytest.mark.compare_frameworks(model=model(), frameworks=["torch"], isolate=True)
-@SHAPES
-def test_isolated(comparison):
-    pass
-
-
 @pytest.mark.compare_frameworks(
     model=model(), frameworks=["torch"], tolerance={"atol": 0, "rtol": 0}
 )
@@ -100,9 +95,9 @@ def _outcome(pytester, xdist: list[str], switch: bool) -> tuple[list[str], list[
     pytester.makeconftest(f"from pytest_trtcompare.engine import TUNING\nTUNING.torch = {switch}")
     pytester.makepyfile(test_device=SUITE)
     written = run(pytester, "--trt-precision=fp16", "--trt-update-goldens", *xdist)
-    written.assert_outcomes(passed=2, failed=1)
+    written.assert_outcomes(passed=1, failed=1)
     checked = run(pytester, "--trt-precision=fp16", "--trt-artifacts-dir=arts", *xdist)
-    checked.assert_outcomes(passed=2, failed=1)
+    checked.assert_outcomes(passed=1, failed=1)
     lines = checked.stdout.lines
     start = next(i for i, line in enumerate(lines) if "outputs out of tolerance" in line)
     end = next(i for i in range(start, len(lines)) if "artifacts:" in lines[i])
@@ -112,13 +107,36 @@ def _outcome(pytester, xdist: list[str], switch: bool) -> tuple[list[str], list[
 @pytest.mark.parametrize("xdist", XDIST)
 def test_outputs_kept_as_tensors_reach_every_consumer(pytester, xdist):
     """Under the switch the torch runner hands out tensors: a golden is written from them and
-    checked against them, an isolated worker sends them, a failure writes their artifacts;
-    the outcomes and the failure report are the host's."""
+    checked against them, a failure writes their artifacts; the outcomes and the failure
+    report are the host's."""
     kept = _outcome(pytester, xdist, switch=True)
     assert kept == _outcome(pytester, xdist, switch=False)
     report, artifacts = kept
     assert any("worst elements" in line for line in report)
     assert any(name.endswith(".actual.npy") for name in artifacts), artifacts
+
+
+def test_an_isolated_workers_pipe_takes_tensors_through_the_buffer(monkeypatch, tmp_path):
+    """runners/isolated_serve.py `pack`: a worker's tensors cross as host arrays, copied
+    through `STAGING` (a CUDA tensor's through the pinned buffer; here, under the switch, a
+    CPU tensor's through the unpinned one), bfloat16 and large ones (a file) too."""
+    from pytest_trtcompare.engine import STAGING
+    from pytest_trtcompare.runners.isolated_serve import pack, unpack
+
+    monkeypatch.setattr(TUNING, "torch", True)
+    monkeypatch.setattr(STAGING, "buffer", None)
+    outputs = {
+        "y": torch.linspace(-1, 1, 12).reshape(3, 4).t(),
+        "half": torch.linspace(-1, 1, 6, dtype=torch.bfloat16),
+        "big": torch.arange(1 << 20, dtype=torch.int64),
+    }
+    crossed = unpack(pack(outputs, tmp_path, "p"))
+    assert STAGING.buffer is not None and not STAGING.buffer.is_pinned()
+    assert all(type(value) is np.ndarray for value in crossed.values())
+    np.testing.assert_array_equal(crossed["y"], outputs["y"].numpy())
+    assert str(crossed["half"].dtype) == "bfloat16"
+    np.testing.assert_array_equal(crossed["half"].astype(np.float32), outputs["half"].float())
+    np.testing.assert_array_equal(crossed["big"], outputs["big"].numpy())
 
 
 def _staging_cases():

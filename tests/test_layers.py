@@ -122,7 +122,7 @@ def test_failure_names_the_node_and_lists_only_what_matters(pytester, suite, xdi
     assert len(document["outputs"]) == 3
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_report_mode_passes_on_the_outputs_and_warns_with_the_divergence(pytester, suite, xdist):
     suite(', layers="report"')
     result = run(pytester, "--trt-precision=fp16", "--trt-report=r.json", *xdist)
@@ -140,7 +140,7 @@ def test_report_mode_passes_on_the_outputs_and_warns_with_the_divergence(pyteste
     assert summary["passed"] is True and summary["layers"] == "report"
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_command_line_gates_over_the_marker(pytester, suite, xdist):
     suite(', layers="report"')
     result = run(pytester, "--trt-precision=fp16", "--trt-layers=gate", *xdist)
@@ -393,7 +393,7 @@ def test_a_per_layer_golden_reports_as_a_per_layer_comparison(pytester, xdist, m
     )
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_outputs_all_misspelt_is_refused_not_taken_for_an_output_name(pytester, xdist):
     """outputs="al" is a typo of "all", not an output called 'al' (a new-user trial got
     'model has no output(s) ['al']' at setup)."""

@@ -25,6 +25,7 @@ from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
+from .staging import STAGING
 from .statistic import Statistic, register_statistic
 from .tolerance import (
     FIELD_NAMES,
@@ -54,6 +55,7 @@ __all__ = [
     "PRECISIONS",
     "RULES",
     "SHAPE_CHECKS",
+    "STAGING",
     "STAT_CHECKS",
     "THRESHOLD_CHECKS",
     "TUNING",

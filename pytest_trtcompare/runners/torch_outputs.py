@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import STAGING
 from ..errors import InvalidOutputError
 
 
@@ -136,7 +137,7 @@ def to_numpy(tensor: Any) -> np.ndarray:
     tensor = tensor.detach()
     if tensor.is_nested:
         raise InvalidOutputError("a nested tensor cannot be compared; unbind it first")
-    tensor = tensor.cpu()
+    tensor = STAGING.to_host(tensor)  # a CUDA tensor's through the pinned buffer
     name = str(tensor.dtype).removeprefix("torch.")
     if name.startswith(("bfloat16", "float8")):
         try:
