@@ -395,7 +395,7 @@ class Quantiles:
         self._reread = reread
         self.windows: list[tuple[str, Window]] = []
         self._kept: list[tuple[Any, Any, Any]] = []
-        self._kept_count, self._too_many = 0, False
+        self._kept_count = 0  # (past TUNING.torch_kept it stops counting: too many)
         self.dense = False
         if sample is not None and size:
             parts: dict[str, list[np.ndarray]] = {"abs": [], "rel": []}
@@ -416,9 +416,8 @@ class Quantiles:
                 kept = (chunk.xp, d[d > 0], r[r > 0])
                 self._kept.append(kept)
                 self._kept_count += kept[1].shape[0] + kept[2].shape[0]
-                self._too_many = self._kept_count > TUNING.torch_kept
-            if self._too_many:  # `compute` reads the errors again
-                self._kept = []
+                if self._too_many:  # `compute` reads the errors again
+                    self._kept = []
         elif chunk.equal:
             for _, window in self.windows:
                 window.add_zeros(chunk.compared)
@@ -452,13 +451,16 @@ class Quantiles:
             window.keep((refined.abs_err if kind == "abs" else refined.rel_err)[inside])
         self.dense = chunk.whole is not None
 
+    @property
+    def _too_many(self) -> bool:
+        return self._kept_count > TUNING.torch_kept
+
     def merge(self, other: Quantiles) -> None:
         """Adds the other half of the same pair (its windows, from the same sample, are
         these; where they are not, the exact selection decides)."""
         self.compared += other.compared
         self._kept += other._kept
         self._kept_count += other._kept_count
-        self._too_many |= other._too_many or self._kept_count > TUNING.torch_kept
         if self._too_many:
             self._kept = []
         if len(self.windows) != len(other.windows):

@@ -53,13 +53,6 @@ class Reporter:
         if info and key is not None:
             self.descriptions[key] = {k: v for k, v in info.items() if k != "inference_ms"}
 
-    def describe_built(self, info: Mapping[str, Any]) -> None:
-        """A runner built this session, unless a description kept already holds all of its
-        (a twin's is the same runner's with how it was bound): so a runner that only
-        goldens used is described, and none twice."""
-        if not any(info.items() <= kept.items() for kept in self.descriptions.values()):
-            self.describe(info)
-
     def logreport(self, report: pytest.TestReport) -> None:
         # A test's user_properties grow through its setup, call and teardown, and each report
         # carries all of them so far: the teardown's holds every record once (a compare in a

@@ -138,9 +138,10 @@ class SessionHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config
-        for runner in self.state.cases.runners.built():  # those of no record too
+        # those of no record too (a twin's bare description: reports/document.py `described`)
+        for runner in self.state.cases.runners.built():
             try:
-                self.state.reporter.describe_built(runner.describe())
+                self.state.reporter.describe(runner.describe())
             except Exception as exc:  # a description must not fail the session
                 _log.debug("no description of %s for the report: %s", runner.name, exc)
         builds = RunnersFixture(self.state.cases.runners).builds

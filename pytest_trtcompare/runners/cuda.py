@@ -8,7 +8,6 @@ is installed with CUDA, `as_torch` hands a device allocation to torch: the tenso
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -33,15 +32,6 @@ class CudaApi(Protocol):
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None: ...
     def torch_tensors(self) -> bool: ...
     def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
-
-
-def torch_sees_cuda() -> bool:
-    """Whether torch is installed and sees a CUDA device (`as_torch` can be used)."""
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch
-
-    return bool(torch.cuda.is_available())
 
 
 class DeviceMemory:
@@ -141,8 +131,8 @@ class CudaBindingsApi:
         kind = self.rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
         self._check(self.rt.cudaMemcpyAsync(array.ctypes.data, pointer, array.nbytes, kind, stream))
 
-    def torch_tensors(self) -> bool:
-        return torch_sees_cuda()
+    def torch_tensors(self) -> bool:  # torch installed and seeing a device: `as_torch`
+        return visible_device_count("torch") > 0
 
     def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         return torch_over(self.free, pointer, shape, dtype, self.device)
@@ -204,8 +194,8 @@ class PyCudaApi:
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
         self.driver.memcpy_dtoh_async(array, pointer, self._streams[stream])
 
-    def torch_tensors(self) -> bool:
-        return torch_sees_cuda()
+    def torch_tensors(self) -> bool:  # torch installed and seeing a device: `as_torch`
+        return visible_device_count("torch") > 0
 
     def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         return torch_over(self.free, pointer, shape, dtype, self._device)
