@@ -40,7 +40,8 @@ def figures(found: dict[str, object]) -> dict[str, object]:
     cosine = found["cosine"]
     cosine.compute()  # adds the equal chunks' squares to its sums
     shown = {name: s.compute() for name, s in found.items() if name not in ("means", "cosine")}
-    return {**shown, "sums": (*found["means"].compute(), cosine.aa, cosine.ee, cosine.dd)}
+    means = found["means"].compute().values()
+    return {**shown, "sums": (*means, cosine.aa, cosine.ee, cosine.dd)}
 
 
 @settings(

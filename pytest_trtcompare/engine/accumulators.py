@@ -1,11 +1,10 @@
-"""The statistics of one output, each an accumulator fed chunk by chunk.
+"""The statistics of one output, each a `Statistic` fed chunk by chunk.
 
-Every statistic has the same small interface (`statistic.Statistic`'s): `update(chunk)`
-for each ErrorChunk (equal, float64 or float32; see `chunks`), `merge(other)` for the same
-statistic of the chunks after them, `compute()` for its figures. Each is written once,
-against float64 errors; a float32 chunk only narrows which elements it must `refine`.
-The ones here decide a verdict and describe a passing output; `figures` holds those of a
-failure report.
+Each is fed ErrorChunks (equal, float64 or float32; see `chunks`) and written once, against
+float64 errors; a float32 chunk only narrows which elements it must `refine`. They are read
+(`compute`) under np.errstate(all="ignore"): sums of float32 squares may overflow, and then
+they take float64's. The ones here decide a verdict and describe a passing output; `figures`
+holds those of a failure report.
 """
 
 from __future__ import annotations
@@ -13,11 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from .chunks import ErrorChunk, dot, mismatch_mask, namespace_of, total, zero_unless
+from .statistic import Statistic
 from .tolerance import Tolerance
 
 #: A float32 ratio this far from 1 is surely on its side of 1 (it is within ~1e-7 of exact).
@@ -27,69 +27,53 @@ _SCREEN_BAND = 1e-5
 _SURELY_WITHIN = 1.0 - 1e-12
 #: Below the smallest normal float64, allowed errors lose precision: no skipping.
 _TINY = float(np.finfo(np.float64).tiny)
+#: The counts the verdict sums over chunks
+_SUMMED = (
+    "compared",
+    "mismatches",
+    "nan_errors",
+    "nan_actual",
+    "nan_expected",
+    "inf_actual",
+    "inf_expected",
+)
 
 
-class Accumulator(Protocol):
-    """A statistic: fed every chunk of the pair once, in any order (`update`), then read
-    (`compute`, under np.errstate(all="ignore"): sums of float32 squares may overflow, and
-    then it takes float64's). `merge` adds the same statistic of the chunks that follow
-    (the second half of the pair): the two halves give the figures of the whole."""
+class Verdict(Statistic):
+    """Counts and the elementwise verdict (mismatches and the margin: the largest error
+    over its allowed error); `failing` tells whether the last chunk failed."""
 
-    def update(self, chunk: ErrorChunk) -> None: ...
+    figures = ("count", *_SUMMED[1:], "nan_positions_match", "margin")
 
-    def merge(self, other: Any) -> None: ...
-
-    def compute(self) -> object: ...
-
-
-@dataclass
-class Counts:
-    """The verdict's counts: compared elements, mismatches, NaN/Inf, and the margin."""
-
-    compared: int = 0
-    mismatches: int = 0  # out of tolerance by the elementwise rule, NaN errors excluded
-    nan_errors: int = 0
-    nan_actual: int = 0
-    nan_expected: int = 0
-    inf_actual: int = 0
-    inf_expected: int = 0
-    nan_positions_differ: bool = False
-    margin: float = 0.0  # largest error / allowed error
-
-
-class Verdict:
-    """Counts and the elementwise verdict; `failing` tells whether the last chunk failed."""
-
-    def __init__(self, tol: Tolerance) -> None:
-        self.counts = Counts()
-        self.tol = tol
+    def __init__(self, tolerance: Tolerance) -> None:
+        super().__init__(tolerance)
+        self.counts = dict.fromkeys(_SUMMED, 0)
+        self.nan_positions_differ = False
+        self.margin = 0.0
         self.failing = False
 
     def update(self, chunk: ErrorChunk) -> None:
         c = self.counts
-        c.compared += chunk.compared
+        c["compared"] += chunk.compared
         special = chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected
         if special:  # (NaN errors come with NaN values)
-            c.nan_errors += chunk.nan_errors
-            c.nan_actual += chunk.nan_actual
-            c.nan_expected += chunk.nan_expected
-            c.inf_actual += chunk.inf_actual
-            c.inf_expected += chunk.inf_expected
-            c.nan_positions_differ |= chunk.nan_positions_differ
+            for name in _SUMMED[2:]:
+                c[name] += getattr(chunk, name)
+            self.nan_positions_differ |= chunk.nan_positions_differ
         if chunk.equal:  # every error 0
             self.failing = bool(chunk.nan_errors)
             return
         mismatches = 0
         margin = chunk.margin
-        c.margin = max(c.margin, margin)
+        self.margin = max(self.margin, margin)
         if not chunk.abs_err.shape[0]:
             pass
         elif not chunk.exact:
             if margin > 1 - _SCREEN_BAND:
                 mismatches = self._screened(chunk)
         else:
-            mismatches = float64_mismatches(chunk, self.tol)
-        c.mismatches += mismatches
+            mismatches = float64_mismatches(chunk, self.tolerance)
+        c["mismatches"] += mismatches
         self.failing = bool(mismatches or chunk.nan_errors)
 
     def _screened(self, chunk: ErrorChunk) -> int:
@@ -103,20 +87,25 @@ class Verdict:
         if not band.shape[0]:
             return sure
         refined = chunk.refine(band, dense=False)  # few; the report may want the chunk whole
-        return sure + int(np.count_nonzero(mismatch_mask(refined, self.tol)))
+        return sure + int(np.count_nonzero(mismatch_mask(refined, self.tolerance)))
 
     def merge(self, other: Verdict) -> None:
-        mine, theirs = self.counts, other.counts
-        for name in ("compared", "mismatches", "nan_errors", "nan_actual", "nan_expected"):
-            setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
-        mine.inf_actual += theirs.inf_actual
-        mine.inf_expected += theirs.inf_expected
-        mine.nan_positions_differ |= theirs.nan_positions_differ
-        mine.margin = max(mine.margin, theirs.margin)
+        for name in _SUMMED:
+            self.counts[name] += other.counts[name]
+        self.nan_positions_differ |= other.nan_positions_differ
+        self.margin = max(self.margin, other.margin)
         self.failing = other.failing
 
-    def compute(self) -> Counts:
-        return self.counts
+    def compute(self) -> dict[str, Any]:
+        """NaN errors are mismatches, and make the margin infinite."""
+        c = self.counts
+        return dict(
+            count=c["compared"] + c["nan_errors"],
+            mismatches=c["mismatches"] + c["nan_errors"],
+            **{name: c[name] for name in _SUMMED[2:]},
+            nan_positions_match=not self.nan_positions_differ,
+            margin=math.inf if c["nan_errors"] else self.margin,
+        )
 
 
 def float64_mismatches(chunk: ErrorChunk, tol: Tolerance) -> int:
@@ -149,8 +138,10 @@ _Screened = list[tuple[int, int, float, float]]
 Remake = Callable[[int], ErrorChunk]
 
 
-class Extremes:
-    """The largest absolute and relative errors and where they are.
+class Extremes(Statistic):
+    """The largest absolute and relative errors, and where they are (`greatest_abs`,
+    `greatest_rel`: flat indices, -1 for none, which the comparison reads as elements);
+    None where every error is NaN.
 
     |a - e| rounded to float32 is monotone in the exact difference, so the exact maximum is
     among the float32 maxima: `finish` refines those candidates once, in the chunks whose
@@ -158,14 +149,21 @@ class Extremes:
     second rounding); a chunk already computed whole gives its float64 maxima at once.
     """
 
+    figures = ("max_abs_error", "max_rel_error", "greatest_abs", "greatest_rel")
     _REL_SLACK = np.float32(1 - 1e-6)
 
     def __init__(self, remake: Remake) -> None:
         self.abs, self.rel = Extreme(), Extreme()
         self._screened: _Screened = []
         self._remake = remake
+        self._elements = 0  # (NaN errors included)
+
+    @classmethod
+    def for_pair(cls, pair: Any) -> Extremes:
+        return cls(pair.remake)
 
     def update(self, chunk: ErrorChunk) -> None:
+        self._elements += chunk.size
         if chunk.equal:  # every error 0, at the first element that is not a NaN error
             at = chunk.start
             if chunk.nan_errors == chunk.size:
@@ -196,21 +194,28 @@ class Extremes:
         self.abs.offer(other.abs.value, other.abs.at)
         self.rel.offer(other.rel.value, other.rel.at)
         self._screened += other._screened  # refined in `compute`, by the same pair's remake
+        self._elements += other._elements
 
-    def compute(self) -> tuple[Extreme, Extreme]:
-        if not self._screened:
-            return self.abs, self.rel
-        with np.errstate(all="ignore"):
-            return self._finish_screened()
+    def compute(self) -> dict[str, Any]:
+        if self._screened:
+            with np.errstate(all="ignore"):
+                self._finish_screened()
+        none = self._elements and self.abs.at < 0  # every error NaN
+        return dict(
+            max_abs_error=None if none else self.abs.value,
+            max_rel_error=None if none else self.rel.value,
+            greatest_abs=self.abs.at,
+            greatest_rel=self.rel.at,
+        )
 
-    def _finish_screened(self) -> tuple[Extreme, Extreme]:
-        screened = self._screened
+    def _finish_screened(self) -> None:
+        screened, self._screened = self._screened, []
         best_abs = max(item[2] for item in screened)
         best_rel = max(item[3] for item in screened)
         if best_abs == 0:  # float32 |a - e| is 0 only for a == e: every error is exactly 0
             self.abs.offer(0.0, screened[0][1])
             self.rel.offer(0.0, screened[0][1])
-            return self.abs, self.rel
+            return
         rel_floor = np.float32(best_rel) * self._REL_SLACK
         for start, _, top_abs, top_rel in screened:
             if top_abs < best_abs and top_rel < rel_floor:
@@ -220,7 +225,6 @@ class Extremes:
                 self._best(chunk, np.flatnonzero(chunk.abs_err == np.float32(best_abs)), 0)
             if top_rel >= rel_floor:
                 self._best(chunk, np.flatnonzero(chunk.rel_err >= rel_floor), 1)
-        return self.abs, self.rel
 
     def _best(self, chunk: ErrorChunk, candidates: np.ndarray, which: int) -> None:
         """Offers the float64 maximum of abs (0) or rel (1) errors among the candidates."""
@@ -230,8 +234,10 @@ class Extremes:
         (self.rel if which else self.abs).offer(float(values[best]), refined.flat_index(best))
 
 
-class Means:
-    """Sums of the absolute and relative errors, for their means."""
+class Means(Statistic):
+    """The means of the absolute and relative errors (NaN errors left out)."""
+
+    figures = ("mean_abs_error", "mean_rel_error")
 
     def __init__(self) -> None:
         self.sum_abs = self.sum_rel = 0.0
@@ -253,16 +259,21 @@ class Means:
         self.sum_rel += other.sum_rel
         self.compared += other.compared
 
-    def compute(self) -> tuple[float, float]:
-        if not self.compared:
-            return 0.0, 0.0
-        return self.sum_abs / self.compared, self.sum_rel / self.compared
+    @classmethod
+    def for_pair(cls, pair: Any) -> Means:
+        return cls()
+
+    def compute(self) -> dict[str, float]:
+        count = max(1, self.compared)
+        return dict(mean_abs_error=self.sum_abs / count, mean_rel_error=self.sum_rel / count)
 
 
-class Cosine:
+class Cosine(Statistic):
     """The cosine similarity over pairs where both values are finite, from |a|^2, |e|^2 and
     |a-e|^2 in float64 (float32 sums for passing float32 chunks: errors past the tolerance
     make 1 - cos hang on |a| - |e|, which float32 sums of squares lose)."""
+
+    figures = ("cosine_similarity",)
 
     def __init__(self) -> None:
         self.aa = self.ee = self.dd = 0.0
@@ -297,14 +308,19 @@ class Cosine:
         self._equal += other._equal
         self._all_equal &= other._all_equal
 
-    def compute(self) -> float:
+    @classmethod
+    def for_pair(cls, pair: Any) -> Cosine:
+        return cls()
+
+    def compute(self) -> dict[str, float]:
         if self._equal and not self._all_equal:  # the equal chunks' squares count too
             squares = 0.0
             for c in self._equal:
                 squares += _squares(c.side(), bool(c.nan_actual or c.inf_actual))
             self.aa += squares
             self.ee += squares
-        return cosine_from_sums(self.aa, self.ee, self.dd)
+            self._equal = []
+        return dict(cosine_similarity=cosine_from_sums(self.aa, self.ee, self.dd))
 
 
 #: A float32 chunk's sums give its cosine term to about this many times their own rounding

@@ -26,11 +26,11 @@ from .arrays import (
 )
 from .indices import compare_indices, top_k_indices
 from .metrics import compute_metrics, require_rows
-from .outputs import WORST_ELEMENTS, ElementError, OutputComparison
-from .quantiles import OrderStatistics
+from .outputs import ElementError, OutputComparison
+from .quantiles import Quantiles
 from .report import plural
 from .results import ComparisonResult, OutputMismatchError
-from .scan import FailureDetails, Pair, Report, Statistics, scan
+from .scan import Pair, Report, scan
 from .tensors import placed_together
 from .tolerance import (
     Entry,
@@ -303,6 +303,10 @@ def _elements(pair: Pair, shape: tuple[int, ...], flats: list[int]) -> dict[int,
     }
 
 
+#: The statistic each check compares with (atol, rtol): the result's f"{it}_abs_error" ...
+_CHECKED = {"elemwise": "max", "max": "max", "mean": "mean", "median": "median"}
+
+
 def _values_result(
     a: Any,
     e: Any,
@@ -317,94 +321,68 @@ def _values_result(
     failed); `gated=False`: `tol`'s verdict decides nothing (metric checks alone), so its
     mismatches call for no report."""
     pair = Pair(a, e, (a_kind, e_kind), tol)
-    report = Report(pair, WORST_ELEMENTS)
+    report = Report(pair)
     # The report is built in the scan's pass: from the first mismatch on (an elementwise
     # check fails exactly when there is one), or from the start for an order statistic or
     # when it is wanted anyway.
-    if tol.check in ("median", "quantile") or details_wanted:
+    order_check = tol.check in ("median", "quantile")
+    if order_check or details_wanted:
         report.begin(0)
     fused = report.active or (gated and tol.check == "elemwise")
-    s = scan(pair, report if fused else None)
-    extra: dict[str, Any] = {}
-    details: FailureDetails | None = None
-    if tol.check in ("median", "quantile"):
-        details, order = report.finish()
-        extra.update(_order_stats(order))
-    stat_abs, stat_rel = _checked_statistic(tol.check, s, extra)
+    figures = scan(pair, report if fused else None)
+    if order_check:
+        figures.update((name, report.finish()[name]) for name in Quantiles.figures)
+    checked = _CHECKED.get(tol.check, "quantile")
+    # (no maxima where every error is NaN: those fail)
+    stat_abs = figures[f"{checked}_abs_error"] or 0.0
+    stat_rel = figures[f"{checked}_rel_error"] or 0.0
+    nan_errors = figures["nan_errors"]
     if tol.check == "elemwise":
-        passed = s.mismatches == 0
-        margin = s.margin
+        passed = figures["mismatches"] == 0
     else:
-        passed = s.nan_errors == 0 and not (stat_abs > tol.atol and stat_rel > tol.rtol)
-        margin = (
-            math.inf
-            if s.nan_errors
-            else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
+        passed = nan_errors == 0 and not (stat_abs > tol.atol and stat_rel > tol.rtol)
+        figures["margin"] = (
+            math.inf if nan_errors else min(_ratio(stat_abs, tol.atol), _ratio(stat_rel, tol.rtol))
         )
-    shape = tuple(a.shape)
-    report_wanted = (gated and not passed) or details_wanted
-    if report_wanted and details is None:
-        details, order = report.finish()
-        extra.update(_order_stats(order))
-    worst = [flat for flat, _ in details.worst] if report_wanted and details is not None else []
-    greatest = [flat for flat in (s.max_abs_at, s.max_rel_at) if flat >= 0]  # -1: none
-    elements = _elements(pair, shape, [*worst, *greatest])
-    if report_wanted and details is not None:
-        extra["worst"] = tuple(elements[flat] for flat in worst)
-        extra["histogram"] = details.histogram
-        if tol.check == "elemwise":
-            extra["required_atol_at_rtol"] = details.required_atol
-            extra["required_rtol_at_atol"] = details.required_rtol
-            if not s.nan_errors and details.worst:  # float64's, where the scan had float32's
-                margin = details.worst[0][1]
-    greatest_abs = elements.get(s.max_abs_at)
-    if not passed and gated:
-        extra["failure"] = special_failure(s, extra.get("worst", ()), greatest_abs)
-    none_compared = s.count > 0 and s.nan_errors == s.count
-    return OutputComparison(
+    worst: list[int] = []
+    if (gated and not passed) or details_wanted:
+        figures.update(report.finish())
+        worst = [flat for flat, _ in figures["worst"]]
+        if tol.check == "elemwise" and not nan_errors and worst:
+            figures["margin"] = figures["worst"][0][1]  # float64's, where the scan had float32's
+    greatest = [figures["greatest_abs"], figures["greatest_rel"]]
+    elements = _elements(pair, tuple(a.shape), [*worst, *(flat for flat in greatest if flat >= 0)])
+    figures.update(
+        worst=tuple(elements[flat] for flat in worst),
+        greatest_abs=elements.get(greatest[0]),
+        greatest_rel=elements.get(greatest[1]),
         passed=passed,
-        count=s.count,
-        mismatches=s.mismatches,
-        max_abs_error=None if none_compared else s.max_abs,
-        max_rel_error=None if none_compared else s.max_rel,
-        greatest_abs=greatest_abs,
-        greatest_rel=elements.get(s.max_rel_at),
-        mean_abs_error=s.mean_abs,
-        mean_rel_error=s.mean_rel,
-        nan_errors=s.nan_errors,
-        nan_actual=s.nan_actual,
-        nan_expected=s.nan_expected,
-        inf_actual=s.inf_actual,
-        inf_expected=s.inf_expected,
-        nan_positions_match=not s.nan_positions_differ,
-        cosine_similarity=s.cosine_similarity,
-        statistics=s.statistics,
         required_atol=stat_abs,
         required_rtol=stat_rel,
-        margin=margin,
-        **extra,
-        **header,
     )
+    result = OutputComparison(**figures, **header)
+    if not passed and gated:
+        result = dataclasses.replace(result, failure=special_failure(result))
+    return result
 
 
-def special_failure(
-    s: Statistics, worst: tuple[ElementError, ...], greatest: ElementError | None
-) -> str | None:
+def special_failure(out: OutputComparison) -> str | None:
     """A failure by NaN errors or Inf against a finite value, as what it is: 'NaN in actual
     at 3 positions, first (0, 0)'; None when the errors are numbers."""
-    if s.nan_errors:
-        nan_errors = [el for el in worst if math.isnan(el.abs_error)]
+    if out.nan_errors:
+        nan_errors = [el for el in out.worst if math.isnan(el.abs_error)]
         with_nan = [el for el in nan_errors if math.isnan(el.actual) or math.isnan(el.expected)]
         first = next((el.index for el in with_nan or nan_errors), None)
-        sides = _sides("NaN", s.nan_actual, s.nan_expected)
-        text = sides or plural(s.nan_errors, "NaN error", "NaN errors") + " (Inf - Inf)"
+        sides = _sides("NaN", out.nan_actual, out.nan_expected)
+        text = sides or plural(out.nan_errors, "NaN error", "NaN errors") + " (Inf - Inf)"
         return text + (f", first {first}" if first is not None else "")
+    greatest = out.greatest_abs
     if greatest is None or not math.isinf(greatest.abs_error):
         return None
     values = (float(greatest.actual), float(greatest.expected))
     if not any(math.isinf(value) for value in values):
         return None  # finite values too far apart for float64
-    return f"{_sides('Inf', s.inf_actual, s.inf_expected)}, first mismatch {greatest.index}"
+    return f"{_sides('Inf', out.inf_actual, out.inf_expected)}, first mismatch {greatest.index}"
 
 
 def _sides(what: str, actual: int, expected: int) -> str:
@@ -415,25 +393,6 @@ def _sides(what: str, actual: int, expected: int) -> str:
         if count
     ]
     return f"{what} {' and '.join(parts)}" if parts else ""
-
-
-def _order_stats(order: OrderStatistics) -> dict[str, float]:
-    return dict(
-        median_abs_error=order.median_abs,
-        median_rel_error=order.median_rel,
-        quantile_abs_error=order.quantile_abs,
-        quantile_rel_error=order.quantile_rel,
-    )
-
-
-def _checked_statistic(check: str, s: Statistics, extra: Mapping[str, Any]) -> tuple[float, float]:
-    """The (abs, rel) statistic a check compares with (atol, rtol)."""
-    if check in ("elemwise", "max"):
-        return s.max_abs, s.max_rel
-    if check == "mean":
-        return s.mean_abs, s.mean_rel
-    prefix = "median" if check == "median" else "quantile"
-    return extra[f"{prefix}_abs_error"], extra[f"{prefix}_rel_error"]
 
 
 def _ratio(value: float, allowed: float) -> float:

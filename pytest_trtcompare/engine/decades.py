@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .chunks import NUMPY, ErrorChunk
+from .statistic import Statistic
 
 _CAP = 1e300  # larger errors (and Inf) count in the decade of 1e300, as before
 CAP_DECADE = 300  # that decade: the report labels it [1e300, inf]
@@ -78,8 +79,11 @@ def top_counts(values: np.ndarray) -> np.ndarray:
     return np.bincount(values.view(np.int64) >> TOP_SHIFT)
 
 
-class Decades:
-    """Counts of floor(log10 x) for streamed non-negative float64 values, 0 counted apart."""
+class Decades(Statistic):
+    """The histogram of the absolute errors: counts of floor(log10 x) for streamed
+    non-negative float64 values, 0 counted apart."""
+
+    figures = ("histogram",)
 
     def __init__(self) -> None:
         self._top = np.zeros(_KEYS, dtype=np.int64)
@@ -87,6 +91,10 @@ class Decades:
         self._subnormal: dict[int, int] = {}
         self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
+
+    @classmethod
+    def for_pair(cls, pair: Any) -> Decades:
+        return cls()
 
     def update(self, chunk: ErrorChunk) -> None:
         """Adds a chunk's |a - e| (a float32 chunk's by `add_float32`)."""
@@ -111,8 +119,8 @@ class Decades:
                 mine[decade] = mine.get(decade, 0) + count
         self.zeros += other.zeros
 
-    def compute(self) -> tuple[tuple[int | None, int], ...]:
-        return self.histogram()
+    def compute(self) -> dict[str, tuple[tuple[int | None, int], ...]]:
+        return dict(histogram=self.histogram())
 
     def _add_by_definition(self, values: Any, xp: Any) -> None:
         """floor(log10 x) itself, in any array namespace (what the bit tables give numpy)."""

@@ -16,23 +16,33 @@ from typing import Any
 import numpy as np
 
 from .chunks import SLACK, TINY, ErrorChunk, float32_down
+from .statistic import Statistic
 from .tolerance import Tolerance
 
 #: NaN errors listed among the worst elements, at most: NaN pairs without nan_equal must
 #: not fill the table and hide the finite errors (their count is on a line of its own).
 NAN_SHOWN = 5
+#: Worst elements kept for the report (the report shows 10, or more with -v).
+WORST_ELEMENTS = 25
 _SURE_OVER = 1e-3  # d > atol * (1 + this): (d - atol) / |e| is within 1e-4 of exact
 
 
-class Worst:
+class Worst(Statistic):
     """The lowest-index NaN errors (at most NAN_SHOWN) and then the other elements of the
     largest ratio, `size` in all; a tie in ratio goes to the larger absolute error (with
-    atol = rtol = 0 every ratio is inf), then to the lower index."""
+    atol = rtol = 0 every ratio is inf), then to the lower index. `worst`: (flat index,
+    ratio) of each, worst first, which the comparison reads as elements."""
+
+    figures = ("worst",)
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.heap: list[tuple[float, float, int]] = []  # min-heap: (ratio, abs, -flat index)
         self.nan: list[int] = []  # flat indices of NaN errors, the lowest, ascending
+
+    @classmethod
+    def for_pair(cls, pair: Any) -> Worst:
+        return cls(WORST_ELEMENTS)
 
     def update(self, chunk: ErrorChunk) -> None:
         if chunk.nan_errors and self.nan_may_enter(chunk.start):
@@ -114,20 +124,21 @@ class Worst:
         """The ratio an element must exceed to enter (0 while there is room)."""
         return self.heap[0][0] if self.full() else 0.0
 
-    def compute(self) -> tuple[tuple[int, float], ...]:
-        """(flat index, ratio), worst first."""
+    def compute(self) -> dict[str, tuple[tuple[int, float], ...]]:
         nan = [(flat, math.inf) for flat in self.nan]
         finite = [(-negative, ratio) for ratio, _, negative in sorted(self.heap, reverse=True)]
-        return tuple(nan + finite)[: self.size]
+        return dict(worst=tuple(nan + finite)[: self.size])
 
 
-class Required:
+class Required(Statistic):
     """The sharper tolerances: the atol that passes at the given rtol, the rtol that passes
     at the given atol (maxima over elements; float32 candidates are those near the chunk's
     top, or near the mask's edge where float32 cannot tell the side)."""
 
-    def __init__(self, tol: Tolerance) -> None:
-        self.tol = tol
+    figures = ("required_atol_at_rtol", "required_rtol_at_atol")
+
+    def __init__(self, tolerance: Tolerance) -> None:
+        super().__init__(tolerance)
         self.atol = self.rtol = 0.0
 
     def update(self, chunk: ErrorChunk) -> None:
@@ -138,11 +149,11 @@ class Required:
             if not candidates.shape[0]:
                 return
             chunk = chunk.refine(candidates)
-        atol, rtol = required_tolerances(chunk.whole_chunk(), self.tol)
+        atol, rtol = required_tolerances(chunk.whole_chunk(), self.tolerance)
         self.atol, self.rtol = max(self.atol, atol), max(self.rtol, rtol)
 
     def _candidates(self, chunk: ErrorChunk) -> np.ndarray:
-        tol, d, r = self.tol, chunk.abs_err, chunk.rel_err
+        tol, d, r = self.tolerance, chunk.abs_err, chunk.rel_err
         lo_atol = float32_down(tol.atol * (1 - SLACK) - TINY)
         if tol.rule == "polygraphy":
             lo_rtol = float32_down(tol.rtol * (1 - SLACK) - TINY)
@@ -167,8 +178,8 @@ class Required:
     def merge(self, other: Required) -> None:
         self.atol, self.rtol = max(self.atol, other.atol), max(self.rtol, other.rtol)
 
-    def compute(self) -> tuple[float, float]:
-        return self.atol, self.rtol
+    def compute(self) -> dict[str, float]:
+        return dict(required_atol_at_rtol=self.atol, required_rtol_at_atol=self.rtol)
 
 
 def _kth_largest(values: Any, k: int, xp: Any) -> float:

@@ -11,9 +11,6 @@ from .indices import IndexStats
 from .metrics import MetricResult
 from .tolerance import Tolerance
 
-#: Worst elements kept for the report (the report shows 10, or more with -v).
-WORST_ELEMENTS = 25
-
 
 @dataclass(frozen=True)
 class ElementError:

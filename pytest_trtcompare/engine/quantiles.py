@@ -31,6 +31,7 @@ import numpy as np
 
 from .arrays import host_array
 from .chunks import DENSE, SLACK, TINY, ErrorChunk, float32_down, float32_up, namespace_of
+from .statistic import Statistic
 from .tuning import TUNING
 
 _SIGMAS = 5.0
@@ -367,19 +368,11 @@ def quantile_ranks(count: int, q: float) -> tuple[int, int, float]:
     return low, min(low + 1, count - 1), position - low
 
 
-@dataclass(frozen=True)
-class OrderStatistics:
-    median_abs: float
-    median_rel: float
-    quantile_abs: float
-    quantile_rel: float
-
-
 #: Errors of the whole pair again, as float64 or equal chunks (for the exact selection)
 Reread = Callable[[], Iterable[ErrorChunk]]
 
 
-class Quantiles:
+class Quantiles(Statistic):
     """The median and quantile `q` of |a - e| and of the relative error.
 
     `sample` (float64 ErrorChunks of sampled positions, given for outputs of
@@ -387,6 +380,8 @@ class Quantiles:
     again when a window missed. `dense` tells whether the last chunk placed more than
     1/DENSE of its elements in a window (tied errors: the next is cheaper computed whole).
     """
+
+    figures = ("median_abs_error", "median_rel_error", "quantile_abs_error", "quantile_rel_error")
 
     def __init__(self, q: float, size: int, sample: Iterator[ErrorChunk] | None, reread: Reread):
         self.q = q
@@ -406,6 +401,11 @@ class Quantiles:
             for kind, values in parts.items():
                 found = windows_for(np.concatenate(values), tuple(dict.fromkeys((0.5, q))), cap)
                 self.windows += [(kind, window) for window in found]
+
+    @classmethod
+    def for_pair(cls, pair: Any) -> Quantiles:
+        sample = pair.sample() if pair.windows else None
+        return cls(pair.tol.quantile, pair.n, sample, pair.float64_chunks)
 
     def update(self, chunk: ErrorChunk) -> None:
         self.dense = False
@@ -468,14 +468,15 @@ class Quantiles:
         for (_, mine), (_, theirs) in zip(self.windows, other.windows, strict=True):
             mine.merge(theirs)
 
-    def compute(self) -> OrderStatistics:
+    def compute(self) -> dict[str, float]:
         compared = self.compared
         if not compared:
-            return OrderStatistics(0.0, 0.0, 0.0, 0.0)
+            return dict.fromkeys(self.figures, 0.0)
         qs = {q: quantile_ranks(compared, q)[:2] for q in (0.5, self.q)}
         values: dict[str, dict[int, float]] = {"abs": {}, "rel": {}}
         if self._kept:
-            return self._selected(compared)
+            values["abs"], values["rel"] = self._selected(compared)
+            return self._figures(values, compared)
         missing = set() if self.windows else {"abs", "rel"}
         for kind, window in self.windows:
             found = window.values(qs[window.q])
@@ -487,16 +488,19 @@ class Quantiles:
             ranks = {rank for pair in qs.values() for rank in pair}
             for kind, select in self._select(ranks, compared, sorted(missing)).items():
                 values[kind] = select.values
-        return OrderStatistics(
-            median_abs=quantile_of(values["abs"], compared, 0.5),
-            median_rel=quantile_of(values["rel"], compared, 0.5),
-            quantile_abs=quantile_of(values["abs"], compared, self.q),
-            quantile_rel=quantile_of(values["rel"], compared, self.q),
-        )
+        return self._figures(values, compared)
 
-    def _selected(self, compared: int) -> OrderStatistics:
-        """The order statistics of errors kept whole (a tensor's, on its device): each rank's
-        value by one selection (equal chunks' errors are zeros, below every other)."""
+    def _figures(self, values: dict[str, dict[int, float]], compared: int) -> dict[str, float]:
+        """The figures from the errors at the wanted ranks, by kind ('abs', 'rel')."""
+        return {
+            f"{name}_{kind}_error": quantile_of(values[kind], compared, q)
+            for name, q in (("median", 0.5), ("quantile", self.q))
+            for kind in ("abs", "rel")
+        }
+
+    def _selected(self, compared: int) -> list[dict[int, float]]:
+        """The errors at the wanted ranks, abs and rel, of errors kept whole (a tensor's, on
+        its device): one selection each (equal chunks' errors are zeros, below every other)."""
         xp = self._kept[0][0]
         ranks = {rank for q in (0.5, self.q) for rank in quantile_ranks(compared, q)[:2]}
         found = []
@@ -509,12 +513,7 @@ class Quantiles:
                     for rank in ranks
                 }
             )
-        return OrderStatistics(
-            median_abs=quantile_of(found[0], compared, 0.5),
-            median_rel=quantile_of(found[1], compared, 0.5),
-            quantile_abs=quantile_of(found[0], compared, self.q),
-            quantile_rel=quantile_of(found[1], compared, self.q),
-        )
+        return found
 
     def _select(self, ranks: set[int], count: int, kinds: list[str]) -> dict[str, RankSelect]:
         """The exact radix selection over the errors read again (two or three passes)."""

@@ -1,8 +1,9 @@
-"""One output's comparison: one loop over its chunks, feeding the accumulators.
+"""One output's comparison: one loop over its chunks, feeding the statistics.
 
 `Pair` makes each chunk (`chunks`: equal, float32-screened or float64); `scan` feeds the
-verdict's statistics (`accumulators`) and, from the first failing chunk on (or from the
-start, when a check statistic or the caller wants it), the failure report's (`Report`),
+statistics of every comparison (`SCANNED`, and the registered ones) and, from the first
+failing chunk on (or from the start, when a check statistic or the caller wants it), the
+failure report's (`Report`),
 so a failing output's report costs no second reading of the chunks after its first
 mismatch; `Report.finish` adds the chunks before it.
 """
@@ -11,32 +12,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .accumulators import (
-    Accumulator,
-    Cosine,
-    Extremes,
-    Means,
-    Verdict,
-    cosine_from_sums,
-    float64_mismatches,
-)
+from .accumulators import Cosine, Extremes, Means, Verdict
 from .arrays import Kind, is_torch_tensor
-from .chunks import Arithmetic, Equality, ErrorChunk, dot, total
+from .chunks import Arithmetic, Equality, ErrorChunk
 from .decades import Decades
 from .figures import Required, Worst
-from .quantiles import OrderStatistics, Quantiles, sample_positions
+from .quantiles import Quantiles, sample_positions
 from .screen import Screen, applies
-from .statistic import STATISTICS, computed, updated
+from .statistic import STATISTICS, Statistic, computed, updated
 from .tensors import TorchArithmetic, TorchEquality, chunk_elements
 from .tolerance import Tolerance
 from .tuning import TUNING
 
-__all__ = ["FailureDetails", "OrderStatistics", "Pair", "Report", "Statistics", "scan"]
+__all__ = ["REPORTED", "SCANNED", "Pair", "Report", "scan"]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -163,24 +155,15 @@ def _values(values: Any, at: list[int]) -> list[Any]:
     return [values[i].item() for i in at]
 
 
-@dataclass(frozen=True)
-class FailureDetails:
-    """The report's extra figures: where the worst elements are and how errors spread."""
-
-    worst: tuple[tuple[int, float], ...]  # (flat index, ratio), worst first
-    histogram: tuple[tuple[int | None, int], ...]  # (floor(log10 |err|) or None for 0, count)
-    required_atol: float  # smallest atol that passes with rtol unchanged
-    required_rtol: float  # smallest rtol that passes with atol unchanged
-
-
 class Report:
-    """The failure report's accumulators: worst elements, histogram, order statistics and,
-    for an elementwise check, the sharper tolerances. Nothing is made before `begin`."""
+    """The failure report's statistics (`REPORTED`): nothing is made before `begin`, and
+    they are fed from there on (the chunks before it at `finish`)."""
 
-    def __init__(self, pair: Pair, worst_count: int) -> None:
+    def __init__(self, pair: Pair) -> None:
         self.pair = pair
-        self.worst_count = worst_count
         self.began_at: int | None = None
+        self.statistics: list[Statistic] = []
+        self._figures: dict[str, Any] | None = None
 
     @property
     def active(self) -> bool:
@@ -188,22 +171,15 @@ class Report:
 
     def begin(self, start: int) -> None:
         """Accumulate from flat index `start` (a chunk boundary) on."""
-        pair, tol = self.pair, self.pair.tol
-        self.worst = Worst(self.worst_count)
-        self.decades = Decades()
-        sample = pair.sample() if pair.windows else None
-        self.quantiles = Quantiles(tol.quantile, pair.n, sample, pair.float64_chunks)
-        self.required = Required(tol) if tol.check == "elemwise" else None
-        # the worst elements first: where float32 errors tie, they compute the chunk whole,
-        # and the others then read it
-        self.figures: list[Accumulator] = [self.worst, self.decades, self.quantiles]
-        if self.required is not None:
-            self.figures.append(self.required)
+        # the sharper tolerances are an elementwise check's ("would pass with atol ...")
+        reported = REPORTED if self.pair.tol.check == "elemwise" else REPORTED[:-1]
+        self.statistics = [statistic.for_pair(self.pair) for statistic in reported]
+        self.quantiles = next(s for s in self.statistics if isinstance(s, Quantiles))
         self.began_at = start
 
     def add(self, chunk: ErrorChunk) -> None:
-        for figure in self.figures:
-            figure.update(chunk)
+        for statistic in self.statistics:
+            statistic.update(chunk)
 
     def whole_next(self, chunk: ErrorChunk, expected: bool) -> bool:
         """Whether the next chunk is cheaper made in float64 at once: this float32 chunk's
@@ -215,41 +191,27 @@ class Report:
             return chunk.whole is not None and bool(self.quantiles.windows)
         return expected and self.quantiles.dense
 
-    def finish(self) -> tuple[FailureDetails, OrderStatistics]:
-        """Add the chunks before `begin`'s, and read the figures."""
-        if self.began_at is None:
-            self.begin(self.pair.n)
-        assert self.began_at is not None
-        with np.errstate(all="ignore"):
-            for start in self.pair.starts(self.began_at):
-                self.add(self.pair.chunk(start))
-        need = self.required.compute() if self.required is not None else (0.0, 0.0)
-        details = FailureDetails(self.worst.compute(), self.decades.compute(), *need)
-        return details, self.quantiles.compute()
+    def finish(self) -> dict[str, Any]:
+        """The figures, once the chunks before `begin`'s are added."""
+        if self._figures is None:
+            if self.began_at is None:
+                self.begin(self.pair.n)
+            with np.errstate(all="ignore"):
+                for start in self.pair.starts(self.began_at):
+                    self.add(self.pair.chunk(start))
+                self._figures = figures_of(self.statistics)
+        return self._figures
 
 
-@dataclass(frozen=True)
-class Statistics:
-    """What one pass learns about an output pair."""
+def figures_of(statistics: Iterable[Statistic]) -> dict[str, Any]:
+    return {name: value for s in statistics for name, value in s.compute().items()}
 
-    count: int
-    compared: int  # elements whose error is a number (not NaN)
-    mismatches: int  # elements out of tolerance by the elementwise rule, NaN errors included
-    nan_errors: int
-    max_abs: float
-    max_abs_at: int  # flat index, -1 when nothing was compared
-    max_rel: float
-    max_rel_at: int
-    mean_abs: float
-    mean_rel: float
-    margin: float  # largest |a-e| / allowed over the elements
-    nan_actual: int
-    nan_expected: int
-    inf_actual: int
-    inf_expected: int
-    nan_positions_differ: bool
-    cosine_similarity: float
-    statistics: dict[str, float]  # the registered statistics' figures (`statistic`)
+
+#: The statistics of every comparison, fed by the scan: their figures are fields of the
+#: output's result (engine/outputs.py `OutputComparison`) by name.
+SCANNED: tuple[type[Statistic], ...] = (Verdict, Extremes, Means, Cosine)
+#: A failure report's (`Report`), also those of an order-statistic check.
+REPORTED: tuple[type[Statistic], ...] = (Worst, Decades, Quantiles, Required)
 
 
 def _plain(chunk: ErrorChunk) -> bool:
@@ -260,19 +222,13 @@ def _plain(chunk: ErrorChunk) -> bool:
     )
 
 
-def scan(pair: Pair, report: Report | None = None) -> Statistics:
-    """One pass over the pair; `report` is fed from its first failing chunk on (or from
-    where the caller began it)."""
-    one_chunk = TUNING.one_chunk and pair.screen is None and 0 < pair.n <= pair.size
-    if one_chunk and not STATISTICS and (report is None or not report.active):
-        passing = _one_passing_chunk(pair)
-        if passing is not None:
-            return passing
-    verdict = Verdict(pair.tol)
-    extremes = Extremes(pair.remake)
-    means, cosine = Means(), Cosine()
+def scan(pair: Pair, report: Report | None = None) -> dict[str, Any]:
+    """One pass over the pair: the figures of `SCANNED`, and the registered statistics'
+    under `statistics`. `report` is fed from its first failing chunk on (or from where the
+    caller began it)."""
+    verdict, *others = [statistic.for_pair(pair) for statistic in SCANNED]
+    assert isinstance(verdict, Verdict)
     registered = [statistic(pair.tol) for statistic in STATISTICS]
-    statistics: tuple[Accumulator, ...] = (extremes, means, cosine)  # after the report's
     expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
     with np.errstate(all="ignore"):  # float32 sums that overflow take float64's
         for start in pair.starts():
@@ -287,71 +243,10 @@ def scan(pair: Pair, report: Report | None = None) -> Statistics:
                 if report.active:
                     report.add(chunk)
                     expect_whole = report.whole_next(chunk, expect_whole)
-            for statistic in statistics:
+            for statistic in others:  # after the report's, which may compute it whole
                 statistic.update(chunk)
             for mine in registered:  # a user's: what it raises names it
                 updated(mine, chunk)
-        counts = verdict.compute()
-        top_abs, top_rel = extremes.compute()
-        mean_abs, mean_rel = means.compute()
-        cosine_similarity = cosine.compute()  # equal chunks' squares may overflow
-        figures = computed(registered)
-    return Statistics(
-        count=pair.n,
-        compared=counts.compared,
-        mismatches=counts.mismatches + counts.nan_errors,
-        nan_errors=counts.nan_errors,
-        max_abs=top_abs.value,
-        max_abs_at=top_abs.at,
-        max_rel=top_rel.value,
-        max_rel_at=top_rel.at,
-        mean_abs=mean_abs,
-        mean_rel=mean_rel,
-        margin=math.inf if counts.nan_errors else counts.margin,
-        nan_actual=counts.nan_actual,
-        nan_expected=counts.nan_expected,
-        inf_actual=counts.inf_actual,
-        inf_expected=counts.inf_expected,
-        nan_positions_differ=counts.nan_positions_differ,
-        cosine_similarity=cosine_similarity,
-        statistics=figures,
-    )
-
-
-def _one_passing_chunk(pair: Pair) -> Statistics | None:
-    """The statistics of a pair that is one float64 chunk of numbers (no NaN, no Inf), not
-    bit-equal, and within tolerance, read off that chunk as the accumulators would read
-    them (each sums or picks from the same one chunk, starting from zero); None for any
-    other pair, which the accumulators take (a failing one also feeds the report)."""
-    with np.errstate(all="ignore"):
-        chunk = pair.chunk(0)
-        if chunk.equal or not chunk.exact or chunk.positions is not None:
-            return None
-        if chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected:
-            return None
-        if float64_mismatches(chunk, pair.tol):
-            return None
-        i, j = chunk.argmax(0), chunk.argmax(1)
-        a, e, d = chunk.cosine
-        cosine = cosine_from_sums(dot(a, a), dot(e, e), dot(d, d))
-        n = pair.n
-        return Statistics(
-            count=n,
-            compared=n,
-            mismatches=0,
-            nan_errors=0,
-            max_abs=float(chunk.abs_err[i]),
-            max_abs_at=chunk.flat_index(i),
-            max_rel=float(chunk.rel_err[j]),
-            max_rel_at=chunk.flat_index(j),
-            mean_abs=total(chunk.abs_err) / n,
-            mean_rel=total(chunk.rel_err) / n,
-            margin=max(0.0, chunk.margin),
-            nan_actual=0,
-            nan_expected=0,
-            inf_actual=0,
-            inf_expected=0,
-            nan_positions_differ=False,
-            cosine_similarity=cosine,
-            statistics={},
-        )
+        figures = figures_of([verdict, *others])  # equal chunks' squares may overflow
+        figures["statistics"] = computed(registered)
+    return figures

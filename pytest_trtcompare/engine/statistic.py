@@ -4,6 +4,8 @@
 figures.py, decades.py, quantiles.py): `update(chunk)` for each chunk of the output pair,
 in any order; `merge(other)` for the same statistic of the chunks that follow (two halves
 give the figures of the whole); `compute()` for its figures, by the names in `figures`.
+The engine's own are listed in engine/scan.py (`SCANNED`, `REPORTED`): their figures are
+the fields of the output's result of the same names (`max_abs_error`, `histogram` ...).
 A subclass passed to `register_statistic` is fed by every comparison's scan, and its
 figures become attributes of the output's result (`result.outputs["logits"].rms_error`), a
 line of its failure report and of its pass line (`describe`), the accuracy record's
@@ -41,13 +43,19 @@ class Statistic:
     def __init__(self, tolerance: Tolerance) -> None:
         self.tolerance = tolerance
 
+    @classmethod
+    def for_pair(cls, pair: Any) -> Statistic:
+        """One for an output pair (engine/scan.py `Pair`): of its tolerance, unless the
+        statistic needs more of the pair (its size, a way to read it again)."""
+        return cls(pair.tol)
+
     def update(self, chunk: ErrorChunk) -> None:
         raise NotImplementedError
 
     def merge(self, other: Any) -> None:
         raise NotImplementedError
 
-    def compute(self) -> Mapping[str, float]:
+    def compute(self) -> Mapping[str, Any]:
         raise NotImplementedError
 
     @classmethod

@@ -21,8 +21,6 @@ class Tuning:
     #: maxima's second look cost more than float32 saves (a small test's fixed cost)
     screen_min: int = 1 << 12
     equality: bool = True  # bit-for-bit equal chunks skip the arithmetic (`chunks.Equality`)
-    #: a passing output of one float64 chunk reads its statistics off the chunk (`scan`)
-    one_chunk: bool = True
     window_min: float = 1 << 18  # outputs this large take the windows (`quantiles`)
     sample: int = 1 << 17  # elements sampled to place the windows
     window_cap: int = 1 << 16  # a window keeps at most max(this, count / 16) values
