@@ -74,6 +74,20 @@ def test_selection_is_exact(tiny, values, q):
     assert quantile_of(select.values, values.shape[0], q) == _quantile(values.tolist(), q)
 
 
+def test_few_values_are_selected_in_one_pass():
+    """At most TUNING.min_collect values: kept as they come (copies: the engine reuses its
+    chunks' buffers), with no round of histograms; then one partition."""
+    values = np.random.default_rng(0).random(1000)
+    ordered = np.sort(values)
+    select = RankSelect({0, 499, 999}, 1000, 0)
+    for start in range(0, 1000, 100):
+        select.add(values[start : start + 100])
+    values[:] = 0.0  # the buffer reused
+    select.finish_round()
+    assert select.done
+    assert select.values == {0: ordered[0], 499: ordered[499], 999: ordered[999]}
+
+
 def test_selection_of_many_ties_and_wide_ranges(monkeypatch):
     monkeypatch.setattr(TUNING, "min_collect", 3)
     cases = [np.full(50, 0.1), np.zeros(40), np.r_[np.full(30, 1e-300), np.full(30, 7.0)]]

@@ -27,6 +27,10 @@ _KEYS = 1 << 15  # the sign bit is 0
 _NORMAL = 16  # keys below hold zeros and subnormals (exponent 0)
 _INT64_MAX = np.iinfo(np.int64).max
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: float64 chunks shorter than this take floor(log10 x) itself: there it costs less than
+#: the bucket counts, whose two arrays of 32,768 counts are made at the first longer one
+_BY_DEFINITION = 1 << 12
+_NO_KEYS = np.zeros(0, dtype=np.int64)
 
 
 def _decade(values: Any, xp: Any = NUMPY) -> Any:
@@ -86,8 +90,8 @@ class Decades(Statistic):
     figures = ("histogram",)
 
     def __init__(self) -> None:
-        self._top = np.zeros(_KEYS, dtype=np.int64)
-        self._upper = np.zeros(_KEYS, dtype=np.int64)  # per straddling key: in the last decade
+        #: counts by key; per straddling key, those in its last decade
+        self._keys: np.ndarray | None = None  # (made at the first long float64 chunk)
         self._subnormal: dict[int, int] = {}
         self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
@@ -101,7 +105,7 @@ class Decades(Statistic):
         d = chunk.abs_err
         if chunk.equal:
             self.zeros += chunk.compared
-        elif not isinstance(d, np.ndarray):
+        elif not isinstance(d, np.ndarray) or (chunk.exact and d.shape[0] < _BY_DEFINITION):
             self._add_by_definition(d, chunk.xp)
         elif chunk.exact and chunk.narrow and d.shape[0] and d[chunk.argmax(0)] < _FLOAT32_MAX:
             self.add_float32(d, lambda at: d[at], d)  # a few decades: a comparison each
@@ -112,8 +116,8 @@ class Decades(Statistic):
             self.add_float32(chunk.abs_err, lambda at: chunk.refine(at).abs_err, whole)
 
     def merge(self, other: Decades) -> None:
-        self._top += other._top
-        self._upper += other._upper
+        if other._keys is not None:
+            self._counts()[:] += other._keys
         for mine, theirs in ((self._subnormal, other._subnormal), (self._direct, other._direct)):
             for decade, count in theirs.items():
                 mine[decade] = mine.get(decade, 0) + count
@@ -121,6 +125,11 @@ class Decades(Statistic):
 
     def compute(self) -> dict[str, tuple[tuple[int | None, int], ...]]:
         return dict(histogram=self.histogram())
+
+    def _counts(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = np.zeros((2, _KEYS), dtype=np.int64)
+        return self._keys
 
     def _add_by_definition(self, values: Any, xp: Any) -> None:
         """floor(log10 x) itself, in any array namespace (what the bit tables give numpy)."""
@@ -133,11 +142,11 @@ class Decades(Statistic):
                 key = int(decade)
                 self._direct[key] = self._direct.get(key, 0) + int(count)
 
-    def add_values(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
-        """Adds float64 values; `counts` are their `top_counts` when the caller has them."""
-        if counts is None:
-            counts = top_counts(values)
-        self._top[: counts.shape[0]] += counts
+    def add_values(self, values: np.ndarray) -> None:
+        """Adds float64 values."""
+        counts = top_counts(values)
+        top, upper = self._counts()
+        top[: counts.shape[0]] += counts
         bits = values.view(np.int64)
         _, _, threshold, straddle = _table()
         inside = straddle[straddle < counts.shape[0]]
@@ -145,8 +154,7 @@ class Decades(Statistic):
         if hit.shape[0]:
             at_or_above = values.shape[0] - np.cumsum(counts)  # values above each key
             for key in hit.tolist():
-                upper = int(np.count_nonzero(bits >= threshold[key])) - int(at_or_above[key])
-                self._upper[key] += upper
+                upper[key] += int(np.count_nonzero(bits >= threshold[key])) - int(at_or_above[key])
         if counts[:_NORMAL].any():  # zeros and subnormals
             tiny = values[bits < (1 << 52)]
             zero = int(np.count_nonzero(tiny == 0))
@@ -200,9 +208,10 @@ class Decades(Statistic):
         for decade, count in self._direct.items():
             if count:
                 counts[decade] = counts.get(decade, 0) + count
-        for key in (np.flatnonzero(self._top[_NORMAL:]) + _NORMAL).tolist():
-            upper = int(self._upper[key])
-            lower = int(self._top[key]) - upper
+        top, uppers = self._keys if self._keys is not None else (_NO_KEYS, _NO_KEYS)
+        for key in (np.flatnonzero(top[_NORMAL:]) + _NORMAL).tolist():
+            upper = int(uppers[key])
+            lower = int(top[key]) - upper
             for decade, count in ((int(start[key]), lower), (int(end[key]), upper)):
                 if count:
                     counts[decade] = counts.get(decade, 0) + count

@@ -231,9 +231,13 @@ class _Bucket:
     ranks: dict[int, int]
     collect: bool
     parts: list[np.ndarray] = field(default_factory=list)
-    histogram: np.ndarray = field(default_factory=lambda: np.zeros(_BINS, dtype=np.int64))
+    histogram: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     low: int = np.iinfo(np.int64).max
     high: int = -1
+
+    def __post_init__(self) -> None:
+        if not self.collect:  # (a collecting bucket keeps its values instead)
+            self.histogram = np.zeros(_BINS, dtype=np.int64)
 
 
 class RankSelect:
@@ -244,9 +248,13 @@ class RankSelect:
         self.limit = max(TUNING.min_collect, collect_limit)
         self.values: dict[int, float] = {}
         self._wanted = sorted(set(ranks))
-        self._top = np.zeros(_BINS, dtype=np.int64)
         self._buckets: list[_Bucket] = []
         self._round = 0
+        if total > _BINS:
+            self._top = np.zeros(_BINS, dtype=np.int64)
+        else:  # fewer values than a histogram's bins: kept in one pass, then partitioned
+            self._buckets = [_Bucket(0, 64, total, {r: r for r in self._wanted}, True)]
+            self._round, self._same_shift = 1, False
 
     @property
     def done(self) -> bool:
@@ -279,6 +287,9 @@ class RankSelect:
             return
         keys = bits >> self._buckets[0].shift if self._same_shift else None
         for bucket in self._buckets:
+            if bucket.shift == 64:  # every value: a copy (a chunk's buffers are reused)
+                bucket.parts.append(xp.asarray(bits, copy=True))
+                continue
             key = keys if keys is not None else bits >> bucket.shift
             inside = bits[key == bucket.prefix]
             if not inside.shape[0]:
