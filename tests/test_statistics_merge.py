@@ -3,18 +3,20 @@ figures of the whole (ARCHITECTURE.md "A statistic"; torchmetrics' merge_state).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_trtcompare import Tolerance
+from pytest_trtcompare import OutputComparison, Tolerance, compare_outputs
 from pytest_trtcompare.engine.accumulators import Cosine, Extremes, Means, Verdict
 from pytest_trtcompare.engine.arrays import dtype_kind
 from pytest_trtcompare.engine.decades import Decades
 from pytest_trtcompare.engine.figures import Required, Worst
 from pytest_trtcompare.engine.quantiles import Quantiles
-from pytest_trtcompare.engine.scan import Pair
+from pytest_trtcompare.engine.scan import REPORTED, SCANNED, Pair
 from pytest_trtcompare.engine.tuning import TUNING
 
 from .strategies import output_pairs, tolerances
@@ -159,3 +161,29 @@ def test_halves_of_a_tensor_pair_merge_whether_kept_or_read_again(monkeypatch, k
     for start in host.starts():
         on_host.update(host.chunk(start, exact=True))
     assert first.compute() == whole.compute() == on_host.compute()
+
+
+@pytest.mark.parametrize("failing", [False, True])
+def test_the_engines_statistics_give_the_results_fields_by_name(failing):
+    """Each statistic of engine/scan.py's lists gives exactly its `figures`, each a field of
+    the output's result, and the result holds what it gave (elements for flat indices)."""
+    expected = np.linspace(-1, 1, 5000, dtype=np.float32)
+    actual = expected + np.float32(0.1 if failing else 1e-6)
+    tol = Tolerance(atol=1e-3, rtol=1e-3, check="median")
+    made = Pair(actual, expected, ("float", "float"), tol)
+    fields = {field.name for field in dataclasses.fields(OutputComparison)}
+    result = compare_outputs(actual, expected, tol).outputs["output"]
+    for kind in (*SCANNED, *REPORTED):
+        statistic = kind.for_pair(made)
+        for start in made.starts():
+            statistic.update(made.chunk(start))
+        figures = statistic.compute()
+        assert list(figures) == list(kind.figures) and set(figures) <= fields, kind
+        if kind in REPORTED and kind is not Quantiles and not failing:
+            continue  # a report's figures: in the result of a failing output
+        for name, value in figures.items():
+            if name in ("worst", "greatest_abs", "greatest_rel"):  # flat indices: elements
+                continue
+            if name == "margin" or name.startswith("required_"):
+                continue  # the median check's; an elementwise check's only
+            assert repr(getattr(result, name)) == repr(value), name
