@@ -4,9 +4,9 @@
 
 For each scenario of `bench_compare.py` named below, the best of `--repeats` calls of
 `bench_compare.ours`, and the time that call spent in each phase of the engine, by timing
-wrappers around the makers of chunks and the `add` of each accumulator (so the names below
-follow the code; a renamed method raises here rather than reporting 0). Phases nest: an
-accumulator's time holds the float64 refinements it asks for (`float64 chunk`). The
+wrappers around the makers of chunks and the `update` of each statistic (so the names below
+follow the code; a renamed method raises here rather than reporting 0). Phases nest: a
+statistic's time holds the float64 refinements it asks for (`float64 chunk`). The
 figures are for deciding what a faster kernel would have to replace, not a target in
 themselves: `bench_compare.py` is the benchmark.
 """
@@ -35,16 +35,17 @@ PHASES: dict[str, tuple[Any, str]] = {
     "bit-equal chunks": (chunks.Equality, "equal"),
     "float32 chunk (screen)": (screen.Screen, "chunk"),
     "float64 chunk (or refinement)": (chunks.Arithmetic, "compute"),
-    "verdict and counts": (accumulators.Verdict, "add"),
-    "maxima": (accumulators.Extremes, "add"),
-    "maxima's last look": (accumulators.Extremes, "finish"),
-    "means": (accumulators.Means, "add"),
-    "cosine sums": (accumulators.Cosine, "add"),
+    "verdict and counts": (accumulators.Verdict, "update"),
+    "maxima": (accumulators.Extremes, "update"),
+    "maxima's last look": (accumulators.Extremes, "compute"),
+    "means": (accumulators.Means, "update"),
+    "cosine sums": (accumulators.Cosine, "update"),
     "report begin (sample, windows)": (scan.Report, "begin"),
-    "worst elements": (figures.Worst, "add"),
-    "histogram": (decades.Decades, "add"),
-    "median and quantile": (quantiles.Quantiles, "add"),
-    "would pass with": (figures.Required, "add"),
+    "worst elements": (figures.Worst, "update"),
+    "histogram": (decades.Decades, "update"),
+    "median and quantile": (quantiles.Quantiles, "update"),
+    "median and quantile selection": (quantiles.Quantiles, "compute"),
+    "would pass with": (figures.Required, "update"),
     "report finish": (scan.Report, "finish"),
 }
 

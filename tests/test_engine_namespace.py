@@ -1,4 +1,4 @@
-"""The accumulators are written against a chunk's array namespace: fed torch tensors (CPU
+"""The statistics are written against a chunk's array namespace: fed torch tensors (CPU
 here; the device path of issue 24), every figure is the one numpy's chunks give."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _figures(chunks: list[ErrorChunk], tol: Tolerance) -> dict[str, object]:
     quantiles = Quantiles(tol.quantile, 0, None, lambda: iter(chunks))  # numpy's: selection
     with np.errstate(all="ignore"):  # as scan feeds them
         for chunk in chunks:
-            for accumulator in (
+            for statistic in (
                 verdict,
                 extremes,
                 means,
@@ -58,7 +58,7 @@ def _figures(chunks: list[ErrorChunk], tol: Tolerance) -> dict[str, object]:
                 quantiles,
                 required,
             ):
-                accumulator.update(chunk)
+                statistic.update(chunk)
     return {
         "counts": verdict.compute(),
         "extremes": extremes.compute(),

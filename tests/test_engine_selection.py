@@ -75,8 +75,9 @@ def test_selection_is_exact(tiny, values, q):
 
 
 def test_few_values_are_selected_in_one_pass():
-    """At most TUNING.min_collect values: kept as they come (copies: the engine reuses its
-    chunks' buffers), with no round of histograms; then one partition."""
+    """At most 65,536 values (a histogram's bins; TUNING.min_collect is more): kept as they
+    come (copies: the engine reuses its chunks' buffers), with no round of histograms; then
+    one partition."""
     values = np.random.default_rng(0).random(1000)
     ordered = np.sort(values)
     select = RankSelect({0, 499, 999}, 1000, 0)

@@ -1,5 +1,5 @@
 """Small outputs (under `TUNING.screen_min` elements) go to float64 at once, through the same
-accumulators: the same result as the float32 screen gives them, but for the figures that the
+statistics: the same result as the float32 screen gives them, but for the figures that the
 screen only estimates (means, cosine, a passing output's margin), which are float64's."""
 
 from __future__ import annotations

@@ -27,23 +27,16 @@ _SCREEN_BAND = 1e-5
 _SURELY_WITHIN = 1.0 - 1e-12
 #: Below the smallest normal float64, allowed errors lose precision: no skipping.
 _TINY = float(np.finfo(np.float64).tiny)
-#: The counts the verdict sums over chunks
-_SUMMED = (
-    "compared",
-    "mismatches",
-    "nan_errors",
-    "nan_actual",
-    "nan_expected",
-    "inf_actual",
-    "inf_expected",
-)
+#: The counts of NaN and Inf a chunk holds, and those the verdict sums over chunks
+_SPECIAL = ("nan_errors", "nan_actual", "nan_expected", "inf_actual", "inf_expected")
+_SUMMED = ("compared", "mismatches", *_SPECIAL)
 
 
 class Verdict(Statistic):
     """Counts and the elementwise verdict (mismatches and the margin: the largest error
     over its allowed error); `failing` tells whether the last chunk failed."""
 
-    figures = ("count", *_SUMMED[1:], "nan_positions_match", "margin")
+    figures = ("count", "mismatches", *_SPECIAL, "nan_positions_match", "margin")
 
     def __init__(self, tolerance: Tolerance) -> None:
         super().__init__(tolerance)
@@ -57,7 +50,7 @@ class Verdict(Statistic):
         c["compared"] += chunk.compared
         special = chunk.nan_actual or chunk.nan_expected or chunk.inf_actual or chunk.inf_expected
         if special:  # (NaN errors come with NaN values)
-            for name in _SUMMED[2:]:
+            for name in _SPECIAL:
                 c[name] += getattr(chunk, name)
             self.nan_positions_differ |= chunk.nan_positions_differ
         if chunk.equal:  # every error 0
@@ -102,7 +95,7 @@ class Verdict(Statistic):
         return dict(
             count=c["compared"] + c["nan_errors"],
             mismatches=c["mismatches"] + c["nan_errors"],
-            **{name: c[name] for name in _SUMMED[2:]},
+            **{name: c[name] for name in _SPECIAL},
             nan_positions_match=not self.nan_positions_differ,
             margin=math.inf if c["nan_errors"] else self.margin,
         )

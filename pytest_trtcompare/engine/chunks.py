@@ -1,7 +1,7 @@
 """One chunk of an output pair as every statistic sees it: its errors, exact or screened.
 
 A comparison reads the flattened pair in chunks (`TUNING.chunk_elements`). Each chunk becomes an
-`ErrorChunk` in one of three ways, and every statistic (`accumulators`) takes all three:
+`ErrorChunk` in one of three ways, and every statistic (`statistic.Statistic`) takes all three:
 - bit-for-bit equal sides (`equal`): every error is 0 and nothing is computed;
 - float64 (`Arithmetic.compute`): |a - e|, relative error and error / allowed error, the
   one arithmetic definition of every figure; integers are differenced exactly;
@@ -65,7 +65,7 @@ def namespace_of(array: Any) -> Any:
     return array_api_compat.array_namespace(array)
 
 
-#: The array namespace of numpy arrays: the accumulators are written against a chunk's `xp`
+#: The array namespace of numpy arrays: the statistics are written against a chunk's `xp`
 #: (numpy's, or another library's), with numpy fast paths where it pays.
 NUMPY: Any = _numpy_namespace()
 

@@ -331,7 +331,8 @@ def _values_result(
     fused = report.active or (gated and tol.check == "elemwise")
     figures = scan(pair, report if fused else None)
     if order_check:
-        figures.update((name, report.finish()[name]) for name in Quantiles.figures)
+        reported = report.finish()
+        figures.update((name, reported[name]) for name in Quantiles.figures)
     checked = _CHECKED.get(tol.check, "quantile")
     # (no maxima where every error is NaN: those fail)
     stat_abs = figures[f"{checked}_abs_error"] or 0.0
@@ -360,29 +361,33 @@ def _values_result(
         required_atol=stat_abs,
         required_rtol=stat_rel,
     )
-    result = OutputComparison(**figures, **header)
     if not passed and gated:
-        result = dataclasses.replace(result, failure=special_failure(result))
-    return result
+        figures["failure"] = special_failure(figures)
+    return OutputComparison(**figures, **header)
 
 
-def special_failure(out: OutputComparison) -> str | None:
+def special_failure(figures: Mapping[str, Any]) -> str | None:
     """A failure by NaN errors or Inf against a finite value, as what it is: 'NaN in actual
-    at 3 positions, first (0, 0)'; None when the errors are numbers."""
-    if out.nan_errors:
-        nan_errors = [el for el in out.worst if math.isnan(el.abs_error)]
-        with_nan = [el for el in nan_errors if math.isnan(el.actual) or math.isnan(el.expected)]
-        first = next((el.index for el in with_nan or nan_errors), None)
-        sides = _sides("NaN", out.nan_actual, out.nan_expected)
-        text = sides or plural(out.nan_errors, "NaN error", "NaN errors") + " (Inf - Inf)"
+    at 3 positions, first (0, 0)'; None when the errors are numbers. `figures`: the result's
+    fields."""
+    nan_errors = figures["nan_errors"]
+    if nan_errors:
+        with_nan_errors = [el for el in figures["worst"] if math.isnan(el.abs_error)]
+        with_nan = [
+            el for el in with_nan_errors if math.isnan(el.actual) or math.isnan(el.expected)
+        ]
+        first = next((el.index for el in with_nan or with_nan_errors), None)
+        sides = _sides("NaN", figures["nan_actual"], figures["nan_expected"])
+        text = sides or plural(nan_errors, "NaN error", "NaN errors") + " (Inf - Inf)"
         return text + (f", first {first}" if first is not None else "")
-    greatest = out.greatest_abs
+    greatest = figures["greatest_abs"]
     if greatest is None or not math.isinf(greatest.abs_error):
         return None
     values = (float(greatest.actual), float(greatest.expected))
     if not any(math.isinf(value) for value in values):
         return None  # finite values too far apart for float64
-    return f"{_sides('Inf', out.inf_actual, out.inf_expected)}, first mismatch {greatest.index}"
+    where = _sides("Inf", figures["inf_actual"], figures["inf_expected"])
+    return f"{where}, first mismatch {greatest.index}"
 
 
 def _sides(what: str, actual: int, expected: int) -> str:

@@ -1,12 +1,13 @@
 """The report's histogram of floor(log10 |error|), without a logarithm per element.
 
 Non-negative float64 values order as their bit patterns do. The histogram is read from the
-counts of the top 16 bits (exponent and 4 mantissa bits), which the order statistics need
-anyway: a bucket of 1/16 binade lies within one decade, or holds one decade boundary
-(10 ** k, or the 1e300 cap). Only such straddling buckets cost a comparison of the chunk
-with the boundary's bit pattern. A table gives, per bucket, the decade of its first and last
-value and the first bit pattern of the upper decade; it is built with np.log10 itself
-(bisection over bit patterns), so the counts are those of floor(np.log10(x)) exactly.
+counts of the top 16 bits (exponent and 4 mantissa bits) of a chunk's errors (a chunk under
+`_BY_DEFINITION` elements takes floor(log10 x) itself): a bucket of 1/16 binade lies within
+one decade, or holds one decade boundary (10 ** k, or the 1e300 cap). Only such straddling
+buckets cost a comparison of the chunk with the boundary's bit pattern. A table gives, per
+bucket, the decade of its first and last value and the first bit pattern of the upper
+decade; it is built with np.log10 itself (bisection over bit patterns), so the counts are
+those of floor(np.log10(x)) exactly.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The failure report's accumulators: worst elements and "would pass with" tolerances (the
+"""The failure report's statistics: worst elements and "would pass with" tolerances (the
 histogram is `decades.Decades`, median and quantile `quantiles.Quantiles`).
 
 Each is fed ErrorChunks like the verdict's statistics; for a float32 chunk it picks the

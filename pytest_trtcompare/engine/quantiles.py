@@ -1,4 +1,4 @@
-"""Median and quantile of the errors, exact, in bounded memory: the `Quantiles` accumulator.
+"""Median and quantile of the errors, exact, in bounded memory: the `Quantiles` statistic.
 
 Usually in one pass, from windows guessed on a sample:
 
@@ -11,8 +11,8 @@ computes them) are placed by their float64 values. The window counts the element
 it and those equal to lo or to hi, and keeps the float64 values strictly inside: so a
 quantile that falls on many tied errors costs counting, not keeping. A wanted rank that
 falls inside the window is then exact. Otherwise (a sample that misled, a window that grew
-past its cap) `RankSelect`, an exact radix selection, reads the errors again (two or three
-more passes).
+past its cap) `RankSelect`, an exact selection, reads the errors again (one pass for at
+most 65,536 errors, else two or three).
 
 A tensor's errors (the torch path) have no windows: its nonzero errors are kept on its
 device, up to `TUNING.torch_kept` of them, and each wanted rank selected there; past that
@@ -211,10 +211,11 @@ def sample_positions(n: int, size: int) -> np.ndarray:
 
 
 # Exact order statistics of a stream of non-negative float64 values (the windows' fallback).
-# Non-negative float64 values order as their bit patterns do (as int64). Round 0 histograms
-# the top 16 bits; each later round looks only at the bucket holding a wanted rank: it
-# collects the bucket's values when they are few (then partitions them), or histograms the
-# next 16 bits. A bucket whose values are all equal (ties) is resolved at once.
+# At most as many values as a histogram has bins are kept in one pass, then partitioned.
+# More: non-negative float64 values order as their bit patterns do (as int64). Round 0
+# histograms the top 16 bits; each later round looks only at the bucket holding a wanted
+# rank: it collects the bucket's values when they are few (then partitions them), or
+# histograms the next 16 bits. A bucket whose values are all equal (ties) is resolved at once.
 
 _DIGIT = 16
 _TOP = 64 - _DIGIT  # round 0: the top 16 bits (the sign bit is always 0)
@@ -250,9 +251,9 @@ class RankSelect:
         self._wanted = sorted(set(ranks))
         self._buckets: list[_Bucket] = []
         self._round = 0
-        if total > _BINS:
+        if total > min(_BINS, self.limit):
             self._top = np.zeros(_BINS, dtype=np.int64)
-        else:  # fewer values than a histogram's bins: kept in one pass, then partitioned
+        else:  # no more values than a histogram's bins: kept in one pass, then partitioned
             self._buckets = [_Bucket(0, 64, total, {r: r for r in self._wanted}, True)]
             self._round, self._same_shift = 1, False
 
@@ -273,16 +274,14 @@ class RankSelect:
                     bucket.histogram[0] += n
                     bucket.low, bucket.high = min(bucket.low, 0), max(bucket.high, 0)
 
-    def add(self, values: Any, counts: np.ndarray | None = None) -> None:
-        """Adds values (a tensor's on its device: only the counts come to the host); in
-        round 0, `counts` may give their top-16-bit counts already."""
+    def add(self, values: Any) -> None:
+        """Adds values (a tensor's on its device: only the counts come to the host)."""
         if self._round > 0 and not self._buckets:
             return
         xp = namespace_of(values)
         bits = values.view(xp.int64)
         if self._round == 0:
-            if counts is None:
-                counts = host_array(xp.bincount(bits >> _TOP))
+            counts = host_array(xp.bincount(bits >> _TOP))
             self._top[: counts.shape[0]] += counts
             return
         keys = bits >> self._buckets[0].shift if self._same_shift else None
@@ -320,7 +319,8 @@ class RankSelect:
             parts = [host_array(part) for part in bucket.parts]  # at most the collect limit
             values = np.concatenate(parts) if parts else np.zeros(0, np.int64)
             inner = sorted(set(bucket.ranks.values()))
-            values.partition(inner)
+            if inner:
+                values.partition(inner)
             for rank, inside in bucket.ranks.items():
                 self.values[rank] = float(values[inside : inside + 1].view(np.float64)[0])
             return []
@@ -527,7 +527,8 @@ class Quantiles(Statistic):
         return found
 
     def _select(self, ranks: set[int], count: int, kinds: list[str]) -> dict[str, RankSelect]:
-        """The exact radix selection over the errors read again (two or three passes)."""
+        """The exact selection over the errors read again (one pass for at most 65,536 of
+        them, else two or three)."""
         selects = {kind: RankSelect(ranks, count, self._size // 32) for kind in kinds}
         while not all(s.done for s in selects.values()):
             for chunk in self._reread():

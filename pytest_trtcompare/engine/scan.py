@@ -171,9 +171,12 @@ class Report:
 
     def begin(self, start: int) -> None:
         """Accumulate from flat index `start` (a chunk boundary) on."""
-        # the sharper tolerances are an elementwise check's ("would pass with atol ...")
-        reported = REPORTED if self.pair.tol.check == "elemwise" else REPORTED[:-1]
-        self.statistics = [statistic.for_pair(self.pair) for statistic in reported]
+        elementwise = self.pair.tol.check == "elemwise"
+        self.statistics = [
+            statistic.for_pair(self.pair)
+            for statistic in REPORTED
+            if elementwise or statistic is not Required  # "would pass with atol ..."
+        ]
         self.quantiles = next(s for s in self.statistics if isinstance(s, Quantiles))
         self.began_at = start
 
@@ -208,9 +211,11 @@ def figures_of(statistics: Iterable[Statistic]) -> dict[str, Any]:
 
 
 #: The statistics of every comparison, fed by the scan: their figures are fields of the
-#: output's result (engine/outputs.py `OutputComparison`) by name.
+#: output's result (engine/outputs.py `OutputComparison`) by name. `Verdict` first: it tells
+#: where the report begins; the report's statistics are fed before the others.
 SCANNED: tuple[type[Statistic], ...] = (Verdict, Extremes, Means, Cosine)
-#: A failure report's (`Report`), also those of an order-statistic check.
+#: A failure report's (`Report`), also those of an order-statistic check. `Worst` first:
+#: where float32 errors tie, it computes the chunk whole, and the others then read that.
 REPORTED: tuple[type[Statistic], ...] = (Worst, Decades, Quantiles, Required)
 
 
@@ -228,7 +233,7 @@ def scan(pair: Pair, report: Report | None = None) -> dict[str, Any]:
     caller began it)."""
     verdict, *others = [statistic.for_pair(pair) for statistic in SCANNED]
     assert isinstance(verdict, Verdict)
-    registered = [statistic(pair.tol) for statistic in STATISTICS]
+    registered = [statistic.for_pair(pair) for statistic in STATISTICS]
     expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
     with np.errstate(all="ignore"):  # float32 sums that overflow take float64's
         for start in pair.starts():
