@@ -288,7 +288,9 @@ def _cell(row: dict[str, Any], ours_row: dict[str, Any], failing: bool) -> str:
     ratio = ""
     if row is not ours_row and "error" not in ours_row:
         ratio = f" ({row['best_s'] / ours_row['best_s']:.1f}x)"
-    return f"{row['best_s']:.3f} s{ratio}{verdict}"
+    seconds = row["best_s"]  # small outputs' in ms: 3 decimals of a second read 0.000
+    shown = f"{seconds:.3f} s" if seconds >= 0.01 else f"{seconds * 1e3:.2f} ms"
+    return f"{shown}{ratio}{verdict}"
 
 
 def markdown(
