@@ -1,11 +1,13 @@
 """Comparison engine on the data users compare: ours vs numpy vs Polygraphy, side by side.
 
 Run: python bench/bench_compare.py [--sizes 16M,64M] [--json bench/results/compare.json]
-     [--baseline DIR]
+     [--baseline DIR] [--tuning screen=False ...]
 
 `--baseline DIR` also measures the engine of another checkout (a directory holding a
 `pytest_trtcompare` package, e.g. `git worktree add /tmp/before HEAD~3`) as "before",
-interleaved with ours, so a change is judged against its past in one run.
+interleaved with ours, so a change is judged against its past in one run. `--tuning
+NAME=VALUE` sets a field of the engine's `TUNING` for our runs (and before's), e.g.
+`screen=False` or `window_min=1e18` to see what an accelerator is worth.
 
 Every (size, scenario, method) runs in its own fresh process on the same seeded data: the
 best of 3 calls, then one more call traced with tracemalloc (numpy's buffers are traced)
@@ -16,6 +18,7 @@ building the failure report (str(result)); numpy's includes building its Asserti
 from __future__ import annotations
 
 import argparse
+import ast
 import gc
 import json
 import os
@@ -235,8 +238,16 @@ METHODS: dict[str, Callable[[np.ndarray, np.ndarray, dict[str, Any]], bool]] = {
 }
 
 
-def measure_one(size: int, scenario: str, method: str, repeats: int = REPEATS) -> dict[str, Any]:
+def measure_one(
+    size: int, scenario: str, method: str, repeats: int = REPEATS, tuning: str = ""
+) -> dict[str, Any]:
     """Runs in the child process: best of `repeats` untraced calls, then one traced call."""
+    if method == "ours" and tuning:
+        from pytest_trtcompare.engine import TUNING
+
+        for setting in tuning.split(","):
+            name, value = setting.split("=", 1)
+            setattr(TUNING, name, ast.literal_eval(value))
     actual, expected, tol = SCENARIOS[scenario](size)
     func = METHODS[method]
     times, passed = [], None
@@ -264,14 +275,20 @@ def parse_size(text: str) -> int:
 
 
 def run_child(
-    size: int, scenario: str, method: str, baseline: Path | None = None, repeats: int = REPEATS
+    size: int,
+    scenario: str,
+    method: str,
+    baseline: Path | None = None,
+    repeats: int = REPEATS,
+    tuning: str = "",
 ) -> dict[str, Any]:
     env = None
     if method == "before":
         assert baseline is not None
         env = {**os.environ, "PYTHONPATH": str(baseline)}
         method = "ours"
-    command = [sys.executable, __file__, "--one", json.dumps([size, scenario, method, repeats])]
+    one = json.dumps([size, scenario, method, repeats, tuning])
+    command = [sys.executable, __file__, "--one", one]
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1][:80] if done.stderr else "crashed"}
@@ -321,6 +338,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--baseline", type=Path, default=None, help="measure DIR's engine too")
     parser.add_argument("--repeats", type=int, default=REPEATS, help="best of this many calls")
+    parser.add_argument(
+        "--tuning", default="", help="NAME=VALUE[,...]: engine TUNING fields for our runs"
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -342,7 +362,7 @@ def main() -> None:
                 row = (
                     {"error": "skipped"}
                     if skip
-                    else run_child(size, scenario, method, args.baseline, args.repeats)
+                    else run_child(size, scenario, method, args.baseline, args.repeats, args.tuning)
                 )
                 rows[size, scenario, method] = row
                 if not skip:
