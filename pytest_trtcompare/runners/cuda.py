@@ -66,7 +66,22 @@ def torch_over(
     return raw.view(getattr(torch, dtype.name)).reshape(shape)
 
 
-class CudaBindingsApi:
+class TorchHandout:
+    """What both bindings share: handing their allocations on `device` to torch."""
+
+    device = 0  # the device `set_device` made current
+
+    def free(self, pointer: int) -> None:
+        raise NotImplementedError
+
+    def torch_tensors(self) -> bool:  # torch installed and seeing a device: `as_torch`
+        return visible_device_count("torch") > 0
+
+    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return torch_over(self.free, pointer, shape, dtype, self.device)
+
+
+class CudaBindingsApi(TorchHandout):
     """cuda-bindings (NVIDIA's cuda-python): `cuda.bindings.runtime`, or `cuda.cudart` (<12.6)."""
 
     binding = "cuda-bindings"
@@ -77,7 +92,6 @@ class CudaBindingsApi:
         except ImportError:
             from cuda import cudart as runtime
         self.rt = runtime
-        self.device = 0
 
     def _error(self, error: Any) -> str:
         """`cudaErrorInsufficientDriver (CUDA driver version is insufficient ...)`."""
@@ -131,14 +145,8 @@ class CudaBindingsApi:
         kind = self.rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
         self._check(self.rt.cudaMemcpyAsync(array.ctypes.data, pointer, array.nbytes, kind, stream))
 
-    def torch_tensors(self) -> bool:  # torch installed and seeing a device: `as_torch`
-        return visible_device_count("torch") > 0
 
-    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-        return torch_over(self.free, pointer, shape, dtype, self.device)
-
-
-class PyCudaApi:
+class PyCudaApi(TorchHandout):
     """pycuda, accepted where it is what the user has installed."""
 
     binding = "pycuda"
@@ -149,7 +157,6 @@ class PyCudaApi:
         driver.init()
         self.driver = driver
         self._context: Any = None
-        self._device = 0
         self._allocations: dict[int, Any] = {}
         self._streams: dict[int, Any] = {}
 
@@ -160,11 +167,11 @@ class PyCudaApi:
         return str(self.driver.Device(index).name())
 
     def set_device(self, index: int) -> None:
-        self._device = index  # before the first allocation: its context is that device's
+        self.device = index  # before the first allocation: its context is that device's
 
     def _ensure_context(self) -> None:
         if self._context is None:
-            self._context = self.driver.Device(self._device).retain_primary_context()
+            self._context = self.driver.Device(self.device).retain_primary_context()
             self._context.push()
 
     def malloc(self, nbytes: int) -> int:
@@ -193,12 +200,6 @@ class PyCudaApi:
 
     def copy_to_host(self, array: np.ndarray, pointer: int, stream: int) -> None:
         self.driver.memcpy_dtoh_async(array, pointer, self._streams[stream])
-
-    def torch_tensors(self) -> bool:  # torch installed and seeing a device: `as_torch`
-        return visible_device_count("torch") > 0
-
-    def as_torch(self, pointer: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
-        return torch_over(self.free, pointer, shape, dtype, self._device)
 
 
 def load_cuda_api() -> CudaApi:
