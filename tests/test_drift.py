@@ -60,7 +60,13 @@ def _record(test: str, output: str, margin: float) -> Record:
         (0.4, 1.5, "now fails"),
         (0.2, math.inf, "now fails"),
         (0.1, 0.19, ""),  # 1.9x: under the ratio
-        (0.0, 0.01, ""),  # an exact output that gains a rounding error: no ratio
+        (0.0, 0.01, ""),  # an exact output that gains a rounding error under 2 x the floor
+        (0.0, 0.019, ""),
+        (0.0, 0.02, "grew from 0"),  # 2 x the floor 0.01: the ratio from the floor
+        (0.0, 0.408, "grew from 0"),  # a golden of y = x * a, then a = 2.000008 (issue 45)
+        (0.004, 0.03, "grew from under 0.01"),
+        (0.004, 0.015, ""),
+        (0.0, 0.7, "crossed 0.5"),
         (0.6, 0.9, ""),  # above the limit already, not twice
         (0.3, 0.1, ""),
         (math.nan, 0.9, ""),

@@ -34,7 +34,7 @@ from ..goldens import (
     write_polygraphy_outputs,
 )
 from ..session.golden_check import check_golden
-from ..session.outcome import Kind
+from ..session.outcome import Kind, compared
 from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
 from .drift import add_parser as add_drift
@@ -44,12 +44,18 @@ from .tolerances import add_parser as add_tolerances
 
 def _show(args: argparse.Namespace) -> int:
     golden = load_reference(Path(args.file), runner=args.runner)
-    for group, arrays in (("output", golden.outputs), ("input", golden.inputs)):
-        for name, array in arrays.items():
-            line = f"{group} {name}: {array.dtype} {tuple(array.shape)}"
-            if array.size and array.dtype.kind in "biufV":
-                line += _value_range(array)
-            print(line)
+    iterations = golden.iterations
+    for index, iteration in enumerate(iterations):
+        indent = ""
+        if len(iterations) > 1:
+            print(f"iteration {index} of {len(iterations)}:")
+            indent = "  "
+        for group, arrays in (("output", iteration.outputs), ("input", iteration.inputs)):
+            for name, array in arrays.items():
+                line = f"{indent}{group} {name}: {array.dtype} {tuple(array.shape)}"
+                if array.size and array.dtype.kind in "biufV":
+                    line += _value_range(array)
+                print(line)
     if golden.meta and args.meta:
         print(json.dumps(golden.meta, indent=2, sort_keys=True))
     elif golden.meta:
@@ -123,14 +129,24 @@ def _diff(args: argparse.Namespace) -> int:
     table = ToleranceTable(stored, "golden")
     if fields:
         table.override(fields, strict=True, source="option")
-    result = compare_outputs(a.outputs, b.outputs, {"": table.default, **table.per_output})
+    if len(a.iterations) != len(b.iterations):
+        raise TrtCompareError(
+            f"{args.a} holds {len(a.iterations)} iterations, {args.b} holds "
+            f"{len(b.iterations)}: diff compares them iteration by iteration"
+        )
+    results = [
+        compare_outputs(x.outputs, y.outputs, {"": table.default, **table.per_output})
+        for x, y in zip(a.iterations, b.iterations, strict=True)
+    ]
+    outcome = compared(results, source="diff")
     if source is not None:
         print(f"tolerance: stored in {source}" + (f", overridden by {given}" if given else ""))
     else:
         print(f"tolerance: {given} given" if given else "tolerance: the default")
-    print(result.report(verbosity=args.verbose))
-    _plots(result, a.outputs, b.outputs, args.plots)
-    return 0 if result.passed else 1
+    print(outcome.report_text(args.verbose))
+    worst = next(i for i, result in enumerate(results) if result is outcome.worst)
+    _plots(outcome.worst, a.iterations[worst].outputs, b.iterations[worst].outputs, args.plots)
+    return 0 if outcome.kind is Kind.PASSED else 1
 
 
 class _CommandGoldens:
@@ -158,8 +174,9 @@ class _CommandGoldens:
     def regenerate_hint(self) -> str:
         return self.hint
 
-    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str:
-        return write_golden(path, outputs, inputs, meta)
+    def write(self, path: Path, iterations: Any, meta: dict[str, Any]) -> str:
+        (outputs, inputs), *later = iterations
+        return write_golden(path, outputs, inputs, meta, later=later)
 
     def compared(self, path: Path) -> None:
         """Nothing to count: one golden per command."""
@@ -184,9 +201,9 @@ def _check(args: argparse.Namespace) -> int:
     outcome = check_golden(
         _CommandGoldens(args),
         Path(args.golden),
-        saved.outputs,
+        [iteration.outputs for iteration in saved.iterations],
         {"": table.default, **table.per_output},
-        inputs=saved.inputs,
+        inputs=[iteration.inputs for iteration in saved.iterations],
         meta={"precision": args.precision, **kept},
         target=saved.meta.get("runner"),  # a golden's runner: a changed model is named
     )
@@ -207,25 +224,44 @@ def _import_polygraphy(args: argparse.Namespace) -> int:
     runner = args.runner or next(iter(runs))
     if runner not in runs:
         raise TrtCompareError(f"{args.outputs}: no runner {runner!r}; it has {sorted(runs)}")
-    inputs = {}
-    if args.inputs:
-        feeds = list(iterate_json(Path(args.inputs)))
-        inputs = dict(feeds[args.iteration]) if feeds else {}
-    meta = {"source": "polygraphy", "runner": runner, "iteration": args.iteration}
-    outcome = write_golden(Path(args.golden), runs[runner][args.iteration], inputs, meta)
+    outputs = runs[runner]
+    feeds = list(iterate_json(Path(args.inputs))) if args.inputs else [{}] * len(outputs)
+    if args.iteration is not None:
+        if not 0 <= args.iteration < len(outputs):
+            raise TrtCompareError(
+                f"{args.outputs}: --iteration {args.iteration}: runner {runner!r} has "
+                f"{len(outputs)} iteration(s), 0 to {len(outputs) - 1}"
+            )
+        outputs = [outputs[args.iteration]]
+        feeds = [feeds[args.iteration] if args.iteration < len(feeds) else {}]
+    elif len(feeds) != len(outputs):
+        raise TrtCompareError(
+            f"{args.inputs} holds {len(feeds)} feeds, {args.outputs} {len(outputs)} iterations "
+            f"of {runner}: give the inputs they were made from, or --iteration to take one"
+        )
+    meta: dict[str, Any] = {"source": "polygraphy", "runner": runner}
+    if args.iteration is not None:
+        meta["iteration"] = args.iteration
+    iterations = [(out, dict(feed)) for out, feed in zip(outputs, feeds, strict=True)]
+    (first, inputs), *later = iterations
+    outcome = write_golden(Path(args.golden), first, inputs, meta, later=later)
     written = current_path(Path(args.golden))  # an old .golden name: its .safetensors
-    print(f"{outcome}: {written} ({len(runs[runner][args.iteration])} outputs of {runner})")
+    taken = f", {len(iterations)} iterations" if len(iterations) > 1 else ""
+    print(f"{outcome}: {written} ({len(first)} outputs of {runner}{taken})")
     return 0
 
 
 def _export_polygraphy(args: argparse.Namespace) -> int:
     golden = load_reference(Path(args.golden))
-    write_polygraphy_outputs(Path(args.outputs), [golden.outputs], args.runner_name)
+    iterations = golden.iterations
+    write_polygraphy_outputs(
+        Path(args.outputs), [it.outputs for it in iterations], args.runner_name
+    )
     print(f"wrote {args.outputs} (polygraphy run --load-outputs {args.outputs})")
     if args.inputs:
         if not golden.inputs:
             raise TrtCompareError(f"{args.golden} holds no inputs to export")
-        write_polygraphy_inputs(Path(args.inputs), [golden.inputs])
+        write_polygraphy_inputs(Path(args.inputs), [it.inputs for it in iterations])
         print(f"wrote {args.inputs} (polygraphy run --load-inputs {args.inputs})")
     return 0
 
@@ -295,7 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("golden", help="the golden to write (.safetensors)")
     imp.add_argument("--inputs", help="Polygraphy --save-inputs JSON to store with it")
     imp.add_argument("--runner", help="which runner's outputs (default: the first)")
-    imp.add_argument("--iteration", type=int, default=0)
+    imp.add_argument(
+        "--iteration",
+        type=int,
+        help="take this iteration only (default: every iteration, each with its inputs)",
+    )
     imp.set_defaults(run=_import_polygraphy)
 
     exp = commands.add_parser(

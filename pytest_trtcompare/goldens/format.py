@@ -7,12 +7,17 @@ A safetensors file (https://github.com/huggingface/safetensors), written byte fo
     N bytes: the JSON header, keys sorted, no spaces, ASCII, then spaces up to a multiple of 8:
       {"__metadata__": {"pytest_trtcompare": JSON of {"format": 3, "meta": {...},
                                                       "outputs": [names], "inputs": [names],
-                                                      "stored_as_u8": {tensor: dtype name}},
+                                                      "stored_as_u8": {tensor: dtype name},
+                                                      "iterations": N (only where N > 1)},
                         "xxh3:header": xxh3-64 of this header without this entry,
                         "xxh3:outputs/<name>": xxh3-64 of the tensor's bytes, ...},
        "outputs/<name>": {"data_offsets": [begin, end], "dtype": "F32", "shape": [...]}, ...}
     the tensors' C-order little-endian bytes, one after another (widest item size first, so
     each is aligned to its item size), offsets relative to the end of the header.
+
+A golden of several input iterations (compare_frameworks(iterations=N, golden=True)) names the
+later iterations' tensors `outputs.1/<name>`, `inputs.1/<name>` ..., each iteration with the
+names of the first.
 
 Every byte is covered: the length by the file size, the header by being exactly what we write
 (canonical JSON, space padding) and by its checksum, each tensor by its own, the end by the
@@ -27,7 +32,6 @@ import json
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,6 +42,7 @@ from .legacy import (
     MAX_DEPTH,
     ForeignSafetensorsError,
     GoldenError,
+    Header,
     checksum,
     nesting,
     parse_json,
@@ -72,24 +77,22 @@ NUMPY_NAMES = {code: name for name, code in CODES.items()}
 AS_U8 = ("float8_e4m3fnuz", "float8_e5m2fnuz")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 _OUR_KEYS = {"format", "meta", "outputs", "inputs", "stored_as_u8"}
+ITERATIONS = "iterations"  # in our metadata where a golden holds more than one
 _TENSOR_KEYS = {"data_offsets", "dtype", "shape"}
 _MAX_RANK = 64
 _FOREIGN_HEADER_LIMIT = 100 << 20  # safetensors' own limit on a header's size
 START = b'{"__metadata__":{'  # every golden's header starts so (sorted keys)
 
 
-@dataclass(frozen=True)
-class Header:
-    """A golden's header, checked: meta, the tensor table in golden order, where data starts.
+def iteration_group(group: str, iteration: int) -> str:
+    """Where an iteration's tensors are: 'outputs' for the first, 'outputs.1' for the next."""
+    return group if iteration == 0 else f"{group}.{iteration}"
 
-    Each tensor: {"group", "name", "dtype" (numpy name), "shape", "offset" (in the file),
-    "nbytes", "xxh3"}."""
 
-    version: int
-    meta: dict[str, Any]
-    tensors: list[dict[str, Any]]
-    body_start: int
-    dtypes: list[np.dtype]
+def _tensor_label(group: str, name: str) -> str:
+    """ "output 'y'", "input 'x' of iteration 2" (a group 'inputs.2')."""
+    kind, _, iteration = group.partition(".")
+    return f"{kind[:-1]} {name!r}" + (f" of iteration {iteration}" if iteration else "")
 
 
 def _numpy_dtype(name: str) -> np.dtype:
@@ -132,7 +135,7 @@ def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str,
         key = f"{group}/{name}"
         tensors[key] = {
             "data_offsets": [offset, offset + array.nbytes],
-            "dtype": _code(array, f"{group[:-1]} {name!r}"),
+            "dtype": _code(array, _tensor_label(group, name)),
             "shape": list(array.shape),
         }
         sums[SUM_PREFIX + key] = checksum(array)
@@ -145,6 +148,9 @@ def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str,
         **{group: [n for g, n, _ in entries if g == group] for group in GROUPS},
         "stored_as_u8": {f"{g}/{n}": a.dtype.name for g, n, a in entries if a.dtype.name in AS_U8},
     }
+    iterations = 1 + max((int(g.partition(".")[2] or 0) for g, _, _ in entries), default=0)
+    if iterations > 1:
+        ours[ITERATIONS] = iterations
     metadata = {OURS: canonical(ours).decode(), **sums}
     unsummed = canonical({"__metadata__": metadata, **tensors})
     metadata[HEADER_SUM] = xxhash.xxh3_64_hexdigest(unsummed)
@@ -205,7 +211,8 @@ def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
             f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
             f"header describes {end})"
         )
-    return Header(FORMAT_VERSION, ours["meta"], tensors, 8 + length, dtypes)
+    iterations = ours.get(ITERATIONS, 1)
+    return Header(FORMAT_VERSION, ours["meta"], tensors, 8 + length, dtypes, iterations)
 
 
 def _parse(header: bytes, source: str) -> dict[str, Any]:
@@ -249,9 +256,12 @@ def _check_metadata(document: dict[str, Any], source: str) -> tuple[dict[str, st
         ours = parse_json(metadata[OURS])
     except ValueError as exc:
         raise _field(source, "", OURS, str(exc).removeprefix("is ")) from None
-    if not isinstance(ours, dict) or set(ours) != _OUR_KEYS:
+    if not isinstance(ours, dict) or set(ours) - {ITERATIONS} != _OUR_KEYS:
         found = sorted(ours) if isinstance(ours, dict) else type(ours).__name__
         raise _field(source, "", OURS, f"keys {found}")
+    iterations = ours.get(ITERATIONS, 2)
+    if type(iterations) is not int or iterations < 2:
+        raise _field(source, "", ITERATIONS, f"{iterations!r} is not a count of iterations > 1")
     if ours["format"] != FORMAT_VERSION or isinstance(ours["format"], bool):
         raise _field(source, "", "format", f"{ours['format']!r} in a format 3 file")
     for key in ("meta", "stored_as_u8"):
@@ -270,9 +280,14 @@ def _check_metadata(document: dict[str, Any], source: str) -> tuple[dict[str, st
 def _check_tensors(
     document: dict[str, Any], metadata: dict[str, str], ours: Any, body_start: int, source: str
 ) -> tuple[list[dict[str, Any]], list[np.dtype]]:
-    """The tensor table in golden order (outputs, then inputs, as listed), every entry checked
-    and the data laid out without gaps or overlaps."""
-    listed = [f"{group}/{name}" for group in GROUPS for name in ours[group]]
+    """The tensor table in golden order (outputs, then inputs, as listed, iteration after
+    iteration), every entry checked and the data laid out without gaps or overlaps."""
+    listed = [
+        f"{iteration_group(group, iteration)}/{name}"
+        for iteration in range(ours.get(ITERATIONS, 1))
+        for group in GROUPS
+        for name in ours[group]
+    ]
     keys = [key for key in document if key != "__metadata__"]
     for key in keys:
         if key not in listed:
@@ -366,7 +381,11 @@ def read_tensors(
 ) -> dict[str, dict[str, np.ndarray]]:
     """Every tensor, read straight into its own array and checked against its checksum
     (format 1 has none; formats 1 and 2 pad each tensor with zeros to 64 bytes)."""
-    groups: dict[str, dict[str, np.ndarray]] = {group: {} for group in GROUPS}
+    groups: dict[str, dict[str, np.ndarray]] = {
+        iteration_group(group, iteration): {}
+        for iteration in range(header.iterations)
+        for group in GROUPS
+    }
     for tensor, dtype in zip(header.tensors, header.dtypes, strict=True):
         array = np.empty(tuple(tensor["shape"]), dtype=dtype)
         handle.seek(tensor["offset"])
@@ -374,8 +393,8 @@ def read_tensors(
             raise GoldenError(f"{source}: truncated golden (tensor {tensor['name']!r})")
         if header.version >= 2 and checksum(array) != tensor["xxh3"]:
             raise GoldenError(
-                f"{source}: corrupt golden (the checksum of {tensor['group'][:-1]} "
-                f"{tensor['name']!r} does not match its bytes)"
+                f"{source}: corrupt golden (the checksum of "
+                f"{_tensor_label(tensor['group'], tensor['name'])} does not match its bytes)"
             )
         if header.version < 3:
             padding = handle.read(-array.nbytes % 64)

@@ -22,7 +22,7 @@ from ..errors import InputDataError
 from .legacy import ForeignSafetensorsError
 from .onnx_test_data import load_onnx_test_data
 from .polygraphy_json import TYPE_MARKER, iterate_json
-from .store import LEGACY_SUFFIX, SUFFIX, Golden, GoldenError, read_golden
+from .store import LEGACY_SUFFIX, SUFFIX, Golden, GoldenError, Iteration, read_golden
 
 DEFAULT_RUNNER_NAME = "pytest-trtcompare"
 
@@ -58,17 +58,35 @@ def polygraphy_runs(path: Path) -> list[tuple[str, list[dict[str, np.ndarray]]]]
     return list(runs.items())
 
 
-def read_polygraphy_outputs(
-    path: Path, runner: str | None = None, iteration: int = 0
-) -> dict[str, np.ndarray]:
-    """One runner's outputs of one iteration (default: the first runner, iteration 0)."""
+def _runner_iterations(path: Path, runner: str | None = None) -> list[dict[str, np.ndarray]]:
+    """One runner's outputs of every iteration (default: the first runner)."""
     runs = dict(polygraphy_runs(path))
     name = runner if runner is not None else next(iter(runs))
     if name not in runs:
         raise GoldenError(f"{path}: no runner {name!r}; it has {sorted(runs)}")
-    if iteration >= len(runs[name]):
-        raise GoldenError(f"{path}: runner {name!r} has {len(runs[name])} iteration(s)")
-    return runs[name][iteration]
+    return runs[name]
+
+
+def read_polygraphy_outputs(
+    path: Path, runner: str | None = None, iteration: int = 0
+) -> dict[str, np.ndarray]:
+    """One runner's outputs of one iteration (default: the first runner, iteration 0)."""
+    iterations = _runner_iterations(path, runner)
+    if iteration >= len(iterations):
+        name = runner if runner is not None else next(iter(dict(polygraphy_runs(path))))
+        raise GoldenError(f"{path}: runner {name!r} has {len(iterations)} iteration(s)")
+    return iterations[iteration]
+
+
+def _with_iterations(
+    outputs: Sequence[dict[str, np.ndarray]],
+    inputs: Sequence[dict[str, np.ndarray]],
+    meta: dict[str, Any],
+    path: Path,
+) -> Golden:
+    """A Golden of saved iterations (outputs and their inputs, one each per iteration)."""
+    later = tuple(Iteration(o, i) for o, i in zip(outputs[1:], inputs[1:], strict=True))
+    return Golden(outputs[0], inputs[0], meta, path, later=later)
 
 
 def _encode(array: np.ndarray) -> dict[str, Any]:
@@ -148,18 +166,23 @@ def load_reference(
             f"{path}: not a format of saved outputs that trtcompare reads ({READABLE})"
         )
     if path.suffix == ".json" or (path.is_dir() and any(path.glob("*.json"))):
-        return Golden(read_polygraphy_outputs(path, runner), {}, {"source": "polygraphy"}, path)
+        iterations = _runner_iterations(path, runner)
+        return _with_iterations(iterations, [{}] * len(iterations), {"source": "polygraphy"}, path)
     if path.is_dir():
         try:
-            (outputs,) = load_onnx_test_data(path, names, prefix="output")[:1]
+            outputs = load_onnx_test_data(path, names, prefix="output")
             inputs = (
-                load_onnx_test_data(path, None, prefix="input")[0]
+                load_onnx_test_data(path, None, prefix="input")
                 if any(path.rglob("input_*.pb"))
-                else {}
+                else [{}] * len(outputs)
             )
         except InputDataError as exc:
             raise GoldenError(str(exc)) from None
-        return Golden(outputs, inputs, {"source": "onnx test data"}, path)
+        if len(inputs) != len(outputs):
+            raise GoldenError(
+                f"{path}: {len(inputs)} data sets of inputs, {len(outputs)} of outputs"
+            )
+        return _with_iterations(outputs, inputs, {"source": "onnx test data"}, path)
     try:
         if path.suffix == ".npy":
             return Golden({"output": np.load(path, allow_pickle=False)}, {}, {}, path)

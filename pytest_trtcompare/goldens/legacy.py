@@ -91,13 +91,18 @@ class ForeignSafetensorsError(GoldenError):
 
 @dataclass(frozen=True)
 class Header:
-    """A golden's header, checked: meta, tensor table, where the body starts."""
+    """A golden's header, checked (any format): meta, the tensor table in golden order, where
+    the body starts, how many input iterations it holds (formats 1 and 2: one).
+
+    Each tensor: {"group", "name", "dtype" (numpy name), "shape", "offset" (in the file),
+    "nbytes", "xxh3"}."""
 
     version: int
     meta: dict[str, Any]
     tensors: list[dict[str, Any]]
     body_start: int
     dtypes: list[np.dtype]
+    iterations: int = 1
 
 
 def checksum(array: np.ndarray) -> str:

@@ -18,7 +18,7 @@ import io
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,7 +30,7 @@ from ..engine import as_output_mapping
 from . import format as safetensors_format
 from . import legacy
 from .format import FORMAT_VERSION as FORMAT_VERSION
-from .format import data_order, encode_header, read_tensors
+from .format import data_order, encode_header, iteration_group, read_tensors
 from .legacy import GoldenError as GoldenError
 from .legacy import raw_bytes
 
@@ -42,12 +42,26 @@ _SAFE = re.compile(r"[^A-Za-z0-9._\[\]-]")
 
 
 @dataclass(frozen=True)
-class Golden:
+class Iteration:
+    """One input iteration of a golden: its inputs and the outputs made from them."""
+
     outputs: dict[str, np.ndarray]
+    inputs: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Golden:
+    outputs: dict[str, np.ndarray]  # the first iteration's
     inputs: dict[str, np.ndarray]
     meta: dict[str, Any]
     path: Path | None = None
     version: int = FORMAT_VERSION  # the format it was read from (1 and 2: an old .golden)
+    later: tuple[Iteration, ...] = ()  # the iterations after the first (iterations=N)
+
+    @property
+    def iterations(self) -> tuple[Iteration, ...]:
+        """Every iteration, the first one's outputs and inputs first."""
+        return (Iteration(self.outputs, self.inputs), *self.later)
 
 
 # -- naming ------------------------------------------------------------------------------------
@@ -104,18 +118,34 @@ def stored_file(path: Path) -> Path:
 
 
 # -- encoding ----------------------------------------------------------------------------------
-def _entries(
-    outputs: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray]
-) -> list[tuple[str, str, np.ndarray]]:
+def _entries(iterations: list[Iteration]) -> list[tuple[str, str, np.ndarray]]:
+    """(group, name, array) of every tensor: each iteration's outputs, then its inputs, under
+    the names of the first iteration (a golden names its tensors once)."""
+    first = iterations[0]
     entries = []
-    for group, arrays in (("outputs", outputs), ("inputs", inputs)):
-        for name, value in arrays.items():
-            array = np.asarray(value)
-            if array.dtype.byteorder == ">":
-                array = array.astype(array.dtype.newbyteorder("<"))
-            if not array.flags.c_contiguous:  # (np.ascontiguousarray makes 0-d arrays 1-d)
-                array = array.copy(order="C")
-            entries.append((group, str(name), array))
+    for index, iteration in enumerate(iterations):
+        for group, arrays, names in (
+            ("outputs", iteration.outputs, first.outputs),
+            ("inputs", iteration.inputs, first.inputs),
+        ):
+            if list(arrays) != list(names):
+                raise GoldenError(
+                    f"iteration {index} has {group} {list(arrays)}, iteration 0 has "
+                    f"{list(names)}: a golden's iterations hold the same tensors"
+                )
+            entries += _group_entries(iteration_group(group, index), arrays)
+    return entries
+
+
+def _group_entries(group: str, arrays: Mapping[str, Any]) -> list[tuple[str, str, np.ndarray]]:
+    entries = []
+    for name, value in arrays.items():
+        array = np.asarray(value)
+        if array.dtype.byteorder == ">":
+            array = array.astype(array.dtype.newbyteorder("<"))
+        if not array.flags.c_contiguous:  # (np.ascontiguousarray makes 0-d arrays 1-d)
+            array = array.copy(order="C")
+        entries.append((group, str(name), array))
     return entries
 
 
@@ -212,7 +242,11 @@ def read_golden(path: Path) -> Golden:
             groups = read_tensors(handle, header, str(path))
         except OSError as exc:
             raise GoldenError(f"{path}: cannot read golden ({exc})") from None
-    return Golden(groups["outputs"], groups["inputs"], header.meta, path, header.version)
+    later = tuple(
+        Iteration(groups[iteration_group("outputs", k)], groups[iteration_group("inputs", k)])
+        for k in range(1, header.iterations)
+    )
+    return Golden(groups["outputs"], groups["inputs"], header.meta, path, header.version, later)
 
 
 def same_content(path: Path, entries: list[tuple[str, str, np.ndarray]], head: bytes) -> bool:
@@ -242,15 +276,19 @@ def write_golden(
     outputs: Mapping[str, Any],
     inputs: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
+    *,
+    later: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = (),
 ) -> str:
     """Write atomically to current_path(path); returns "created", "updated" or "unchanged"
-    (then nothing is written). An old `.golden` beside it is removed once the new file is in
-    place (a rewrite of it counts as "updated")."""
+    (then nothing is written). `later`: the (outputs, inputs) of the iterations after the
+    first. An old `.golden` beside it is removed once the new file is in place (a rewrite of
+    it counts as "updated")."""
     path = current_path(path)
     old = legacy_path(path)
     replaced = old is not None and (old.is_file() or old.is_symlink())  # a dangling link too
-    arrays = {name: item.array for name, item in as_output_mapping(outputs, "golden").items()}
-    entries = _entries(arrays, dict(inputs or {}))
+    entries = _entries(
+        [_iteration(outputs, inputs), *(_iteration(out, feed) for out, feed in later)]
+    )
     head = encode_header(entries, dict(meta or {}))
     existed = path.exists()
     if existed and same_content(path, entries, head):
@@ -270,6 +308,11 @@ def write_golden(
         old.unlink(missing_ok=True)  # after the new golden is durable: none is ever lost
         return "updated"
     return outcome
+
+
+def _iteration(outputs: Mapping[str, Any], inputs: Mapping[str, Any] | None) -> Iteration:
+    arrays = {name: item.array for name, item in as_output_mapping(outputs, "golden").items()}
+    return Iteration(arrays, dict(inputs or {}))
 
 
 def _lock(path: Path) -> Any:

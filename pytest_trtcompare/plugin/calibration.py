@@ -187,8 +187,8 @@ class CalibrationRun:
 
     def write(self) -> None:
         """The file: the new suggestions and the earlier entries of the tests not run."""
-        if not self.observed:
-            return
+        if not any(worst.suggestable for worst in self.observed.values()):
+            return  # metric checks alone: nothing to suggest, the file left as it is
         from ..atomic import atomic_write_bytes
         from ..reports.calibration import suggest, to_toml
 
@@ -209,15 +209,15 @@ class CalibrationRun:
         shown = str(path.relative_to(rootpath)) if path.is_relative_to(rootpath) else str(path)
         if self.error is not None:
             return [f"tolerance file NOT written to {shown}: {self.error}"]
-        if not self.observed and self.cases:
-            return [
+        if self.observed and self.made is None:
+            lines = [
                 f"{shown}: nothing calibrated: {counted(self.cases, 'case')} ran, under "
                 "metric checks alone (fp64, cosine, ...), which have no atol to suggest"
             ]
-        if not self.observed:
+            return lines + [f"  {test} :: {output}" for test, output in sorted(self.observed)]
+        if self.made is None:
             return [
                 f"{shown}: nothing calibrated (no compare_frameworks case ran; "
                 "`trtcompare tolerances REPORT.json` learns from the reports of other tests)"
             ]
-        assert self.made is not None
         return calibration_lines(self.observed, self.made, f"written {shown}", width, verbosity)

@@ -104,7 +104,7 @@ class GoldenFixture:
         specs: list[TensorSpec] = specs_of(runner_or_specs, shapes)
         path = self.path(name)
         try:
-            feed = stored_inputs(
+            kept = stored_inputs(
                 self._goldens,
                 path,
                 self._stored(path),
@@ -112,6 +112,7 @@ class GoldenFixture:
             )
         except TrtCompareError as exc:
             fail(str(exc))
+        feed = kept[0] if kept else None
         if feed is None:
             try:
                 feed = synthetic_feed(specs, seed=seed, val_range=val_range, shapes=shapes)

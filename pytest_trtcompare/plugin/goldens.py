@@ -252,9 +252,12 @@ class ItemGoldens:
     def old_format(self, path: Path, version: int) -> None:
         self.session.stats.old_format.add(str(path))
 
-    def write(self, path: Path, outputs: Any, inputs: Any, meta: dict[str, Any]) -> str:
+    def write(self, path: Path, iterations: Any, meta: dict[str, Any]) -> str:
         """Write (or find unchanged) one golden, recording the test's id with it."""
-        outcome = write_golden(path, outputs, inputs, {"test": self.item.nodeid, **meta})
+        (outputs, inputs), *later = iterations
+        outcome = write_golden(
+            path, outputs, inputs, {"test": self.item.nodeid, **meta}, later=later
+        )
         self.session.stats.record(outcome, path)
         self.session.stats.used.add(str(path))
         return outcome

@@ -130,7 +130,7 @@ class Reporter:
             for line in lines:
                 terminalreporter.write_line(line)
         drifted = self.drift_lines(verbosity, width)
-        if drifted and (verbosity >= 0 or self.drift):
+        if drifted and (verbosity >= -1 or self.drift):  # -q: that the gate ran, in a line
             terminalreporter.section("drift")
             for line in drifted:
                 terminalreporter.write_line(line, yellow=bool(self.drift))

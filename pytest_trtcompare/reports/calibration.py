@@ -63,6 +63,8 @@ class Observed:
     source: str = ""  # where the current atol came from ('default', 'calibrated (...)')
     #: why no tolerance can be suggested ('NaN in actual at 3 positions'): left out of the file
     problem: str | None = None
+    #: False where the output's check is not one an atol bounds (a metric, the fp64 check)
+    suggestable: bool = True
 
     def add(self, abs_error: float | None, rel_error: float | None, draws: int = 1) -> None:
         self.draws += draws
@@ -77,6 +79,7 @@ class Observed:
         """Another run's observations of the same output (a shard, a report)."""
         self.add(other.abs_error, other.rel_error, other.draws)
         self.problem = self.problem or other.problem
+        self.suggestable = self.suggestable and other.suggestable
         self.margin = max(self.margin, other.margin)
         self.current, self.source = other.current, other.source or self.source
 
@@ -91,6 +94,7 @@ class Observed:
             "rtol": self.current[1],
             "source": self.source,
             "problem": self.problem,
+            "suggestable": self.suggestable,
         }
 
     @classmethod
@@ -103,6 +107,7 @@ class Observed:
             (fields["atol"], fields["rtol"]),
             str(fields["source"]),
             fields["problem"],
+            bool(fields.get("suggestable", True)),
         )
 
 
@@ -255,7 +260,18 @@ def observed_of_results(results: Iterable[Any]) -> dict[str, Observed]:
     found: dict[str, Observed] = {}
     for result in results:
         for name, output in result.outputs.items():
-            if output.tolerance.check not in CALIBRATED_CHECKS or not output.gated:
+            if not output.gated or output.tolerance.check not in CALIBRATED_CHECKS:
+                # metric checks alone (fp64, cosine ...), indices: named, never left out
+                checks = [m.check for m in output.metrics] if not output.gated else []
+                checks = checks or [output.tolerance.check]
+                uncalibrated = found.setdefault(name, Observed())
+                one = len(checks) == 1
+                uncalibrated.problem = (
+                    f"{'its' if one else 'their'} {' and '.join(checks)} "
+                    f"{'check has' if one else 'checks have'} no atol to suggest"
+                )
+                uncalibrated.suggestable = False
+                uncalibrated.margin = max(uncalibrated.margin, output.margin)
                 continue
             worst = found.setdefault(name, Observed())
             worst.add(output.required_atol, output.max_rel_error)

@@ -3,9 +3,11 @@ against the same output's in an earlier run's JSON report (`--trt-baseline`, `tr
 drift`).
 
 An output is matched to its baseline record by its test's node id and its name. It drifted
-when its margin grew `ratio` times or more (from a margin above 0: an exact output that
-gains a rounding error has no ratio), or crossed `limit` from below; an output that now
-fails where it passed drifted too. Outputs new since the baseline, and outputs gone, are
+when its margin grew `ratio` times or more, or crossed `limit` from below; an output that
+now fails where it passed drifted too. A baseline margin under FLOOR counts as FLOOR: an
+output exact in the baseline (margin 0: a golden checked on the machine that wrote it, a
+bit-exact twin) drifted once its margin reaches `ratio` x FLOOR (0.02 by default), while a
+rounding error under that is no news. Outputs new since the baseline, and outputs gone, are
 listed apart.
 """
 
@@ -21,6 +23,8 @@ from .summary import Record
 #: The defaults: a margin that doubles, or passes half of the tolerance.
 RATIO = 2.0
 LIMIT = 0.5
+#: The least baseline margin a ratio is taken from (1% of the allowed error).
+FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,11 @@ def _why(before: float, now: float, ratio: float, limit: float) -> str:
         return "now fails"
     if before < limit <= now:
         return f"crossed {num(limit)}"
-    if 0 < before < now and now >= ratio * before and math.isfinite(now):
+    if before < now and now >= ratio * max(before, FLOOR) and math.isfinite(now):
+        if before == 0:
+            return "grew from 0"
+        if before < FLOOR:
+            return f"grew from under {num(FLOOR)}"
         return f"grew {num(now / before, 3)}x"
     return ""
 

@@ -221,6 +221,7 @@ class IsolatedRunner(Runner):
 
     framework = "isolated"
     precisions = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")  # the inner runner decides
+    float64 = True  # so does it for fp64 (the torch runner runs it; others refuse in the worker)
 
     def __init__(
         self,

@@ -29,7 +29,6 @@ from ..engine import (
 )
 from ..errors import (
     FP64Unavailable,
-    InferenceError,
     InputDataError,
     RunnerSkip,
     TrtCompareError,
@@ -41,8 +40,9 @@ from ..vocabulary import FP64
 from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
+from .layout import counted
 from .outcome import Kind, Outcome, compared
-from .runs import RunnerCache, _freeze, make_feeds
+from .runs import RunnerCache, _freeze, make_feeds, numbered
 from .settings import ToleranceSettings
 from .spec import CompareSpec
 
@@ -160,7 +160,7 @@ class CaseRunner:
         if key not in self._expected:
             mark = len(runner.inference_times)
             self._expected[key] = [
-                _numbered(runner.infer, feed, index, len(feeds)) for index, feed in enumerate(feeds)
+                numbered(runner.infer, feed, index, len(feeds)) for index, feed in enumerate(feeds)
             ]
             self._expected_ms[key] = median_ms(runner.inference_times[mark:])
             while len(self._expected) > _REFERENCE_CACHE:
@@ -249,7 +249,7 @@ class CaseRunner:
             anchors = self.anchors(spec, case, feeds, expected)
         results, kept, closest = [], None, None
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
-            got = _numbered(target.infer, feed, index, len(feeds))
+            got = numbered(target.infer, feed, index, len(feeds))
             result = self.compare(spec)(got, want, table, names=names, anchor=anchors[index])
             if _reported_before(result, closest):  # its arrays are the artifacts'
                 kept, closest = (got, want), result
@@ -381,28 +381,42 @@ class CaseRunner:
 
     def _run_saved(self, spec: CompareSpec, case: Case, path: Path) -> Outcome:
         """reference='outputs.json' (or a golden, .npz, test data): Polygraphy's
-        --load-outputs. The inputs are the ones saved with the outputs, else `inputs=`."""
+        --load-outputs. Every iteration saved is compared, each on the inputs saved with it,
+        else on the feed of `inputs=` of the same iteration."""
         saved = self._saved.get(path) or load_reference(path)
         self._saved[path] = saved
         target = self.runner(spec, case.target, case.precision, case)
+        iterations = saved.iterations
         if saved.inputs:
-            feed = saved.inputs
+            feeds = [iteration.inputs for iteration in iterations]
         elif spec.inputs is not None:
-            feed = self.feeds(spec, target, case)[0]
+            feeds = self.feeds(spec, target, case)
+            if len(feeds) != len(iterations):
+                raise InputDataError(
+                    f"reference={path.name!r} holds {counted(len(iterations), 'iteration')} "
+                    f"of outputs, inputs={_shown(spec.inputs)} {counted(len(feeds), 'feed')}: "
+                    "give the inputs the outputs were made from (polygraphy run --save-inputs "
+                    "with the same --iterations)"
+                )
         else:
             raise InputDataError(
                 f"reference={path.name!r} holds no inputs: give the inputs its outputs were made "
                 "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
             )
         mark = len(target.inference_times)
-        got = target.infer(feed)
-        result = self.compare(spec)(got, saved.outputs, self.tolerance(spec, case))
+        results, kept, closest = [], None, None
+        for index, (feed, iteration) in enumerate(zip(feeds, iterations, strict=True)):
+            got = numbered(target.infer, feed, index, len(feeds))
+            result = self.compare(spec)(got, iteration.outputs, self.tolerance(spec, case))
+            if _reported_before(result, closest):
+                kept, closest = (got, iteration.outputs), result
+            results.append(result)
         return compared(
-            [result],
+            results,
             source="compare_frameworks",
             target=timed(target.describe(), median_ms(target.inference_times[mark:])),
             reference={"runner": f"saved {path.name}"},
-            arrays=(got, saved.outputs),
+            arrays=kept,
         )
 
     def run_golden(
@@ -424,11 +438,15 @@ class CaseRunner:
         outcome = check_golden(
             goldens,
             path,
-            target.infer,  # on the golden's stored inputs, else on the case's feed
+            target.infer,  # on the golden's stored inputs, else on the case's feeds
             self.tolerance(spec, case),
-            inputs=lambda: self.feeds(spec, target, case)[0],
+            inputs=lambda: self.feeds(spec, target, case),  # one per iteration, each stored
             fits=lambda stored: inputs_problem(
-                target.input_specs() if target.checks_feed else None, stored, case.shapes
+                target.input_specs() if target.checks_feed else None,
+                stored,
+                case.shapes,
+                # iterations=N, else as many as the saved inputs= hold
+                iterations=len(self.feeds(spec, target, case)) if spec.inputs else spec.iterations,
             ),
             meta={
                 "name": None,  # compare_frameworks(golden=True) keeps the test's one golden
@@ -478,17 +496,11 @@ def _reported_before(result: ComparisonResult, other: ComparisonResult | None) -
     return other.passed and (not result.passed or result.margin > other.margin)
 
 
-def _numbered(infer: Any, feed: Feed, index: int, total: int) -> dict[str, np.ndarray]:
-    """infer(feed); a framework's error says which iteration's feed it failed on."""
-    try:
-        outputs: dict[str, np.ndarray] = infer(feed)
-    except InferenceError as exc:
-        if total < 2:
-            raise
-        failure = InferenceError(f"iteration {index} of {total}: {exc}")
-        failure.details = exc.details
-        raise failure from exc.__cause__
-    return outputs
+def _shown(inputs: Any) -> str:
+    """The marker's inputs= as a message shows it: a path's name, else the kind given."""
+    if isinstance(inputs, (str, os.PathLike)):
+        return repr(Path(inputs).name)
+    return f"({type(inputs).__name__})"
 
 
 def _is_onnx(model: Any) -> bool:

@@ -49,7 +49,9 @@ from ..goldens import (
 from ..inputs import Feed
 from ..runners import TensorSpec, check_feed
 from ..vocabulary import FP64
+from .layout import counted
 from .outcome import Kind, Outcome, compared
+from .runs import numbered
 
 _log = logging.getLogger(__name__)
 
@@ -78,9 +80,11 @@ class GoldenAccess(Protocol):
         """The command that writes this golden."""
         ...
 
-    def write(self, path: Path, outputs: Outputs, inputs: Feed, meta: dict[str, Any]) -> str:
-        """Write one golden: "created", "updated" or "unchanged" (raises GoldenError or
-        OSError, the old golden kept)."""
+    def write(
+        self, path: Path, iterations: Sequence[tuple[Outputs, Feed]], meta: dict[str, Any]
+    ) -> str:
+        """Write one golden of these (outputs, inputs) iterations: "created", "updated" or
+        "unchanged" (raises GoldenError or OSError, the old golden kept)."""
         ...
 
     def compared(self, path: Path) -> None:
@@ -133,38 +137,48 @@ def read_stored(store: GoldenAccess, path: Path) -> Golden | None:
 
 
 def inputs_problem(
-    specs: Sequence[TensorSpec] | None, stored: Feed, shapes: Mapping[str, Any] | None
+    specs: Sequence[TensorSpec] | None,
+    stored: Sequence[Feed],
+    shapes: Mapping[str, Any] | None,
+    iterations: int = 1,
 ) -> str | None:
-    """Why a golden's stored inputs cannot feed this run (None: they can): another shape
-    than `shapes` asks for, or a feed that does not fit `specs` (None: a runner that does
-    not check its feeds)."""
-    for input_name, shape in (shapes or {}).items():
-        if input_name in stored and tuple(stored[input_name].shape) != tuple(shape):
-            return (
-                f"its stored input {input_name!r} has shape {tuple(stored[input_name].shape)}, "
-                f"this test asks for {tuple(shape)}"
-            )
-    if specs is None:
-        return None
-    try:
-        check_feed(specs, stored, "golden inputs")
-    except FeedError as exc:
-        return f"its stored inputs no longer fit the model ({exc})"
+    """Why a golden's stored inputs (one feed per iteration) cannot feed this run (None: they
+    can): another number of iterations than the run makes, another shape than `shapes` asks
+    for, or a feed that does not fit `specs` (None: a runner that does not check its feeds)."""
+    if len(stored) != iterations:
+        return f"it holds {counted(len(stored), 'input iteration')}, this test makes {iterations}"
+    for feed in stored:
+        for input_name, shape in (shapes or {}).items():
+            if input_name in feed and tuple(feed[input_name].shape) != tuple(shape):
+                return (
+                    f"its stored input {input_name!r} has shape {tuple(feed[input_name].shape)}, "
+                    f"this test asks for {tuple(shape)}"
+                )
+        if specs is None:
+            continue
+        try:
+            check_feed(specs, feed, "golden inputs")
+        except FeedError as exc:
+            return f"its stored inputs no longer fit the model ({exc})"
     return None
 
 
 def stored_inputs(
-    store: GoldenAccess, path: Path, golden: Golden | None, problem: Callable[[Feed], str | None]
-) -> Feed | None:
-    """The golden's stored inputs when it has some and they fit (`problem` says why not);
-    None when it has none, or they do not fit and the golden is being rewritten (fresh inputs
-    are stored with it). Inputs that do not fit otherwise raise GoldenError saying how to
-    refresh the golden: never silently other numbers."""
+    store: GoldenAccess,
+    path: Path,
+    golden: Golden | None,
+    problem: Callable[[list[Feed]], str | None],
+) -> list[Feed] | None:
+    """The golden's stored inputs, one feed per iteration, when it has some and they fit
+    (`problem` says why not); None when it has none, or they do not fit and the golden is
+    being rewritten (fresh inputs are stored with it). Inputs that do not fit otherwise raise
+    GoldenError saying how to refresh the golden: never silently other numbers."""
     if golden is None or not golden.inputs:
         return None
-    why = problem(golden.inputs)
+    feeds = [iteration.inputs for iteration in golden.iterations]
+    why = problem(feeds)
     if why is None:
-        return golden.inputs
+        return feeds
     if updating(store, path):
         return None
     raise GoldenError(
@@ -175,24 +189,25 @@ def stored_inputs(
 def check_golden(
     store: GoldenAccess,
     path: Path,
-    outputs: Outputs | Callable[[Feed], Outputs],
+    outputs: Outputs | Sequence[Outputs] | Callable[[Feed], Outputs],
     tolerance: Mapping[str, Entry],
     *,
-    inputs: Feed | Callable[[], Feed] | None = None,
-    fits: Callable[[Feed], str | None] | None = None,
+    inputs: Feed | Sequence[Feed] | Callable[[], Sequence[Feed]] | None = None,
+    fits: Callable[[list[Feed]], str | None] | None = None,
     meta: Mapping[str, Any] | None = None,
     target: Any = None,
     compare: Compare = compare_outputs,
 ) -> Outcome:
     """The outcome of checking `outputs` against the golden at `path` (see the module doc).
 
-    `outputs` may be a function of the feed: it is then run on the golden's stored inputs
-    (when they fit: `fits` says why not) or else on `inputs`. `inputs` (a feed, or a function
-    making it) is what a written golden stores. `tolerance` is the resolved table ("" the
-    default). `target` is the runner (described after it ran) or its describe(): recorded in
-    the golden and checked for a changed model. Errors of the runner propagate; the
-    comparison's and the write's are outcomes. An old `.golden` path stands for the
-    `.safetensors` golden that replaces it."""
+    `outputs` are one iteration's outputs, a list of them (one per iteration), or a function
+    of the feed: it is then run on the golden's stored inputs, every iteration of them (when
+    they fit: `fits` says why not), or else on `inputs`. `inputs` (a feed, a list of them, or
+    a function making the list) is what a written golden stores, an iteration per feed.
+    `tolerance` is the resolved table ("" the default). `target` is the runner (described
+    after it ran) or its describe(): recorded in the golden and checked for a changed model.
+    Errors of the runner propagate; the comparison's and the write's are outcomes. An old
+    `.golden` path stands for the `.safetensors` golden that replaces it."""
     fp64 = outputs_checked_by(tolerance, FP64)
     if fp64:  # before "create it with": the golden could never pass this check
         output = f"output {fp64[0]!r}" if fp64[0] else "every output"
@@ -219,10 +234,13 @@ def check_golden(
             kept = stored_inputs(store, path, stored, fits or (lambda _: None))
         except GoldenError as exc:
             return Outcome(Kind.FAILED, str(exc), source="golden")
-        feed = kept if kept is not None else _feed(inputs)
-        produced = outputs(feed)
+        feeds = kept if kept is not None else _feeds(inputs)
+        produced: list[Outputs] = [
+            numbered(outputs, feed, index, len(feeds)) for index, feed in enumerate(feeds)
+        ]
     else:
-        feed, produced = _feed(inputs), outputs
+        produced = [outputs] if isinstance(outputs, Mapping) else list(outputs)
+        feeds = _feeds(inputs) if inputs is not None else [{} for _ in produced]
     describe = getattr(target, "describe", None)
     runner = describe() if callable(describe) else target
     written = None
@@ -231,31 +249,46 @@ def check_golden(
             record = {**(meta or {}), "tolerance": entry_record(tolerance[""])}
             if runner is not None:
                 record["runner"] = runner
-            unfit = _never_matches_itself(compare(produced, produced, tolerance), store, path)
-            if unfit is not None:
-                return unfit
-            done = _write(store, path, produced, feed, record)
+            for got in produced:
+                unfit = _never_matches_itself(compare(got, got, tolerance), store, path)
+                if unfit is not None:
+                    return unfit
+            done = _write(store, path, list(zip(produced, feeds, strict=True)), record)
             if isinstance(done, Outcome):
                 return done
             written, stored = done
         assert stored is not None and stored.path is not None
         store.compared(stored.path)
-        result = compare(produced, stored.outputs, tolerance)
+        if len(stored.iterations) != len(produced):
+            message = (
+                f"golden {store.show(stored.path)} holds "
+                f"{counted(len(stored.iterations), 'iteration')}, this check gives "
+                f"{len(produced)}; refresh it with:\n  {store.regenerate_hint()}"
+            )
+            return Outcome(Kind.FAILED, message, source="golden")
+        results = []
         changed = ""
-        if written is None:  # outputs that also fail name the change in the header
-            changed = _dtype_changes(result, failing=True)
-            if _dtype_changes(result, failing=False):
-                result = _fail_changed_dtypes(result)
+        for got, iteration in zip(produced, stored.iterations, strict=True):
+            result = compare(got, iteration.outputs, tolerance)
+            if written is None:  # outputs that also fail name the change in the header
+                changed = changed or _dtype_changes(result, failing=True)
+                if _dtype_changes(result, failing=False):
+                    result = _fail_changed_dtypes(result)
+            results.append(result)
     except TrtCompareError as exc:
         return Outcome.error(exc, "golden")
     outcome = compared(
-        [result],
+        results,
         source="golden",
         target=runner if isinstance(runner, Mapping) else None,
         reference={"runner": f"golden {stored.path.name}"},
-        arrays=(produced, stored.outputs),
         golden=store.show(stored.path),
-        header=(changed + model_change_note(stored.meta, runner)) if not result.passed else "",
+    )
+    worst = next(i for i, result in enumerate(results) if result is outcome.worst)
+    outcome = dataclasses.replace(
+        outcome,
+        arrays=(produced[worst], stored.iterations[worst].outputs),
+        message="" if results[worst].passed else changed + model_change_note(stored.meta, runner),
     )
     if written is None:
         if outcome.kind is Kind.MISMATCH:  # what to do when the change is intended
@@ -338,12 +371,16 @@ def _fail_changed_dtypes(result: ComparisonResult) -> ComparisonResult:
     return dataclasses.replace(result, outputs=outputs)
 
 
-def _feed(inputs: Feed | Callable[[], Feed] | None) -> Feed:
-    return dict((inputs() if callable(inputs) else inputs) or {})
+def _feeds(inputs: Feed | Sequence[Feed] | Callable[[], Sequence[Feed]] | None) -> list[Feed]:
+    """The feeds of a golden's iterations: a feed is one iteration, None one without inputs."""
+    given = inputs() if callable(inputs) else inputs
+    if given is None or isinstance(given, Mapping):
+        return [dict(given or {})]
+    return [dict(feed) for feed in given]
 
 
 def _write(
-    store: GoldenAccess, path: Path, outputs: Outputs, feed: Feed, meta: dict[str, Any]
+    store: GoldenAccess, path: Path, iterations: list[tuple[Outputs, Feed]], meta: dict[str, Any]
 ) -> tuple[str, Golden] | Outcome:
     """Write the golden and read it back, every byte checked: what the outputs are then
     compared with is what was written. A failed write is FAILED (the old golden is kept)."""
@@ -353,17 +390,18 @@ def _write(
     existed = old.is_file()
     try:
         with progress.step(f"writing golden {shown}") as timing:
-            written = store.write(path, outputs, feed, meta)
+            written = store.write(path, iterations, meta)
     except (GoldenError, OSError) as exc:
         kept = "the old golden" + ("" if old == path else f" {store.show(old)}") + " is kept"
         kept = kept if existed else "nothing was written"
         message = f"cannot write golden {path}: {exc} ({kept})"
         return Outcome(Kind.FAILED, message, source="golden")
     _log.info(
-        "golden %s %s: outputs %s, %d bytes, in %.2f s",
+        "golden %s %s: outputs %s%s, %d bytes, in %.2f s",
         shown,
         written,
-        ", ".join(map(str, outputs)),
+        ", ".join(map(str, iterations[0][0])),
+        f" of {len(iterations)} iterations" if len(iterations) > 1 else "",
         path.stat().st_size,
         timing.elapsed,
     )

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import runners
 from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
-from ..errors import RunnerSkip
+from ..errors import InferenceError, RunnerSkip
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners import Runner, file_digest, session_options_key
 from .layers import LAYER_GROUP, compare_layers
@@ -162,3 +162,16 @@ def compare_runners(
         actual = target.infer(feed)
         results.append(compare_outputs(actual, expected, tolerance, **tolerance_fields))
     return results
+
+
+def numbered(infer: Any, feed: Feed, index: int, total: int) -> dict[str, np.ndarray]:
+    """infer(feed); a framework's error says which iteration's feed it failed on."""
+    try:
+        outputs: dict[str, np.ndarray] = infer(feed)
+    except InferenceError as exc:
+        if total < 2:
+            raise
+        failure = InferenceError(f"iteration {index} of {total}: {exc}")
+        failure.details = exc.details
+        raise failure from exc.__cause__
+    return outputs
