@@ -119,7 +119,23 @@ import pytest
     model="m.onnx", frameworks=["onnxrt"], reference="outputs.json", inputs="inputs.json"
 )
 def test_saved(comparison):
-    assert len(comparison.results) == 3
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model="m.onnx", frameworks=["onnxrt"], reference="outputs.json", inputs="inputs.json",
+    outputs="all",
+)
+def test_saved_layers(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model="m.onnx", frameworks=["onnxrt"], reference="outputs.json", inputs="inputs.json"
+)
+@pytest.mark.shapes({"x": (1,)}, {"x": (2,)})
+def test_saved_shapes(comparison):
+    pass
 """
 
 
@@ -133,12 +149,38 @@ def test_saved_outputs_of_several_iterations_are_each_compared(pytester, xdist):
     write_polygraphy_inputs(pytester.path / "inputs.json", feeds)
     write_polygraphy_outputs(pytester.path / "outputs.json", outputs)
     pytester.makepyfile(test_s=SAVED_REFERENCE)
-    result = run(pytester, *xdist)
-    result.assert_outcomes(failed=1)
+    result = run(pytester, "-k", "test_saved", "--trt-report=r.json", *xdist)
+    result.assert_outcomes(failed=2, errors=2)  # test_saved, test_saved_shapes[bs1]
     result.stdout.fnmatch_lines(["*iteration 2 of 3: 1 of 1 outputs out of tolerance: y*"])
+    records = json.loads((pytester.path / "r.json").read_text())["outputs"]
+    assert [r["iterations"] for r in records] == [3, 3]
+    # per layer, saved outputs must hold the layers; the saved inputs decide the shapes
+    result.stdout.fnmatch_lines(
+        [
+            "*InputDataError: reference='outputs.json' holds the model's outputs only (y); "
+            "outputs='all' compares every layer: save every tensor (polygraphy run "
+            "--onnx-outputs mark all --save-outputs)*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*InputDataError: reference='outputs.json': its saved input 'x' has shape (1,), "
+            "this test asks for (2,)*",
+        ]
+    )
+    # every tensor saved (--onnx-outputs mark all): compared layer by layer
+    layers = [
+        {"c": f["x"] < 0.4, "m": f["x"] * 2.2, "y": outputs[k]["y"]} for k, f in enumerate(feeds)
+    ]
+    write_polygraphy_outputs(pytester.path / "outputs.json", layers)
+    per_layer = run(pytester, "-k", "test_saved_layers", *xdist)
+    per_layer.assert_outcomes(failed=1)
+    per_layer.stdout.fnmatch_lines(
+        ["*first divergence (topological order): m (Mul), layer 1 of 2*"]
+    )
 
     write_polygraphy_inputs(pytester.path / "inputs.json", feeds[:2])
-    short = run(pytester, *xdist)
+    short = run(pytester, "-k", "test_saved and not layers and not shapes", *xdist)
     short.assert_outcomes(errors=1)
     short.stdout.fnmatch_lines(
         [

@@ -6,6 +6,7 @@ and an OutputMismatchError raised by `assert_outputs_close` in a test body.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -64,6 +65,8 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         item.nodeid,
         (runner_key(outcome.target or None), runner_key(outcome.reference)),
     )
+    if len(outcome.results) > 1:
+        records = [dataclasses.replace(r, iterations=len(outcome.results)) for r in records]
     taken = [key for key, _ in item.user_properties]
     item.user_properties.extend(properties.to_properties(records, taken))
     item.user_properties.extend(timings.timing_properties(records[:1]))

@@ -72,6 +72,9 @@ class Record:
     checked_abs_error: float | None = None
     #: the registered statistics' figures (engine/statistic.py), by name
     statistics: dict[str, float] = field(default_factory=dict)
+    #: the input iterations compared (iterations=N, a golden's, --trt-calibrate's draws);
+    #: the figures are those of the worst
+    iterations: int = 1
 
 
 def records(

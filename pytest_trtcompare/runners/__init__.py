@@ -42,7 +42,10 @@ _LAZY = {
     "convert_mixed": "precision",
     "name_unnamed_nodes": "precision",
     "graph_input_specs": "onnx_graph",
+    "module_entries": "onnx_scopes",
     "module_exits": "onnx_scopes",
+    "module_nodes": "onnx_scopes",
+    "subgraph_scopes": "onnx_scopes",
     "node_scopes": "onnx_scopes",
     "scope_names": "onnx_scopes",
     "topological_sort": "float16_repair",
@@ -66,7 +69,15 @@ if TYPE_CHECKING:
     from .isolated import RunnerCrashed
     from .onnx_graph import graph_input_specs
     from .onnx_model import LoadedModel, file_digest, load_model
-    from .onnx_scopes import Scope, module_exits, node_scopes, scope_names
+    from .onnx_scopes import (
+        Scope,
+        module_entries,
+        module_exits,
+        module_nodes,
+        node_scopes,
+        scope_names,
+        subgraph_scopes,
+    )
     from .onnxrt_options import session_options_key
     from .precision import convert_mixed, name_unnamed_nodes
     from .registry import (
@@ -102,7 +113,9 @@ __all__ = [
     "known_runners",
     "load_model",
     "median_ms",
+    "module_entries",
     "module_exits",
+    "module_nodes",
     "name_unnamed_nodes",
     "node_scopes",
     "runner_factory",
@@ -110,6 +123,7 @@ __all__ = [
     "scope_names",
     "session_options_key",
     "shape_fits",
+    "subgraph_scopes",
     "topological_sort",
     "visible_device_count",
 ]

@@ -63,6 +63,7 @@ class Layer:
     op: str  # its op type: "Softmax", "MatMul" (TensorRT: the layer type)
     dtype: str  # numpy dtype name of the tensor
     model_output: bool = False  # one of the model's own outputs (not marked for the comparison)
+    shape: tuple[int, ...] | None = None  # where the runner knows it (a torch module's output)
 
 
 def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:

@@ -108,22 +108,27 @@ def _unsuffixed(part: str) -> list[tuple[str, int]]:
     return [(match.group(1), int(match.group(2)))] if match else []
 
 
-def module_exits(model: onnx.ModelProto, scopes: list[tuple[Scope, ...]]) -> dict[Scope, list[str]]:
-    """Per module call (and per module, call None), the tensors its nodes make that nodes
-    outside it read, or that are graph outputs, in graph order."""
+def module_nodes(scopes: list[tuple[Scope, ...]]) -> dict[Scope, set[int]]:
+    """Per module call (and per module, call None), the indices of the nodes that ran in it."""
     members: dict[Scope, set[int]] = {}
     for index, chain in enumerate(scopes):
         for scope in chain:
             members.setdefault(scope, set()).add(index)
             if scope.call is not None:
                 members.setdefault(Scope(scope.module), set()).add(index)
+    return members
+
+
+def module_exits(model: onnx.ModelProto, scopes: list[tuple[Scope, ...]]) -> dict[Scope, list[str]]:
+    """Per module call (and per module, call None), the tensors its nodes make that nodes
+    outside it read, or that are graph outputs, in graph order."""
     readers: dict[str, set[int]] = {}
     for index, node in enumerate(model.graph.node):
         for name in node.input:
             readers.setdefault(name, set()).add(index)
     outputs = {vi.name for vi in model.graph.output}
     exits: dict[Scope, list[str]] = {}
-    for scope, nodes in members.items():
+    for scope, nodes in module_nodes(scopes).items():
         found = []
         for index in sorted(nodes):
             for name in model.graph.node[index].output:
@@ -131,3 +136,34 @@ def module_exits(model: onnx.ModelProto, scopes: list[tuple[Scope, ...]]) -> dic
                     found.append(name)
         exits[scope] = found
     return exits
+
+
+def module_entries(model: onnx.ModelProto, nodes: set[int]) -> list[str]:
+    """The tensors that these nodes read and nodes outside them make, in graph order."""
+    made = {name for index in nodes for name in model.graph.node[index].output}
+    producers = {
+        name: index for index, node in enumerate(model.graph.node) for name in node.output if name
+    }
+    return [
+        name
+        for index in sorted(nodes)
+        for name in model.graph.node[index].input
+        if name in producers and name not in made
+    ]
+
+
+def subgraph_scopes(model: onnx.ModelProto) -> dict[str, str]:
+    """Module names recorded only inside a subgraph (a Loop or If body, a Scan), each with
+    the node holding that subgraph: `{'lin': '/Loop'}`. Their nodes run once per iteration
+    or branch, so no tensor of the outer graph is one call of theirs."""
+    outer = scope_names(model)
+    found: dict[str, str] = {}
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            graphs = [attribute.g] if attribute.HasField("g") else list(attribute.graphs)
+            for graph in graphs:
+                inner = onnx.ModelProto(graph=graph)
+                for name in sorted(scope_names(inner) | set(subgraph_scopes(inner))):
+                    if name not in outer:
+                        found.setdefault(name, node.name or node.op_type)
+    return found

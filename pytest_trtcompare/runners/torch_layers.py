@@ -32,6 +32,7 @@ class Tap:
     call: int  # 0 for the first call of the module in one forward
     op: str  # the module's class name
     dtype: str
+    shape: tuple[int, ...]
 
 
 class ModuleTaps:
@@ -42,6 +43,12 @@ class ModuleTaps:
             raise ModelLoadError(
                 "torch runner: outputs='all' needs an nn.Module (its submodules are the layers); "
                 f"got {type(module).__name__}"
+            )
+        if isinstance(module, torch.jit.ScriptModule):
+            raise ModelLoadError(
+                "torch runner: outputs='all' reads each submodule's output through forward "
+                f"hooks, which torch does not run on a TorchScript module ({type(module).__name__}"
+                "); give the eager module, the one before torch.jit.script or torch.jit.trace"
             )
         self._modules = [(name, child) for name, child in module.named_modules() if name]
         self._taps: list[Tap] = []
@@ -68,7 +75,8 @@ class ModuleTaps:
                 if not hasattr(value, "dtype"):
                     continue
                 dtype = str(value.dtype).removeprefix("torch.")
-                self._taps.append(Tap(name, path, call, type(module).__name__, dtype))
+                shape = tuple(getattr(value, "shape", ()))
+                self._taps.append(Tap(name, path, call, type(module).__name__, dtype, shape))
                 if wanted is None or name in wanted:
                     self._taken[name] = to_numpy(value)
 
@@ -94,7 +102,7 @@ class ModuleTaps:
 
     def layers(self, outputs: list[tuple[str, Any]], model_outputs: list[str]) -> list[Layer]:
         """The recorded outputs in call order, then the model's own outputs."""
-        found = [Layer(t.name, t.module, t.op, t.dtype) for t in self._taps]
+        found = [Layer(t.name, t.module, t.op, t.dtype, shape=t.shape) for t in self._taps]
         for name, value in outputs:
             if name in model_outputs:
                 dtype = str(getattr(value, "dtype", "float32")).removeprefix("torch.")

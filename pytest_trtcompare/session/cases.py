@@ -357,8 +357,9 @@ class CaseRunner:
     def _golden_result(
         self, spec: CompareSpec, target: Any, outputs: Any, stored: Any, tolerance: Any
     ) -> ComparisonResult:
-        """The target against its golden; per layer (outputs="all") as compare_layers
-        reports: the target's order, float tensors, the first divergence."""
+        """The target against its golden (or saved outputs); per layer (outputs="all") as
+        compare_layers reports: the target's order, float tensors, the first divergence, over
+        the tensors the golden holds."""
         if spec.outputs != "all":
             return self.compare(spec)(outputs, stored, tolerance)
         names, view = golden_layer_plan(target, stored, spec.layer_dtypes or "float")
@@ -403,11 +404,24 @@ class CaseRunner:
                 f"reference={path.name!r} holds no inputs: give the inputs its outputs were made "
                 "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
             )
+        problem = inputs_problem(None, feeds, case.shapes, iterations=len(feeds))
+        if problem is not None:  # the inputs the outputs were made from decide the shapes
+            raise InputDataError(f"reference={path.name!r}: {problem.replace('stored', 'saved')}")
+        own = {
+            layer.tensor for layer in getattr(target, "layers", None) or [] if layer.model_output
+        }
+        if spec.outputs == "all" and own and set(iterations[0].outputs) <= own:
+            raise InputDataError(
+                f"reference={path.name!r} holds the model's outputs only "
+                f"({', '.join(iterations[0].outputs)}); outputs='all' compares every layer: save "
+                "every tensor (polygraphy run --onnx-outputs mark all --save-outputs)"
+            )
         mark = len(target.inference_times)
         results, kept, closest = [], None, None
         for index, (feed, iteration) in enumerate(zip(feeds, iterations, strict=True)):
             got = numbered(target.infer, feed, index, len(feeds))
-            result = self.compare(spec)(got, iteration.outputs, self.tolerance(spec, case))
+            tolerance = self.tolerance(spec, case)
+            result = self._golden_result(spec, target, got, iteration.outputs, tolerance)
             if _reported_before(result, closest):
                 kept, closest = (got, iteration.outputs), result
             results.append(result)

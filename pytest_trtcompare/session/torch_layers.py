@@ -16,8 +16,10 @@ inside a wrapper is matched under the wrapper's scope prefix (`export_prefix`).
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,36 +27,69 @@ import numpy as np
 import onnx
 
 from ..errors import LayerMatchError
-from ..runners import Layer, Scope, module_exits, node_scopes, scope_names
+from ..runners import (
+    Layer,
+    Scope,
+    module_entries,
+    module_exits,
+    module_nodes,
+    node_scopes,
+    scope_names,
+    subgraph_scopes,
+)
 from .twins import Twin, input_map
 
 
 def match_modules(
-    model: onnx.ModelProto, taps: Sequence[Layer], float_tensors: set[str]
+    model: onnx.ModelProto,
+    taps: Sequence[Layer],
+    float_tensors: set[str],
+    batch_norms: Collection[str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """(torch output name -> ONNX tensor, torch outputs without a counterpart)."""
+    """(torch output name -> ONNX tensor, torch outputs without a counterpart).
+    `batch_norms`: the modules that are batch norms (default: those whose class name says
+    BatchNorm), whose folding into the Conv before them is looked for."""
     modules = {tap.node for tap in taps}
     prefix = export_prefix(model, modules)
-    exits = module_exits(model, node_scopes(model, _under(prefix, modules)))
+    scopes = node_scopes(model, _under(prefix, modules))
+    exits = module_exits(model, scopes)
+    members = module_nodes(scopes)
+
+    def qualified(module: str) -> str:
+        return f"{prefix}.{module}" if prefix else module
+
     call_of = {tap.tensor: _call_of(tap) for tap in taps}
     calls = Counter(tap.node for tap in taps if call_of[tap.tensor] is not None)
     exit_of: dict[str, str | None] = {}  # each tap's exit tensor, before the float filter
     for tap in taps:
         call = call_of[tap.tensor]
-        module = f"{prefix}.{tap.node}" if prefix else tap.node
+        module = qualified(tap.node)
         exit_of[tap.tensor] = None if call is None else _exit(exits, module, call, calls[tap.node])
+    exit_of.update(_leaf_exits(model, taps, exits, float_tensors, qualified))
+    if batch_norms is None:
+        batch_norms = {tap.node for tap in taps if "BatchNorm" in tap.op}
+    float_tensors = float_tensors - _fused_after_export(model)
     matched: dict[str, str] = {}
     folded: set[str] = set()  # Conv outputs the export folded a BatchNorm into
-    previous: str | None = None
     for tap in taps:
         tensor = exit_of[tap.tensor]
         tensor = tensor if tensor in float_tensors else None
-        if tensor is None and previous in matched and "BatchNorm" in tap.op:
-            tensor = matched.pop(previous)  # folded into the Conv before it (legacy export)
-            folded.add(previous)
+        nodes = members.get(Scope(qualified(tap.node)), set())
+        if tap.node in batch_norms and not _runs(model, nodes, *_FOLDS):
+            # folded by the exporter into the Conv before it, whose tensor holds Conv and
+            # BatchNorm: that Conv module's own output has no counterpart. (The dynamo
+            # exporter's folded Conv is in the BatchNorm's scope: nothing to undo then.)
+            entries = set(module_entries(model, nodes)) if nodes else set()
+            for conv, conv_tensor in list(matched.items()):
+                if conv_tensor in entries and _made_by(model, conv_tensor, _CONVS):
+                    del matched[conv]
+                    folded.add(conv)
+            last = next(reversed(matched), None)  # the module matched last: that Conv
+            if not nodes and tensor is None and last and _made_by(model, matched[last], _CONVS):
+                tensor = matched.pop(last)  # no node of its own: it takes the Conv's tensor
+                folded.add(last)
         if tensor is not None and tensor not in matched.values():
             matched[tap.tensor] = tensor
-        previous = tap.tensor
     shared = set(matched.values())
     unmatched = [
         tap.tensor
@@ -62,6 +97,136 @@ def match_modules(
         if tap.tensor not in matched and (tap.tensor in folded or exit_of[tap.tensor] not in shared)
     ]
     return matched, unmatched
+
+
+_LEGACY_NAME = re.compile(r"^(/.+)_output_\d+$")
+
+
+def _fused_after_export(model: onnx.ModelProto) -> set[str]:
+    """Tensors that a node makes under the name the exporter gave another node's output
+    (`/layer1/relu/Relu_output_0` made by `/layer1/conv1/Conv`): the graph was rewritten
+    after the export (a quantizer fused the Relu into the Conv), so the tensor holds more
+    than its producer's module computed; no module is paired with it."""
+    names = {node.name for node in model.graph.node}
+    found = set()
+    for node in model.graph.node:
+        for tensor in node.output:
+            match = _LEGACY_NAME.match(tensor)
+            if match and match.group(1) != node.name and match.group(1) not in names:
+                found.add(tensor)
+    return found
+
+
+_CONVS = ("Conv", "ConvTranspose")
+_FOLDS = ("BatchNormalization", *_CONVS)  # a BatchNorm scope holding one was not folded away
+
+
+def _runs(model: onnx.ModelProto, nodes: set[int], *op_types: str) -> bool:
+    return any(model.graph.node[index].op_type in op_types for index in nodes)
+
+
+def _made_by(model: onnx.ModelProto, tensor: str, op_types: tuple[str, ...]) -> bool:
+    return any(tensor in node.output for node in model.graph.node if node.op_type in op_types)
+
+
+def _leaf_exits(
+    model: onnx.ModelProto,
+    taps: Sequence[Layer],
+    exits: Mapping[Scope, list[str]],
+    float_tensors: set[str],
+    qualified: Any,
+) -> dict[str, str]:
+    """The exits of modules that return several tensors (an LSTM's output and its states).
+    An exit that is an output of an ONNX LSTM, GRU or RNN node (reshaped at most) goes to the
+    module's output of that position, torch's (output, (h_n, c_n)) being the node's (Y, Y_h,
+    Y_c), where its shape fits (the export's; a dynamic dimension fits any). Any other exit
+    goes to the one output of its call whose shape is its shape, where the export fixes every
+    dimension of it. Else the outputs stay unmatched (and are listed)."""
+    leaves: dict[tuple[str, str], list[Layer]] = {}
+    for tap in taps:
+        base, colon, _ = tap.tensor.partition(":")
+        if colon and _call_of(Layer(base, tap.node, tap.op, tap.dtype)) is not None:
+            leaves.setdefault((tap.node, base), []).append(tap)
+    if not leaves:
+        return {}
+    bases = Counter(module for module, _ in leaves)
+    shapes = _tensor_shapes(model)
+    found: dict[str, str] = {}
+    for (module, base), outputs in leaves.items():
+        call = _call_of(Layer(base, module, "", ""))
+        assert call is not None
+        numbered = exits.get(Scope(qualified(module), call))
+        if numbered is None and bases[module] == 1:
+            numbered = exits.get(Scope(qualified(module)), [])
+        for tensor in [t for t in numbered or [] if t in float_tensors]:
+            fits = [
+                leaf
+                for leaf in outputs
+                if leaf.tensor not in found and _fits(leaf.shape, shapes.get(tensor))
+            ]
+            position = _recurrent_output(model, tensor)
+            if position is not None and position < len(outputs):
+                fits = [leaf for leaf in fits if leaf is outputs[position]]
+            elif not _static(shapes.get(tensor)):
+                continue
+            if len(fits) == 1:
+                found[fits[0].tensor] = tensor
+    return found
+
+
+_RECURRENT = ("LSTM", "GRU", "RNN")
+_RESHAPING = ("Transpose", "Squeeze", "Unsqueeze", "Reshape", "Identity", "Flatten")
+
+
+def _recurrent_output(model: onnx.ModelProto, tensor: str) -> int | None:
+    """Which output of an ONNX LSTM / GRU / RNN node `tensor` is, through ops that only
+    reshape it; None where it is none."""
+    producers = {
+        name: (node, position)
+        for node in model.graph.node
+        for position, name in enumerate(node.output)
+        if name
+    }
+    seen = set()
+    while tensor in producers and tensor not in seen:
+        seen.add(tensor)
+        node, position = producers[tensor]
+        if node.op_type in _RECURRENT:
+            return position
+        if node.op_type not in _RESHAPING or not node.input:
+            return None
+        tensor = node.input[0]
+    return None
+
+
+def _fits(shape: tuple[int, ...] | None, exported: tuple[int | None, ...] | None) -> bool:
+    """Whether a torch output's shape can be the exported tensor's (None: a dynamic dim)."""
+    if shape is None or exported is None or len(shape) != len(exported):
+        return False
+    return all(want is None or want == got for want, got in zip(exported, shape, strict=True))
+
+
+def _static(exported: tuple[int | None, ...] | None) -> bool:
+    """A shape the export fixes in every dimension: one that a data-dependent tensor (a
+    detector's boxes before NMS) cannot merely share by its rank."""
+    return exported is not None and None not in exported
+
+
+def _tensor_shapes(model: onnx.ModelProto) -> dict[str, tuple[int | None, ...]]:
+    """The shapes the export records (value_info, inputs, outputs), inferred where it
+    records none; a dimension without a fixed size is None."""
+    infos = [*model.graph.value_info, *model.graph.output, *model.graph.input]
+    if not model.graph.value_info:
+        with contextlib.suppress(Exception):  # one shape inference cannot read: no guesses
+            infos = list(onnx.shape_inference.infer_shapes(model).graph.value_info) + infos
+    shapes = {}
+    for info in infos:
+        tensor = info.type.tensor_type
+        if tensor.HasField("shape"):
+            shapes[info.name] = tuple(
+                dim.dim_value if dim.HasField("dim_value") else None for dim in tensor.shape.dim
+            )
+    return shapes
 
 
 def export_prefix(model: onnx.ModelProto, modules: set[str]) -> str:
@@ -147,7 +312,7 @@ class TorchLayers(Twin):
             if layer.dtype.startswith(("float", "bfloat"))
         }
         taps = [layer for layer in layers if not layer.model_output]
-        matched, unmatched = match_modules(self._model, taps, floats)
+        matched, unmatched = match_modules(self._model, taps, floats, self._batch_norms(taps))
         if taps and not matched:
             raise LayerMatchError(self._no_module_matched(taps))
         outputs = [layer.tensor for layer in layers if layer.model_output]
@@ -160,11 +325,38 @@ class TorchLayers(Twin):
         self.module_of = {tensor: name for name, tensor in matched.items()}
         self.unmatched_layers = tuple(unmatched)
 
+    def _batch_norms(self, taps: Sequence[Layer]) -> set[str] | None:
+        """The twin's batch norms (BatchNorm1d/2d/3d, SyncBatchNorm and subclasses such as
+        timm's BatchNormAct2d): modules with running statistics and a momentum, as torch's
+        _BatchNorm has (None where the runner holds no module: told by class name)."""
+        module = getattr(self._runner, "module", None)
+        named = getattr(module, "named_modules", None)
+        if named is None:
+            return None
+        wanted = {tap.node for tap in taps}
+        return {
+            name
+            for name, child in named()
+            if name in wanted and hasattr(child, "running_mean") and hasattr(child, "momentum")
+        }
+
     def _no_module_matched(self, taps: Sequence[Layer]) -> str:
         module = getattr(self._runner, "module", None)
         twin = "the torch twin" + (f" {type(module).__name__}" if module is not None else "")
         names = list(dict.fromkeys(tap.node for tap in taps))
         shown = ", ".join(names[:8]) + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")
+        looped = {
+            name: node for name, node in subgraph_scopes(self._model).items() if name in names
+        }
+        if looped:
+            inside = ", ".join(f"{name} (in {node})" for name, node in list(looped.items())[:8])
+            return (
+                f"outputs='all': the modules of {twin} that the export records ({inside}) run "
+                "inside a subgraph (a Loop or If body), once per iteration or branch, so no "
+                "tensor of the model is one call of theirs and no layer could be compared; "
+                "compare the model's outputs (no outputs=), or per layer an export whose "
+                "loop is unrolled (torch.onnx.export of the eager module traces it)"
+            )
         scopes = sorted(scope_names(self._model), key=lambda n: (n.count("."), n))
         outer = ", ".join(scopes[:8]) or "none recorded (an export without module scopes)"
         source = getattr(getattr(self._reference, "loaded", None), "source", None)

@@ -45,7 +45,7 @@ def _imports_before_pytester(tmp_path_factory: pytest.TempPathFactory) -> None:
     from pytest_trtcompare import runners
     from pytest_trtcompare.session.runs import make_feeds
 
-    for name in models.NAMES:
+    for name in (*models.NAMES, "cond"):  # torch.cond runs through torch._dynamo
         entry = models.build(name)
         runner = runners.create("torch", entry.module)
         runner.infer(make_feeds(runner, shapes=entry.shapes)[0])

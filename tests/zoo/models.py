@@ -33,8 +33,15 @@ TEXT = ("bert", "gpt2", "llama")
 VISION = ("resnet18", "mobilenet_v3_small", "vit_tiny")
 NAMES = TEXT + VISION
 MORE = ("fasterrcnn", "clip", "whisper", "wrapped_llama")
+#: The third shelf (issue 45): where features meet. timm's MobileNetV3 (BatchNormAct2d, a
+#: BatchNorm subclass with its activation inside, which both exporters fold into the Conv
+#: before it) with its norms' statistics randomized as training leaves them, exported by each
+#: exporter; an LSTM and a GRU on a dynamic sequence; resnet18's export quantized to int8
+#: (QDQ, onnxruntime.quantization) against the float model; a TorchScript `while` exported as
+#: a Loop and a torch.cond exported as an If, whose iteration and branch follow the input.
+MEET = ("mobilenetv3", "mobilenetv3_legacy", "lstm", "gru", "qdq_resnet18", "loop", "cond")
 #: how each of MORE is exported: the exporter users reach for that works on it
-LEGACY = ("fasterrcnn", "clip", "wrapped_llama")
+LEGACY = ("fasterrcnn", "clip", "wrapped_llama", "lstm", "loop")
 CLIP_OUTPUTS = (
     "logits_per_image",
     "logits_per_text",
@@ -61,6 +68,8 @@ def build(name: str) -> Entry:
     base = name.removesuffix("_legacy")
     if base in MORE:
         return _more(base)
+    if base in MEET:
+        return _meet(base)
     if base in TEXT:
         shapes = {"input_ids": (2, 8), "attention_mask": (2, 8)}
         outputs = ("last_hidden_state", "pooler_output") if base == "bert" else ("logits",)
@@ -157,6 +166,97 @@ def _more(name: str) -> Entry:
     return Entry(_text_model("llama"), shapes, ("logits",))
 
 
+def _meet(name: str) -> Entry:
+    import torch
+
+    if name == "mobilenetv3":
+        import timm
+
+        model = timm.create_model("mobilenetv3_small_050", pretrained=False, num_classes=10)
+        return Entry(trained_norms(model).eval(), {"x": (2, 3, 32, 32)}, ("logits",))
+    if name in ("lstm", "gru"):
+        return Entry(_recurrent(getattr(torch.nn, name.upper())).eval(), {"x": (2, 7, 6)}, ("y",))
+    if name == "qdq_resnet18":  # the float model; its export is quantized (export())
+        return Entry(_vision_model("resnet18"), {"x": (2, 3, 32, 32)}, ("logits",))
+    if name == "loop":
+        return Entry(_loop().eval(), {"x": (2, 8)}, ("y",))
+    return Entry(_cond().eval(), {"x": (2, 8)}, ("y",))
+
+
+def trained_norms(model: Any, seed: int = 0) -> Any:
+    """Every batch norm's running statistics and affine parameters drawn as training leaves
+    them (mean not 0, variance not 1): random weights keep the defaults, under which folding
+    a norm into its Conv changes nothing and a mismatched pairing would go unseen."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                size = module.num_features
+                module.running_mean.copy_(torch.rand(size, generator=generator) - 0.5)
+                module.running_var.copy_(torch.rand(size, generator=generator) + 0.5)
+                module.weight.copy_(torch.rand(size, generator=generator) + 0.5)
+                module.bias.copy_(torch.rand(size, generator=generator) - 0.5)
+    return model
+
+
+def _recurrent(cell: Any) -> Any:
+    import torch
+
+    class Recurrent(torch.nn.Module):
+        """A sequence model: features in, an RNN over time, a head per step."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Linear(6, 16)
+            self.rnn = cell(16, 16, num_layers=2, batch_first=True)
+            self.head = torch.nn.Linear(16, 4)
+
+        def forward(self, x: Any) -> Any:
+            steps, _ = self.rnn(torch.tanh(self.embed(x)))
+            return self.head(steps)
+
+    return Recurrent()
+
+
+def _loop() -> Any:
+    """A TorchScript `while` whose trip count follows the input: exported as an ONNX Loop."""
+    import torch
+
+    class Loop(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            steps = 1 + (x.mean() > 0.5).long() * 2  # 1 or 3 iterations
+            i = torch.zeros((), dtype=torch.long)
+            while bool(i < steps):
+                x = torch.tanh(self.lin(x))
+                i = i + 1
+            return x
+
+    return Loop()
+
+
+def _cond() -> Any:
+    """torch.cond on the input's mean: exported as an ONNX If."""
+    import torch
+
+    class Cond(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+            self.scale = torch.nn.Parameter(torch.tensor(1.5))
+
+        def forward(self, x: Any) -> Any:
+            x = self.lin(x)
+            return torch.cond(x.mean() > 0, lambda t: t * self.scale, lambda t: torch.sin(t), (x,))
+
+    return Cond()
+
+
 _TINY = {
     "hidden_size": 32,
     "intermediate_size": 64,
@@ -218,11 +318,18 @@ def export(name: str, folder: Path) -> Path:
     }
     feed = {key: makers.get(key, torch.rand)(shape) for key, shape in entry.shapes.items()}
     dims = {key: {0: "batch", 1: "seq"} if key in makers else {0: "batch"} for key in feed}
-    if name == "fasterrcnn":
-        dims = {}  # one image of a fixed size, as torchvision exports it
+    if name in ("fasterrcnn", "cond"):
+        dims = {}  # one image of a fixed size, as torchvision exports it; one shape for cond
     path = folder / f"{name}.onnx"
     legacy = name.endswith("_legacy") or name in LEGACY
     module = _wrapped(entry.module) if name.startswith("wrapped_") else entry.module
+    if name in ("lstm", "gru"):
+        dims = {"x": {0: "batch", 1: "steps"}}
+    if name == "loop":
+        module = torch.jit.script(module)  # the while loop stays a loop
+        dims = {}
+    if name == "qdq_resnet18":
+        return _quantized(module, feed["x"], path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
@@ -233,7 +340,36 @@ def export(name: str, folder: Path) -> Path:
             input_names=list(feed),
             output_names=list(entry.outputs),
             dynamo=not legacy,
-            dynamic_shapes=None if legacy else dims,
+            dynamic_shapes=None if legacy else (dims or None),
             dynamic_axes=dims if legacy else None,
         )
+    return path
+
+
+def _quantized(module: Any, sample: Any, path: Path) -> Path:
+    """`path`: the float model's legacy export quantized to int8 by onnxruntime (QDQ, static
+    calibration on 8 seeded batches), as users quantize a model for TensorRT."""
+    import numpy as np
+    import torch
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    float_path = path.with_name(path.stem + "_float.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            (sample,),
+            str(float_path),
+            input_names=["x"],
+            output_names=["logits"],
+            dynamo=False,
+        )
+    rng = np.random.default_rng(0)
+    batches = iter([{"x": rng.random(tuple(sample.shape), np.float32)} for _ in range(8)])
+
+    class Batches(CalibrationDataReader):  # type: ignore[misc]
+        def get_next(self) -> Any:
+            return next(batches, None)
+
+    quantize_static(str(float_path), str(path), Batches(), quant_format=QuantFormat.QDQ)
     return path
