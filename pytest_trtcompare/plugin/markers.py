@@ -19,7 +19,7 @@ import pytest
 from ..errors import MarkerError
 from ..session.expand import Case, expand, shape_set_ids
 from ..session.marker_values import precisions_marker, shapes_marker
-from ..session.spec import compare_spec
+from ..session.spec import check_saved_shapes, compare_spec
 from .fixtures import CASE_FIXTURE
 from .outcome import fail
 from .state import state_of
@@ -65,6 +65,7 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
         if marker is not None:
             base = Path(str(definition.path)).parent
             spec = compare_spec(marker.args, marker.kwargs, definition.nodeid, base)
+            check_saved_shapes(spec, sets, definition.nodeid)
     except MarkerError as exc:
         # this test errors at setup with the message alone; the module's other tests run
         metafunc.config.stash.setdefault(MARKER_ERRORS, {})[definition.nodeid] = str(exc)

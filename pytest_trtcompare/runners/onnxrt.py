@@ -15,7 +15,13 @@ from ..errors import (
 from .failures import tidy_onnxruntime_text
 from .onnx_runner import OnnxModelRunner
 from .onnx_versions import RuntimeVersions, onnxruntime_versions
-from .onnxrt_kernels import DTYPE_NAMES, is_type_failure, missing_kernels
+from .onnxrt_kernels import (
+    DTYPE_NAMES,
+    RECURRENT,
+    crashes_building,
+    is_type_failure,
+    missing_kernels,
+)
 from .onnxrt_options import session_options_of, session_options_summary
 
 _CPU_NOTE = (
@@ -69,6 +75,8 @@ class OnnxRuntimeRunner(OnnxModelRunner):
                 f"onnxruntime {ort.__version__} lacks execution provider(s) {missing}; "
                 f"available: {available}"
             )
+        if precision != "fp32":
+            self._refuse_crashing_build(ort, precision, wanted[0])
         try:
             self.session = ort.InferenceSession(
                 self._session_source(),
@@ -94,6 +102,25 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
         self._version = ort.__version__
         self._options_given = given
+
+    def _refuse_crashing_build(self, ort: Any, precision: str, wanted: Any) -> None:
+        """PrecisionUnsupported where building this session would end the process: recurrent
+        ops without a kernel in this type, whose build crashes a child process."""
+        provider = wanted if isinstance(wanted, str) else wanted[0]
+        ops = missing_kernels(ort, self.proto, precision, provider, "")
+        recurrent = [op for op in ops if op in RECURRENT]
+        if not recurrent:
+            return
+        crashed = crashes_building(self.proto, provider)
+        if crashed is None:
+            return
+        raise PrecisionUnsupported(
+            f"onnxruntime {provider.removesuffix('ExecutionProvider')} has no "
+            f"{DTYPE_NAMES[precision]} kernel for {', '.join(recurrent)}, and building such "
+            f"a session ends the process ({crashed} in a child process that tried; onnxrt "
+            f"{precision} of {self.loaded.source}; onnxruntime {ort.__version__}): compare "
+            "these ops at fp16 with onnxref, torch or trt"
+        )
 
     def _session_source(self) -> str | bytes:
         """The file itself when the model runs as saved (onnxruntime reads it and the weights

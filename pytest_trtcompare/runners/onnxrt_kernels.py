@@ -1,12 +1,19 @@
 """Which ops of a converted model an onnxruntime execution provider has no kernel for.
 
-Asked only after onnxruntime refused a fp16 / bf16 model, to name every op type at fault in
-one skip reason instead of the first node its loader tripped on.
+Asked after onnxruntime refused a fp16 / bf16 model, to name every op type at fault in one
+skip reason instead of the first node its loader tripped on; and before a session of a
+model whose recurrent ops (LSTM, GRU, RNN) have no kernel in that type: onnxruntime 1.32's
+CPU provider ends the process building one (SIGSEGV), so such a session is first built in a
+child process (`crashes_building`), which the test session survives.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -78,3 +85,36 @@ def _types(model: onnx.ModelProto) -> dict[str, int]:
             to = next((a.i for a in node.attribute if a.name == "to"), 0)
             types.setdefault(node.output[0], to)
     return types
+
+
+#: ops whose missing low-precision kernel has crashed onnxruntime building the session
+RECURRENT = ("LSTM", "GRU", "RNN")
+_BUILD = (
+    "import sys, onnxruntime; onnxruntime.InferenceSession(sys.argv[1], providers=[sys.argv[2]])"
+)
+_PROBE_SECONDS = 300
+
+
+def crashes_building(model: onnx.ModelProto, provider: str) -> str | None:
+    """How building an onnxruntime session of `model` ended a child process ('SIGSEGV'),
+    None where it did not (it built, or raised as Python does)."""
+    import signal
+
+    with tempfile.TemporaryDirectory(prefix="trtcompare-probe-") as folder:
+        path = Path(folder) / "model.onnx"
+        path.write_bytes(model.SerializeToString())
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _BUILD, str(path), provider],
+                capture_output=True,
+                timeout=_PROBE_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return None  # slow, not crashed: the session is built here as usual
+    if done.returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-done.returncode).name
+    except ValueError:
+        return f"signal {-done.returncode}"

@@ -282,6 +282,18 @@ def _check_layer_pairs(frameworks: tuple[str, ...], reference: str | None, check
         )
 
 
+def check_saved_shapes(spec: CompareSpec, sets: tuple[Any, ...], where: str) -> None:
+    """Saved outputs (reference= a file) were made from one set of inputs, whose shapes are
+    the item's: several shape sets would compare the same inputs under other names."""
+    if spec.reference_path is None or len(sets) < 2:
+        return
+    raise MarkerError(
+        f"{where}: @pytest.mark.shapes gives {len(sets)} shape sets, and "
+        f"reference={Path(spec.reference_path).name!r} compares on the inputs saved with its "
+        "outputs, one set of shapes: give one shape set at most (the saved inputs' shapes)"
+    )
+
+
 _SAVED_SUFFIXES = (".json", ".safetensors", ".golden", ".npz", ".npy")
 
 
