@@ -124,3 +124,43 @@ def test_dtypes_goldens_cannot_hold_are_refused_naming_the_tensor(tmp_path, valu
     with pytest.raises(GoldenError, match=rf"input 'z' has dtype {dtype}; goldens hold bool"):
         write_golden(path, {"y": np.ones(2)}, {"z": value})
     assert not path.exists()
+
+
+def test_a_golden_of_several_iterations_reads_back_in_order_and_any_reader_opens_it(tmp_path):
+    """compare_frameworks(golden=True, iterations=N) stores each iteration (issue 45):
+    `outputs.K/<name>`, `inputs.K/<name>`, `iterations` in our metadata; one iteration
+    stays byte for byte what it was."""
+    path = tmp_path / "g.safetensors"
+    later = [({"logits": OUTPUTS["logits"] * k}, {"x": INPUTS["x"] + k}) for k in (1, 2)]
+    one = {"logits": OUTPUTS["logits"]}
+    assert write_golden(path, one, INPUTS, META, later=later) == "created"
+    assert write_golden(path, one, INPUTS, META, later=later) == "unchanged"
+    golden = read_golden(path)
+    assert len(golden.iterations) == 3
+    for k, iteration in enumerate(golden.iterations):
+        np.testing.assert_array_equal(iteration.outputs["logits"], OUTPUTS["logits"] * max(k, 1))
+        np.testing.assert_array_equal(iteration.inputs["x"], INPUTS["x"] + k)
+    loaded = safetensors.numpy.load_file(path)
+    assert sorted(loaded) == [
+        "inputs.1/x", "inputs.2/x", "inputs/x", "outputs.1/logits", "outputs.2/logits",
+        "outputs/logits",
+    ]  # fmt: skip
+    with safe_open(path, framework="np") as handle:
+        ours = json.loads(handle.metadata()["pytest_trtcompare"])
+    assert ours["iterations"] == 3 and ours["outputs"] == ["logits"]
+    single = tmp_path / "one.safetensors"
+    write_golden(single, one, INPUTS, META)
+    with safe_open(single, framework="np") as handle:
+        assert "iterations" not in json.loads(handle.metadata()["pytest_trtcompare"])
+    # a later iteration's bytes are checked like the first's, and named
+    data = bytearray(path.read_bytes())
+    header = read_header(path)
+    (tensor,) = [t for t in header["tensors"] if t["group"] == "outputs.2"]
+    data[tensor["offset"]] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(GoldenError, match=r"checksum of output 'logits' of iteration 2 does"):
+        read_golden(path)
+    # the iterations hold the same tensors, or nothing is written
+    with pytest.raises(GoldenError, match=r"iteration 1 has outputs \['other'\], iteration 0"):
+        write_golden(tmp_path / "x.safetensors", one, INPUTS, META, later=[({"other": 1}, INPUTS)])
+    assert not (tmp_path / "x.safetensors").exists()
