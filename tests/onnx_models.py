@@ -134,3 +134,24 @@ def branches_into_nms() -> onnx.ModelProto:
         ],
     )
     return make(graph)
+
+
+def where_scaled(a: float, dims: list[int | str]) -> onnx.ModelProto:
+    """y = where(x < 0.4, x * a, x), float32 of shape `dims`: a change of `a` shows only on
+    the elements below 0.4, which a draw may not have (issue 45's silent golden)."""
+    nodes = [
+        helper.make_node("Less", ["x", "t"], ["c"]),
+        helper.make_node("Mul", ["x", "a"], ["m"]),
+        helper.make_node("Where", ["c", "m", "x"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "where_scaled",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+        [
+            numpy_helper.from_array(np.array([a], np.float32), "a"),
+            numpy_helper.from_array(np.array([0.4], np.float32), "t"),
+        ],
+    )
+    return make(graph)

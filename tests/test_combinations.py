@@ -29,10 +29,10 @@ from collections.abc import Iterable
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare.goldens import write_polygraphy_inputs, write_polygraphy_outputs
 
+from .onnx_models import where_scaled
 from .pytester_helpers import run
 
 MODES = (
@@ -74,7 +74,7 @@ def pairwise_rows(modes: tuple[str, ...], refused: Iterable[frozenset[str]]) -> 
     }
     rows: list[frozenset] = []
     while wanted:
-        (first, x), (second, y) = min(wanted, key=lambda pair: (pair[0][0], pair[1][0]))
+        (first, x), (second, y) = min(wanted)  # a total order: the same rows in every process
         values = {first: x, second: y}
         for mode in modes:
             if mode in values:
@@ -110,24 +110,7 @@ def test_the_rows_cover_every_pair_and_no_refused_one():
 
 def _model(a: float) -> onnx.ModelProto:
     """y = where(x < 0.4, x * a, x) over a dynamic batch of 4 features."""
-    nodes = [
-        helper.make_node("Less", ["x", "t"], ["c"], name="less"),
-        helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
-        helper.make_node("Where", ["c", "m", "x"], ["y"], name="where"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "where",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])],
-        [
-            numpy_helper.from_array(np.array([a], np.float32), "a"),
-            numpy_helper.from_array(np.array([0.4], np.float32), "t"),
-        ],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    return where_scaled(a, ["n", 4])
 
 
 def _saved(path, feeds, per_layer: bool) -> None:

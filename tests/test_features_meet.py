@@ -14,29 +14,14 @@ from onnx import TensorProto, helper, numpy_helper
 from pytest_trtcompare.cli import main
 from pytest_trtcompare.goldens import read_golden, write_polygraphy_inputs, write_polygraphy_outputs
 
+from .onnx_models import make, where_scaled
 from .pytester_helpers import XDIST, run
 
 
 def where_model(a: float) -> onnx.ModelProto:
-    """y = where(x < 0.4, x * a, x): a change of `a` shows only on draws below 0.4."""
-    nodes = [
-        helper.make_node("Less", ["x", "t"], ["c"]),
-        helper.make_node("Mul", ["x", "a"], ["m"]),
-        helper.make_node("Where", ["c", "m", "x"], ["y"]),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "where",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-        [
-            numpy_helper.from_array(np.array([a], np.float32), "a"),
-            numpy_helper.from_array(np.array([0.4], np.float32), "t"),
-        ],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    """y = where(x < 0.4, x * a, x) on one element: a change of `a` shows only on draws below
+    0.4."""
+    return where_scaled(a, [1])
 
 
 GOLDEN_ITERATIONS = """
@@ -266,9 +251,7 @@ def scale_model(a: float) -> onnx.ModelProto:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
         [numpy_helper.from_array(np.array([a], np.float32), "a")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    return make(graph)
 
 
 GOLDEN_SCALE = """
