@@ -3,6 +3,8 @@ round trip gives them back the same: every kind of record, read back both ways."
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 
@@ -32,6 +34,10 @@ def _records() -> list[summary.Record]:
     for i, result in enumerate(results):
         found += summary.records(result, f"test_{i}", "compare", None, None)
     found += summary.records(results[0], "test_timed", "compare", "a", "b", 0, (1.5, 2.25))
+    found += [  # a test of several input iterations (issue 45): the count, an int, reads back
+        dataclasses.replace(record, test="test_iterations", iterations=3)
+        for record in summary.records(results[0], "t", "compare", None, None)
+    ]
     found.append(  # numpy's float: JSON gives back Python's
         summary.Record("test_np", "o", True, np.float64(0.5), 0.1, 0.1, "elemwise", 1.0, 1.0, "x")
     )
@@ -74,7 +80,14 @@ def test_a_record_taken_back_is_the_one_its_json_gives(record):
 
 def test_records_kept_are_those_that_read_back_the_same():
     kept = {(r.test, r.output) for r in _records() if properties.reads_back_the_same(vars(r))}
-    assert {test for test, _ in kept} == {"test_0", "test_1", "test_3", "test_5", "test_timed"}
+    assert {test for test, _ in kept} == {
+        "test_0",
+        "test_1",
+        "test_3",
+        "test_5",
+        "test_timed",
+        "test_iterations",
+    }
     # parsed: Inf margins (test_2, test_3's missing b), metrics (test_4), numpy's float, ints
     assert ("test_3", "a") in kept and ("test_3", "b") not in kept
 

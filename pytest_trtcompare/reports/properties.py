@@ -90,7 +90,8 @@ def read_records(items: Iterable[tuple[str, Any]], parse: Callable[[str], Any]) 
 def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     """Whether reading a record's JSON back (summary.from_properties) gives values equal to
     its fields, of the same types: str, bool, None and finite floats (not ints, which it
-    would make floats; not Inf or NaN, which travel as text; not numpy's floats), no
+    would make floats, but the count of iterations; not Inf or NaN, which travel as text;
+    not numpy's floats), no
     metrics (their tuples would come back as lists), no registered statistics' figures,
     and sources of str in key order."""
     for key, value in fields.items():
@@ -108,6 +109,9 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
                 return False
         elif key == "statistics":  # a registered statistic's figures: read back
             if value:
+                return False
+        elif key == "iterations":  # an int JSON gives back as it is (not one of NUMBERS)
+            if kind is not int:
                 return False
         elif kind is not str and kind is not bool and value is not None:
             return False
