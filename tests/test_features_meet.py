@@ -15,7 +15,8 @@ from pytest_trtcompare.cli import main
 from pytest_trtcompare.goldens import read_golden, write_polygraphy_inputs, write_polygraphy_outputs
 
 from .onnx_models import make, where_scaled
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 
 def where_model(a: float) -> onnx.ModelProto:
@@ -408,3 +409,159 @@ def test_an_isolated_torch_reference_runs_the_fp64_check(pytester, xdist):
             "float64 (callable runs fp32, *, not fp64)*"
         ]
     )
+
+
+SHARED_TWIN = """
+import pytest
+import torch
+
+torch.manual_seed(0)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(16, 8)
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, ids, mask):
+        return {"logits": self.lin(self.emb(ids) * mask.unsqueeze(-1).to(torch.float32))}
+
+
+NET = Net().eval()
+FEED = (torch.zeros(2, 5, dtype=torch.int64), torch.ones(2, 5, dtype=torch.int64))
+torch.onnx.export(NET, FEED, "net.onnx", input_names=["ids", "mask"], output_names=["logits"],
+                  dynamo=False)
+MARKED = dict(model="net.onnx", models={"torch": NET}, val_range={"ids": (0, 15), "mask": (1, 1)})
+SHAPES = {"ids": (2, 5), "mask": (2, 5)}
+
+
+@pytest.mark.compare_frameworks(frameworks=["onnxrt", "torch"], **MARKED)
+@pytest.mark.shapes(SHAPES)
+def test_a_twin(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(frameworks=["onnxrt", "torch"], reference="torch", **MARKED)
+@pytest.mark.shapes(SHAPES)
+def test_b_torch_reference(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    frameworks=["onnxrt", "torch"], reference="saved.json", inputs="feeds.json", **MARKED
+)
+def test_c_saved(comparison):
+    pass
+"""
+
+
+def test_a_module_shared_by_tests_is_fed_as_the_export_in_each(pytester):
+    """From the new-user trial: the torch runner of a module that one test ran as a twin
+    (learning its output names) was taken by the next test as the export itself, fed with
+    its own default float32 specs: `input 'mask' is float32, the model expects int64`, only
+    in that order. Against saved outputs, the twin was not named as the export."""
+    pytest.importorskip("torch")
+    pytester.makepyfile(test_shared=SHARED_TWIN)
+    feeds = [{"ids": np.arange(10).reshape(2, 5) % 16, "mask": np.ones((2, 5), np.int64)}]
+    write_polygraphy_inputs(pytester.path / "feeds.json", feeds)
+    write_polygraphy_outputs(pytester.path / "saved.json", [{"logits": np.zeros((2, 5, 4))}])
+    result = run(pytester, "-rfE", "-W", "ignore::DeprecationWarning")
+    result.assert_outcomes(passed=2, failed=2)  # the saved zeros are not the net's outputs
+    result.stdout.fnmatch_lines(
+        ["FAILED test_shared.py::test_c_saved[[]torch-fp32[]] - *1 of 1 outputs out of tol*"]
+    )
+    assert "missing in" not in result.stdout.str()  # the twin's output is named logits
+
+
+CHAIN = """
+import pytest
+
+@pytest.mark.compare_frameworks(model="chain.onnx", frameworks=["onnxrt"], golden=True,
+                                outputs="all")
+@pytest.mark.shapes({"x": (4,)})
+def test_layers(comparison):
+    pass
+"""
+
+
+def _chain(a: float) -> onnx.ModelProto:
+    """m = x * a, n = m + 1, y = n * 2: a change of `a` fails every layer."""
+    nodes = [
+        helper.make_node("Mul", ["x", "a"], ["m"], name="scale"),
+        helper.make_node("Add", ["m", "one"], ["n"], name="shift"),
+        helper.make_node("Mul", ["n", "two"], ["y"], name="double"),
+    ]
+    values = {"a": a, "one": 1.0, "two": 2.0}
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([v], np.float32), k) for k, v in values.items()],
+    )
+    return make(graph)
+
+
+def test_a_per_layer_golden_writes_the_artifacts_a_per_layer_twin_writes(pytester):
+    """From the new-user trial: a failing per-layer golden drew pictures of every failing
+    layer (87 layers: 349 files, 54 s), a per-layer twin of its first divergence and model
+    outputs only."""
+    onnx.save(_chain(2.0), pytester.path / "chain.onnx")
+    pytester.makepyfile(test_chain=CHAIN)
+    run(pytester, "--trt-update-goldens").assert_outcomes(passed=1)
+    onnx.save(_chain(2.5), pytester.path / "chain.onnx")
+    result = run(pytester, "--trt-artifacts-dir=art")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*first divergence (topological order): scale (Mul) -> m*"])
+    (folder,) = (pytester.path / "art").iterdir()
+    stems = {path.name.split(".")[0] for path in folder.iterdir()}
+    assert stems == {"m", "y", "layers"}, stems  # not n, which diverges after m
+
+
+ITERATIONS_AND_INPUTS = """
+import pytest
+
+@pytest.mark.compare_frameworks(
+    model="m.onnx", frameworks=["onnxrt", "onnxref"], inputs="inputs.json", iterations=2
+)
+def test_two_of_three(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model="m.onnx", frameworks=["onnxrt"], reference="nope.json", inputs="inputs.json"
+)
+def test_missing_reference(comparison):
+    pass
+"""
+
+
+def test_iterations_beside_inputs_of_another_count_and_a_missing_reference_are_named(
+    pytester, capsys
+):
+    """From the new-user trial: iterations=2 beside inputs= of 3 feeds compared 3, silently;
+    a missing reference= file was named as a golden."""
+    onnx.save(where_model(2.0), pytester.path / "m.onnx")
+    feeds = [{"x": np.array([value], np.float32)} for value in (0.9, 0.7, 0.2)]
+    write_polygraphy_inputs(pytester.path / "inputs.json", feeds)
+    pytester.makepyfile(test_i=ITERATIONS_AND_INPUTS)
+    result = run(pytester, "-rE")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*InputDataError: inputs='inputs.json' holds 3 feeds and iterations=2: iterations= "
+            "draws synthetic inputs; with inputs= every feed it holds is an iteration (leave "
+            "iterations= out)*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*InputDataError: reference='nope.json': *nope.json does not exist*"]
+    )
+    # trtcompare show reads a --save-inputs file too
+    capsys.readouterr()
+    assert main(["show", str(pytester.path / "inputs.json")]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        "iteration 0 of 3:",
+        "  input x: float32 (1,)  min 0.9  max 0.9  mean 0.9",
+    ]

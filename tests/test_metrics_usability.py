@@ -142,6 +142,20 @@ def test_ini_threshold_field_decides(pytester, threshold, passed):
             "threshold= and postprocess=); for both, give a list: "
             "[{'atol': ..., 'rtol': ...}, {'check': 'cosine'}]",
         ),
+        (  # a Tolerance object as a dict: what it sets off its defaults (issue 45's trial)
+            Tolerance(check="cosine", atol=0.5),
+            {},
+            "tolerance: atol= does nothing for a metric check (check='cosine' takes "
+            "threshold= and postprocess=); for both, give a list: "
+            "[{'atol': ..., 'rtol': ...}, {'check': 'cosine'}]",
+        ),
+        (
+            {"": Tolerance(check="fp64", rtol=1e-3)},
+            {},
+            "tolerance['']: rtol= does nothing for a metric check (check='fp64' takes "
+            "threshold= and atol=); for both, give a list: "
+            "[{'atol': ..., 'rtol': ...}, {'check': 'fp64'}]",
+        ),
     ],
 )
 def test_keyword_fields_that_cannot_apply_are_errors(spec, fields, message):

@@ -4,7 +4,6 @@ round trip gives them back the same: every kind of record, read back both ways."
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 

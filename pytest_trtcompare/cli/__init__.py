@@ -25,6 +25,9 @@ import numpy as np
 from ..engine import PRECISIONS, RULES, STAT_CHECKS, ToleranceTable, compare_outputs, num, shortest
 from ..errors import TrtCompareError
 from ..goldens import (
+    Golden,
+    GoldenError,
+    Iteration,
     current_path,
     iterate_json,
     load_reference,
@@ -43,7 +46,13 @@ from .tolerances import add_parser as add_tolerances
 
 
 def _show(args: argparse.Namespace) -> int:
-    golden = load_reference(Path(args.file), runner=args.runner)
+    try:
+        golden = load_reference(Path(args.file), runner=args.runner)
+    except GoldenError:
+        inputs = _saved_inputs(Path(args.file))
+        if inputs is None:
+            raise
+        golden = inputs
     iterations = golden.iterations
     for index, iteration in enumerate(iterations):
         indent = ""
@@ -61,6 +70,21 @@ def _show(args: argparse.Namespace) -> int:
     elif golden.meta:
         print(f"meta: {', '.join(sorted(golden.meta))} (all of it with --meta)")
     return 0
+
+
+def _saved_inputs(path: Path) -> Golden | None:
+    """A Polygraphy `--save-inputs` file (a list of feeds) as a golden of inputs only, for
+    `show`; None for anything else."""
+    if path.suffix != ".json" or not path.is_file():
+        return None
+    try:
+        feeds = [dict(feed) for feed in iterate_json(path)]
+    except (TrtCompareError, TypeError, ValueError):
+        return None
+    if not feeds or not all(isinstance(v, np.ndarray) for feed in feeds for v in feed.values()):
+        return None
+    later = tuple(Iteration({}, feed) for feed in feeds[1:])
+    return Golden({}, feeds[0], {"source": "polygraphy --save-inputs"}, path, later=later)
 
 
 def _given_options(args: argparse.Namespace) -> list[str]:

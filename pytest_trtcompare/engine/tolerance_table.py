@@ -3,6 +3,7 @@ or the command line, read into entries, with keyword fields applied to them."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import numbers
 import os
@@ -53,6 +54,13 @@ def _as_tolerance(value: Any, base: Tolerance, where: str, source: str = "call")
     """A Tolerance made by hand is credited whole to `source`; a mapping, its fields (the
     others keep `base`'s sources)."""
     if isinstance(value, Tolerance):
+        if not value.sources:  # made by hand: the fields given are those not at their default
+            given = {
+                f.name: getattr(value, f.name)
+                for f in dataclasses.fields(Tolerance)
+                if f.name != "sources" and getattr(value, f.name) != f.default
+            }
+            _no_fields_beside_a_metric(given, where)
         return value if value.sources else value.sourced(source)
     if isinstance(value, Mapping):
         _no_fields_beside_a_metric(dict(value), where)

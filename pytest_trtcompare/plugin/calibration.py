@@ -203,17 +203,18 @@ class CalibrationRun:
 
     def lines(self, rootpath: Path, width: int, verbosity: int) -> list[str]:
         from ..reports.calibration import calibration_lines
-        from ..session.layout import counted
+        from ..session.layout import counted, wrap
 
         path = self.settings.path
         shown = str(path.relative_to(rootpath)) if path.is_relative_to(rootpath) else str(path)
         if self.error is not None:
             return [f"tolerance file NOT written to {shown}: {self.error}"]
         if self.observed and self.made is None:
-            lines = [
+            lines = wrap(
                 f"{shown}: nothing calibrated: {counted(self.cases, 'case')} ran, under "
-                "metric checks alone (fp64, cosine, ...), which have no atol to suggest"
-            ]
+                "metric checks alone (fp64, cosine, ...), which have no atol to suggest",
+                width,
+            )
             return lines + [f"  {test} :: {output}" for test, output in sorted(self.observed)]
         if self.made is None:
             return [

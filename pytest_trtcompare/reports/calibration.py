@@ -323,7 +323,8 @@ def calibration_lines(
     """The session-end table: each output's worst observed errors, the suggestion, the
     current tolerance and its headroom (allowed / worst error: under 1 fails now), the
     closest to failing first; the 20 first (all with -v). Where a row is wider than the
-    terminal, each output takes two lines: its name, then its figures."""
+    terminal, each output takes two lines: its name, then its figures (and between them,
+    wrapped, why it is not calibrated)."""
     usable = [key for key, worst in observed.items() if worst.problem is None]
     lines = wrap(
         f"{written}: {counted(len(usable), 'output')} of "
@@ -344,7 +345,10 @@ def calibration_lines(
         lines += [f"{f}  {n}".rstrip() for f, n in zip(figures, names, strict=True)]
     else:
         for text, name in zip(figures, names, strict=True):
-            lines += [abbreviate(name, width), abbreviate("    " + text.rstrip(), width)]
+            name, note, why = name.partition(" (not calibrated: ")
+            lines.append(abbreviate(name, width))
+            lines += wrap(f"    {note.strip()}{why}", width) if note else []
+            lines.append(abbreviate("    " + text.rstrip(), width))
     if len(ordered) > len(shown):
         lines.append(f"... and {len(ordered) - len(shown)} more outputs (-v lists them)")
     shadowed = sum(w.source.split(" ", 1)[0] in _ABOVE for w in observed.values())

@@ -53,9 +53,15 @@ def write(
     every_output: bool = False,
 ) -> Artifacts | None:
     """Write the artifacts of the failing outputs of `result` (of all its compared outputs
-    with `every_output`); None when there is nothing to write."""
+    with `every_output`; per layer, of its first divergence and failing model outputs, as
+    a per-layer golden or saved reference gives every layer's arrays); None when there is
+    nothing to write."""
     chosen = result.outputs.values() if every_output else result.failed_outputs
     failing = [out for out in chosen if out.problem is None]
+    if result.per_layer and result.layers is not None and not every_output:
+        # per layer, whatever arrays were kept: the first divergence and the model outputs
+        shown = {result.first_divergence, *result.layers.model_outputs}
+        failing = [out for out in failing if out.name in shown]
     if not failing and not (result.per_layer and result.first_divergence):
         return None
     folder.mkdir(parents=True, exist_ok=True)

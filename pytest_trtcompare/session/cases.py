@@ -33,7 +33,7 @@ from ..errors import (
     RunnerSkip,
     TrtCompareError,
 )
-from ..goldens import Golden, load_reference
+from ..goldens import Golden, GoldenError, load_reference
 from ..inputs import Feed, val_range_record
 from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from ..vocabulary import FP64
@@ -118,6 +118,7 @@ class CaseRunner:
                     shapes=case.shapes,
                     iterations=spec.iterations,
                 )
+
             except InputDataError as exc:
                 if case.shape_id != "cli":
                     raise
@@ -125,6 +126,13 @@ class CaseRunner:
                     f"{exc} (--trt-input-shapes replaces the test's shape sets: give every "
                     "dynamic input there, e.g. --trt-input-shapes=input_ids:1x8,attention_mask:1x8)"
                 ) from None
+        count = len(self._feeds[key])
+        if spec.inputs is not None and spec.iterations > 1 and count != spec.iterations:
+            raise InputDataError(
+                f"inputs={_shown(spec.inputs)} holds {counted(count, 'feed')} and "
+                f"iterations={spec.iterations}: iterations= draws synthetic inputs; with "
+                "inputs= every feed it holds is an iteration (leave iterations= out)"
+            )
         return self._feeds[key]
 
     def expected(
@@ -270,6 +278,15 @@ class CaseRunner:
             return TorchLayers(target, reference, proto)
         return as_twin(target, reference)
 
+    def _as_export(self, spec: CompareSpec, case: Case, target: Any) -> Any:
+        """A twin (a framework's own model beside an ONNX model) fed and named as the export,
+        where no reference runner gives the names: against a golden or saved outputs."""
+        if case.target.split(":")[0] not in spec.models or not _is_onnx(spec.model):
+            return target
+        from .twins import ExportSpecs, as_twin
+
+        return as_twin(target, ExportSpecs(self._export(spec.model)))
+
     def _export(self, model: Any) -> Any:
         """The marker's ONNX model, loaded once per model for the twins that need its graph."""
         key = self.runners.model_key(model)
@@ -384,9 +401,12 @@ class CaseRunner:
         """reference='outputs.json' (or a golden, .npz, test data): Polygraphy's
         --load-outputs. Every iteration saved is compared, each on the inputs saved with it,
         else on the feed of `inputs=` of the same iteration."""
-        saved = self._saved.get(path) or load_reference(path)
+        try:
+            saved = self._saved.get(path) or load_reference(path)
+        except GoldenError as exc:  # missing, unreadable: named as the marker's argument
+            raise InputDataError(f"reference={path.name!r}: {exc}") from None
         self._saved[path] = saved
-        target = self.runner(spec, case.target, case.precision, case)
+        target = self._as_export(spec, case, self.runner(spec, case.target, case.precision, case))
         iterations = saved.iterations
         if saved.inputs:
             feeds = [iteration.inputs for iteration in iterations]
@@ -443,11 +463,7 @@ class CaseRunner:
         self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
     ) -> Outcome:
         # first the runner: what cannot run here skips, whether or not its golden exists
-        target = self.runner(spec, case.target, case.precision, case)
-        if case.target.split(":")[0] in spec.models and _is_onnx(spec.model):
-            from .twins import ExportSpecs, as_twin
-
-            target = as_twin(target, ExportSpecs(self._export(spec.model)))
+        target = self._as_export(spec, case, self.runner(spec, case.target, case.precision, case))
         mark = len(target.inference_times)
         outcome = check_golden(
             goldens,

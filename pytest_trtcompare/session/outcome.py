@@ -73,11 +73,14 @@ class Outcome:
 
     @property
     def failing_iteration(self) -> str:
-        """'iteration 2 of 3: ' when several iterations ran and one failed."""
+        """'iteration 2 of 3: ' when several iterations ran and one failed (counted from 0, as
+        Polygraphy counts them), 'iteration 0 of 4 (3 of 4 fail): ' when several failed."""
         worst = self.worst
         if len(self.results) < 2 or worst is None or worst.passed:
             return ""
-        return f"iteration {self.results.index(worst)} of {len(self.results)}: "
+        failing = sum(not result.passed for result in self.results)
+        several = f" ({failing} of {len(self.results)} fail)" if failing > 1 else ""
+        return f"iteration {self.results.index(worst)} of {len(self.results)}{several}: "
 
 
 def compared(

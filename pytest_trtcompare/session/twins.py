@@ -167,8 +167,11 @@ class Twin:
 
 
 def as_twin(twin: Any, reference: Any) -> Any:
-    """The twin under the reference's names (its own runner when every name agrees)."""
-    inputs = input_map(reference.input_specs(), twin)
+    """The twin under the reference's names (its own runner when every name agrees and its
+    input specs are the reference's: a torch runner's default float32 specs, or those a
+    runner of the same module learned in another test, must never make the feed)."""
+    specs = list(reference.input_specs())
+    inputs = input_map(specs, twin)
     outputs = list(reference.output_names())
     same = all(how == "by name" for _, how in inputs.values())
     if (
@@ -176,6 +179,7 @@ def as_twin(twin: Any, reference: Any) -> Any:
         and outputs
         and set(outputs) <= set(twin.output_names())
         and len(outputs) == len(twin.output_names())
+        and list(twin.input_specs()) == specs
     ):
         return twin
-    return Twin(twin, inputs, outputs, reference.input_specs())
+    return Twin(twin, inputs, outputs, specs)
