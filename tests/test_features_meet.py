@@ -394,6 +394,7 @@ def identity(feed):
 def test_an_isolated_torch_reference_runs_the_fp64_check(pytester, xdist):
     """Fault 4: isolate=True (or --trt-isolate) refused the fp64 check of a torch reference
     ('the reference torch cannot run float64 (isolated runs fp32, ...)')."""
+    pytest.importorskip("torch")
     pytester.makepyfile(test_i=FP64_ISOLATED, identity=IDENTITY)
     pytester.syspathinsert()
     result = run(pytester, "-rA", "-k", "not callable", *xdist)

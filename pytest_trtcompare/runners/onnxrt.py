@@ -106,6 +106,8 @@ class OnnxRuntimeRunner(OnnxModelRunner):
     def _refuse_crashing_build(self, ort: Any, precision: str, wanted: Any) -> None:
         """PrecisionUnsupported where building this session would end the process: recurrent
         ops without a kernel in this type, whose build crashes a child process."""
+        if not any(node.op_type in RECURRENT for node in self.proto.graph.node):
+            return  # the kernel table and shape inference only for the models at risk
         provider = wanted if isinstance(wanted, str) else wanted[0]
         ops = missing_kernels(ort, self.proto, precision, provider, "")
         recurrent = [op for op in ops if op in RECURRENT]
