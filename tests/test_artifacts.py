@@ -10,7 +10,8 @@ from pytest_trtcompare.cli import main
 from pytest_trtcompare.session import plots
 from pytest_trtcompare.session.artifacts import write
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 
 def _drifted_block():

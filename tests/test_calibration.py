@@ -28,7 +28,8 @@ from pytest_trtcompare.reports.calibration import (
     to_toml,
 )
 
-from .pytester_helpers import XDIST, glob_escape, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import glob_escape, run
 from .test_compare_frameworks import CONFTEST
 
 TODAY = datetime.date.today().isoformat()

@@ -202,7 +202,7 @@ def test_missing_model_fails_its_items_clearly(pytester):
     assert "INTERNALERROR" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)  # golden with -n 2: tests/test_combinations.py
 def test_golden_mode(pytester, xdist):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(

@@ -16,7 +16,8 @@ from pytest_trtcompare.cli import main as cli
 from pytest_trtcompare.reports.drift import drift
 from pytest_trtcompare.reports.summary import Record
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 SUITE = """
 import os

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from .pytester_helpers import XDIST, glob_escape, library_says, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import glob_escape, library_says, run
 
 pytest.importorskip("torch")
 

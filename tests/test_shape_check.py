@@ -9,7 +9,8 @@ import pytest
 from pytest_trtcompare import OutputMismatchError, assert_outputs_close, compare_outputs
 from pytest_trtcompare.errors import ToleranceError
 
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import run
 
 VALUES = np.arange(12, dtype=np.float32).reshape(3, 4)
 

@@ -15,7 +15,8 @@ from pytest_trtcompare import Statistic, compare_outputs, register_statistic
 from pytest_trtcompare.engine import statistic
 from pytest_trtcompare.errors import StatisticError
 
-from .pytester_helpers import XDIST, glob_escape, run
+from .pytester_helpers import XDIST_SLOW as XDIST
+from .pytester_helpers import glob_escape, run
 
 #: The test module a user writes: the statistic, registered at import, and two tests.
 USER_MODULE = """

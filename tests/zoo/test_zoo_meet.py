@@ -53,6 +53,9 @@ def test_layers(comparison):
 def test_planted(comparison):
     pass
 """
+#: the models whose planted twin is run too (the dynamo MobileNetV3 pairs as the legacy
+#: one does: its unchanged twin is what a false divergence would fail)
+PLANTED = ("mobilenetv3_legacy", "lstm", "gru")
 
 #: per model: the parameter scaled by 1.05 in the planted twin, the layers compared, and the
 #: torch outputs listed as without a counterpart
@@ -74,13 +77,16 @@ def test_per_layer_pairs_folded_norms_and_recurrent_layers(zoo, zoo_pytester, na
         name=name, path=str(zoo.onnx(name)), shapes=entry.shapes, parameter=parameter
     )
     zoo_pytester.makepyfile(**{f"test_{name}": source})
-    result = run(zoo_pytester, "-rfE", "--trt-report=r.json", *xdist)
-    result.assert_outcomes(passed=1, failed=1)
+    selected = () if name in PLANTED else ("-k", "not planted")
+    result = run(zoo_pytester, "-rfE", "--trt-report=r.json", *selected, *xdist)
     assert "Traceback" not in result.stdout.str()
-    # the planted change is found where it was made: that module's tensor diverges first
-    result.stdout.fnmatch_lines(
-        [f"first divergence (topological order): * = torch {planted}*, layer * of *"]
-    )
+    if name in PLANTED:  # the planted change is found where it was made
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines(
+            [f"first divergence (topological order): * = torch {planted}*, layer * of *"]
+        )
+    else:
+        result.assert_outcomes(passed=1)
     report = json.loads((zoo_pytester.path / "r.json").read_text())
     layers = {entry["test"].split("::")[-1].split("[")[0]: entry for entry in report["layers"]}
     passing = layers["test_layers"]
