@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from pytest_trtcompare import runners
 from pytest_trtcompare.cli import main
 
 
@@ -87,8 +88,10 @@ def test_version_names_the_plugin_and_the_libraries(capsys):
     assert (
         first == f"trtcompare (pytest-trtcompare) {importlib.metadata.version('pytest-trtcompare')}"
     )
-    assert second.startswith(f"python {platform.python_version()}, numpy {np.__version__}, onnx ")
-    assert ", tensorrt " in second and second.endswith(f"pytest {pytest.__version__}")
+    assert second.startswith(f"python {platform.python_version()}, numpy {np.__version__}, ")
+    for library in runners.libraries():  # the runners' libraries, as the report header
+        assert f", {library.name} " in second
+    assert second.endswith(f"pytest {pytest.__version__}")
 
 
 @pytest.mark.parametrize("command", ["diff a b", "show a", "check g o", "debug-precision m.onnx"])

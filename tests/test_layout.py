@@ -131,6 +131,33 @@ def test_frameworks_only_in_runners(name):
     assert not imported & FRAMEWORKS - allowed, f"{name} imports {imported & FRAMEWORKS}"
 
 
+#: Where a runner's name may be written outside runners/ (as a string), and why: the
+#: library a torch tensor or an onnxruntime SessionOptions comes from (a module, not a runner).
+NAMES_OF_LIBRARIES = {"pytest_trtcompare.engine.arrays", "pytest_trtcompare.session.runs"}
+
+
+def _runner_names() -> set[str]:
+    from pytest_trtcompare import runners
+
+    return set(runners.known_runners()) | set(runners.FRAMEWORK_ALIASES)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_runners_are_named_only_in_runners(name):
+    """What a runner can do is its class's declaration (runners/base.py `Runner`): no module
+    outside runners/ lists or tests a framework by name (the documented defaults are
+    runners/registry.py's DEFAULT_REFERENCE and the like)."""
+    if name.startswith("pytest_trtcompare.runners") or name in NAMES_OF_LIBRARIES:
+        return
+    names = _runner_names()
+    written = {
+        node.value
+        for node in ast.walk(_source(name)[1])
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    }
+    assert not written, f"{name} names runners {sorted(written)}: ask their capabilities"
+
+
 @pytest.mark.parametrize(
     "name", sorted(n for n in MODULES if n.split(".")[1:2] in ([p] for p in PYTEST_LAYER))
 )

@@ -403,22 +403,15 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-#: what --version names: the library, then the distributions that may provide it
-_LIBRARIES = (
-    ("numpy",),
-    ("onnx",),
-    ("onnxruntime", "onnxruntime-gpu"),
-    ("torch",),
-    ("tensorrt", "tensorrt-cu12", "tensorrt-cu13"),
-    ("pytest",),
-)
-
-
 def versions() -> str:
     """'trtcompare (pytest-trtcompare) 0.1.0' and the versions of python and the libraries."""
+    from ..runners import libraries
+
     found = [f"python {platform.python_version()}"]
-    for name, *others in _LIBRARIES:
-        for distribution in (name, *others):
+    named = [("numpy",), *(library.distributions for library in libraries()), ("pytest",)]
+    for distributions in named:
+        name = distributions[0]
+        for distribution in distributions:
             try:
                 found.append(f"{name} {importlib.metadata.version(distribution)}")
                 break

@@ -15,6 +15,7 @@ from typing import Any
 
 import onnx
 
+from .. import runners
 from ..engine import FIELD_NAMES, METRICS, Tolerance
 from ..errors import InputDataError, ToleranceError
 from ..session.settings import is_metric_spec, parse_metric, parse_tolerance_fields
@@ -93,7 +94,11 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("model", type=Path, help="the fp32 ONNX model")
     parser.add_argument("--precision", choices=("fp16", "bf16"), default="fp16")
-    parser.add_argument("--runner", default="onnxref", help="onnxref (default), onnxrt, trt")
+    parser.add_argument(
+        "--runner",
+        default=runners.DEBUG_PRECISION_RUNNER,
+        help=f"a runner of ONNX models (default {runners.DEBUG_PRECISION_RUNNER})",
+    )
     parser.add_argument("--atol", type=float, help="default: the precision's built-in tolerance")
     parser.add_argument("--rtol", type=float)
     parser.add_argument(

@@ -82,7 +82,8 @@ def _compare_call() -> Callable[..., ComparisonResult]:
 
 class RunnersFixture:
     """Runners built once per session, keyed by model digest, framework, precision and
-    options: `runners.onnxrt(model, precision="fp16")`, `runners.create(name, model, ...)`."""
+    options: `runners.onnxrt(model, precision="fp16")` (an attribute per runner's name),
+    `runners.create(name, model, ...)`."""
 
     def __init__(self, cache: RunnerCache) -> None:
         self._cache = cache
@@ -95,27 +96,18 @@ class RunnersFixture:
     ) -> Runner:
         return self._cache.get(name, model, precision, **options)
 
-    def onnxrt(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
-        """ONNX Runtime (providers=[...] to choose execution providers)."""
-        return self.create("onnxrt", model, precision, **options)
+    def __getattr__(self, name: str) -> Callable[..., Runner]:
+        """`runners.onnxrt(model, precision, **options)`, and so for every runner's name
+        (`runners.callable(function)`: a function, or 'package.module:function')."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from ..runners import check_framework_name
 
-    def onnxref(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
-        """onnx.reference.ReferenceEvaluator: every op rounded in the low precision."""
-        return self.create("onnxref", model, precision, **options)
-
-    def torch(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
-        """A torch module, TorchScript or ExportedProgram (input_names=, output_names=)."""
-        return self.create("torch", model, precision, **options)
-
-    def trt(self, model: Any, precision: str = "fp32", **options: Any) -> Runner:
-        """TensorRT from an ONNX model (skips without a GPU and TensorRT)."""
-        return self.create("trt", model, precision, **options)
-
-    def callable(self, function: Any, precision: str = "fp32", **options: Any) -> Runner:
-        """Any function dict -> dict, or an import string 'package.module:function'."""
-        if isinstance(function, str):
-            return self.create(f"callable:{function}", None, precision, **options)
-        return self.create("callable", function, precision, **options)
+        try:
+            check_framework_name(name)
+        except TrtCompareError as exc:
+            raise AttributeError(f"runners.{name}: {exc}") from None
+        return functools.partial(self.create, name)
 
     @property
     def builds(self) -> dict[str, dict[str, int]]:

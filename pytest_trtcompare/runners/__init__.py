@@ -31,6 +31,15 @@ _LAZY = {
     "file_digest": "onnx_model",
     "load_model": "onnx_model",
     "ENTRY_POINT_GROUP": "registry",
+    "FRAMEWORK_ALIASES": "registry",
+    "runners_that": "registry",
+    "libraries": "registry",
+    "framework_of": "registry",
+    "capabilities": "registry",
+    "Library": "registry",
+    "DEBUG_PRECISION_RUNNER": "registry",
+    "FLOAT64_ONNX_RUNNER": "registry",
+    "DEFAULT_REFERENCE": "registry",
     "canonical_framework": "registry",
     "check_framework_name": "registry",
     "check_runner_options": "registry",
@@ -81,36 +90,53 @@ if TYPE_CHECKING:
     from .onnxrt_options import session_options_key
     from .precision import convert_mixed, name_unnamed_nodes
     from .registry import (
+        DEBUG_PRECISION_RUNNER,
+        DEFAULT_REFERENCE,
         ENTRY_POINT_GROUP,
+        FLOAT64_ONNX_RUNNER,
+        FRAMEWORK_ALIASES,
+        Library,
         canonical_framework,
+        capabilities,
         check_framework_name,
         check_runner_options,
+        framework_of,
         known_runners,
+        libraries,
         runner_factory,
         runner_options,
+        runners_that,
     )
     from .registry import (
         create_local as create_local,
     )
 
 __all__ = [
+    "DEBUG_PRECISION_RUNNER",
+    "DEFAULT_REFERENCE",
     "ENTRY_POINT_GROUP",
+    "FLOAT64_ONNX_RUNNER",
+    "FRAMEWORK_ALIASES",
     "Layer",
+    "Library",
     "LoadedModel",
     "Runner",
     "RunnerCrashed",
     "Scope",
     "TensorSpec",
     "canonical_framework",
+    "capabilities",
     "check_feed",
     "check_framework_name",
     "check_runner_options",
     "convert_mixed",
     "create",
     "file_digest",
+    "framework_of",
     "graph_input_specs",
     "header_line",
     "known_runners",
+    "libraries",
     "load_model",
     "median_ms",
     "module_entries",
@@ -120,6 +146,7 @@ __all__ = [
     "node_scopes",
     "runner_factory",
     "runner_options",
+    "runners_that",
     "scope_names",
     "session_options_key",
     "shape_fits",
@@ -140,18 +167,19 @@ def create(
     """Build the runner `name` for `model` at `precision`.
 
     `isolate=True` runs it in a worker process (a crash fails the comparison, not the
-    session; `timeout=` seconds bounds each call). TensorRT is isolated unless
-    `isolate=False`. Raises FrameworkUnavailable / PrecisionUnsupported (skips under pytest)
-    when this machine cannot run it, UnknownFrameworkError for a name nobody registered.
+    session; `timeout=` seconds bounds each call). A runner class that declares `isolated`
+    (TensorRT) is isolated unless `isolate=False`. Raises FrameworkUnavailable /
+    PrecisionUnsupported (skips under pytest) when this machine cannot run it,
+    UnknownFrameworkError for a name nobody registered.
     """
-    if isolate is None:
-        isolate = name == "trt"
-    if isolate:
-        if name == "trt":  # say so before paying for a worker process
-            from .trt import _NOT_INSTALLED, tensorrt_installed
+    from .registry import capabilities, library_problem
 
-            if not tensorrt_installed():
-                raise FrameworkUnavailable(_NOT_INSTALLED)
+    if isolate is None:
+        isolate = capabilities(name).isolated
+    if isolate:
+        problem = library_problem(name)  # say so before paying for a worker process
+        if problem is not None:
+            raise FrameworkUnavailable(problem)
         from .isolated import IsolatedRunner
 
         return IsolatedRunner(name, model, precision, **options)

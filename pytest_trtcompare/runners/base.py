@@ -231,11 +231,27 @@ class Runner(abc.ABC):
     """Base of every runner. Subclasses set `framework` and `precisions` and implement the
     abstract methods; `infer` checks the feed and returns fresh arrays the caller owns."""
 
+    # What it can do, declared here and read by the registry and the session without building
+    # it (ARCHITECTURE.md "A runner"); a third-party runner that declares nothing is taken to
+    # run fp32 on the CPU, in process, with no layers.
     framework: ClassVar[str] = ""
+    #: the precisions it runs; `converted` those it runs on a model converted to them
     precisions: ClassVar[tuple[str, ...]] = ("fp32",)
+    converted: ClassVar[tuple[str, ...]] = ()
     #: whether it runs precision "fp64" (float64), the anchor of the fp64 check: not one of
     #: the precisions a test selects, so not among `precisions`
     float64: ClassVar[bool] = False
+    #: the models it takes: "onnx" (a file, bytes or ModelProto), "torch", "callable"
+    takes: ClassVar[tuple[str, ...]] = ()
+    #: the devices its `device=` option takes: "cuda" among them, --trt-device places it;
+    #: without "cpu", it needs a GPU
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    #: built in a worker process unless the test says isolate=False (a crash-prone library)
+    isolated: ClassVar[bool] = False
+    #: per layer (`outputs="all"`), how its layers are named: "onnx" (every tensor of the
+    #: ONNX graph), "engine" (the ONNX names of the tensors an engine keeps after fusing),
+    #: "modules" (a torch module's submodules); None: no per-layer run
+    layer_names: ClassVar[str | None] = None
 
     def __init__(self, precision: str = "fp32") -> None:
         if precision == FP64:

@@ -48,6 +48,7 @@ def resolve_callable(target: Any) -> tuple[Callable[..., Any], str]:
 
 class CallableRunner(Runner):
     framework = "callable"
+    takes = ("callable",)
     precisions = PRECISIONS  # whatever the function does
     wraps_errors = False  # the function is the user's own code: its traceback is theirs
 

@@ -6,6 +6,8 @@ import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 
+from .registry import libraries
+
 
 @dataclass(frozen=True)
 class FrameworkStatus:
@@ -19,15 +21,6 @@ class FrameworkStatus:
         return self.reason is None
 
 
-# (framework name, module to find, distributions that provide it, extra to install)
-_KNOWN = (
-    ("onnxruntime", "onnxruntime", ("onnxruntime", "onnxruntime-gpu"), None),
-    ("onnx", "onnx", ("onnx",), None),
-    ("torch", "torch", ("torch",), "torch"),
-    ("tensorrt", "tensorrt", ("tensorrt", "tensorrt-cu12", "tensorrt-cu13"), "tensorrt"),
-)
-
-
 def _version(distributions: tuple[str, ...]) -> str | None:
     for dist in distributions:
         try:
@@ -37,27 +30,23 @@ def _version(distributions: tuple[str, ...]) -> str | None:
     return None
 
 
-def install_hint(extra: str | None, module: str) -> str:
-    return f"pip install pytest-trtcompare[{extra}]" if extra else f"pip install {module}"
-
-
 def framework_status() -> list[FrameworkStatus]:
     """Installed frameworks and, for the others, why not and how to install them."""
     found = []
-    for name, module, dists, extra in _KNOWN:
-        if importlib.util.find_spec(module) is None:
-            reason = f"not installed ({install_hint(extra, module)})"
-            found.append(FrameworkStatus(name, dists[0], None, reason))
+    for library in libraries():
+        name, distribution = library.name, library.distributions[0]
+        if importlib.util.find_spec(name) is None:
+            reason = f"not installed ({library.install_hint})"
+            found.append(FrameworkStatus(name, distribution, None, reason))
             continue
-        version = _version(dists) or "unknown"
-        found.append(FrameworkStatus(name, dists[0], version, _device_problem(name)))
+        version = _version(library.distributions) or "unknown"
+        problem = _device_problem() if library.needs_cuda else None
+        found.append(FrameworkStatus(name, distribution, version, problem))
     return found
 
 
-def _device_problem(name: str) -> str | None:
-    """TensorRT needs a CUDA device; the probe creates no TensorRT object."""
-    if name != "tensorrt":
-        return None
+def _device_problem() -> str | None:
+    """Why no CUDA device can be used; the probe creates no object of the library."""
     from ..errors import FrameworkUnavailable
     from .cuda import load_cuda_api
 

@@ -37,6 +37,7 @@ from .base import Layer, Runner, TensorSpec
 from .isolated_serve import ROOT_LOGGER, pack, serve, shape_of, unpack
 from .isolated_torch import export_to_file, needs_export
 from .labels import model_label
+from .registry import framework_of
 
 _STDERR_TAIL = 2000
 _log = logging.getLogger(__name__)
@@ -284,7 +285,7 @@ class IsolatedRunner(Runner):
         if worker is not None:  # lost: out of the pool already, or to be taken out
             self._lost = True
             worker.users.discard(self._handle)
-        framework = self.inner.partition(":")[0]
+        framework = framework_of(self.inner)
         what = f"{framework} runner of {self._label} at {self.precision}"
         worker = _WORKERS.get(self._key)
         if worker is not None and worker.alive:

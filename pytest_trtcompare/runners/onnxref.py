@@ -51,7 +51,10 @@ def _owned(value: Any) -> Any:
 class OnnxReferenceRunner(OnnxModelRunner):
     framework = "onnxref"
     precisions = ("fp32", "fp16", "bf16")
+    converted = ("fp16", "bf16")
     float64 = True  # on runners/float64.py's conversion
+    takes = ("onnx",)
+    layer_names = "onnx"
 
     def __init__(
         self,

@@ -52,6 +52,10 @@ class OnnxRuntimeRunner(OnnxModelRunner):
 
     framework = "onnxrt"
     precisions = ("fp32", "fp16", "bf16")
+    converted = ("fp16", "bf16")
+    takes = ("onnx",)
+    # CUDA through its execution providers (providers=), not a device= that --trt-device sets
+    layer_names = "onnx"
 
     def __init__(
         self,

@@ -4,36 +4,128 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .. import progress
 from ..errors import FrameworkUnavailable, RunnerOptionError, UnknownFrameworkError
-from .base import Runner
 from .labels import model_label
+
+if TYPE_CHECKING:  # the report header reads the table below: no numpy at the plugin's start
+    from .base import Runner
 
 _log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "pytest_trtcompare.runners"
 
+
+@dataclass(frozen=True)
+class Library:
+    """The package a runner runs, found without importing it (the report header, --version)."""
+
+    name: str  # as the header and --version name it
+    distributions: tuple[str, ...]  # those that provide it; the first is the one to install
+    extra: str | None = None  # pytest-trtcompare[extra]; None: one of our own dependencies
+    needs_cuda: bool = False  # unavailable without a CUDA device (probed, nothing built)
+
+    @property
+    def install_hint(self) -> str:
+        if self.extra:
+            return f"pip install pytest-trtcompare[{self.extra}]"
+        return f"pip install {self.distributions[0]}"
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A runner of this package: where its class is (what it can do is declared there), the
+    library it runs and the other names it goes by. The library is said here, not on the
+    class, so that the report header of a session that never uses the plugin imports no
+    runner module (tests/test_once_per_session.py)."""
+
+    target: str
+    library: Library | None = None
+    aliases: tuple[str, ...] = ()
+
+
+_RUNNERS = "pytest_trtcompare.runners"
 _BUILTIN = {
-    "onnxrt": "pytest_trtcompare.runners.onnxrt:OnnxRuntimeRunner",
-    "onnxref": "pytest_trtcompare.runners.onnxref:OnnxReferenceRunner",
-    "torch": "pytest_trtcompare.runners.torch_runner:TorchRunner",
-    "trt": "pytest_trtcompare.runners.trt:TensorRTRunner",
-    "callable": "pytest_trtcompare.runners.callable_runner:CallableRunner",
+    "onnxrt": Builtin(
+        f"{_RUNNERS}.onnxrt:OnnxRuntimeRunner",
+        Library("onnxruntime", ("onnxruntime", "onnxruntime-gpu")),
+        aliases=("onnxruntime",),
+    ),
+    "onnxref": Builtin(f"{_RUNNERS}.onnxref:OnnxReferenceRunner", Library("onnx", ("onnx",))),
+    "torch": Builtin(
+        f"{_RUNNERS}.torch_runner:TorchRunner",
+        Library("torch", ("torch",), extra="torch"),
+        aliases=("pytorch",),
+    ),
+    "trt": Builtin(
+        f"{_RUNNERS}.trt:TensorRTRunner",
+        Library(
+            "tensorrt",
+            ("tensorrt", "tensorrt-cu12", "tensorrt-cu13"),
+            extra="tensorrt",
+            needs_cuda=True,
+        ),
+        aliases=("tensorrt",),
+    ),
+    "callable": Builtin(f"{_RUNNERS}.callable_runner:CallableRunner"),
 }
 
+#: The documented defaults (README): the reference of a marker that names none (when
+#: listed), the runner of the fp64 check's anchor for an ONNX model (its float64
+#: conversion) and of --trt-debug-precision / `trtcompare debug-precision`.
+DEFAULT_REFERENCE = "onnxrt"
+FLOAT64_ONNX_RUNNER = "onnxref"
+DEBUG_PRECISION_RUNNER = "onnxref"
+
 #: The names the frameworks go by elsewhere (the report header, pip) -> the runner's name.
-FRAMEWORK_ALIASES = {"tensorrt": "trt", "onnxruntime": "onnxrt", "pytorch": "torch"}
+FRAMEWORK_ALIASES = {alias: name for name, entry in _BUILTIN.items() for alias in entry.aliases}
+
+
+def libraries() -> list[Library]:
+    """The libraries of the built-in runners, in the registry's order, each once."""
+    found: dict[str, Library] = {}
+    for entry in _BUILTIN.values():
+        if entry.library is not None:
+            found.setdefault(entry.library.name, entry.library)
+    return list(found.values())
+
+
+def framework_of(name: str) -> str:
+    """The runner a framework name names: 'callable:pkg.mod:fn' -> 'callable',
+    'tensorrt' -> 'trt'; the one place a `name:variant` is cut."""
+    return canonical_framework(name.partition(":")[0])
 
 
 def canonical_framework(name: str) -> str:
     """'tensorrt' -> 'trt', 'onnxruntime' -> 'onnxrt', 'pytorch' -> 'torch'; others as given."""
     return FRAMEWORK_ALIASES.get(name, name)
+
+
+def capabilities(name: str) -> type[Runner]:
+    """The runner class that `name` names, whose class attributes say what it can do; the
+    base class (fp32, CPU, no layers) for a factory that is no Runner subclass or a runner
+    that cannot be imported here (building it says why)."""
+    from .base import Runner
+
+    try:
+        factory = runner_factory(framework_of(name))
+    except (UnknownFrameworkError, FrameworkUnavailable):
+        return Runner
+    return factory if isinstance(factory, type) and issubclass(factory, Runner) else Runner
+
+
+def runners_that(predicate: Callable[[type[Runner]], bool]) -> list[str]:
+    """The built-in and registered runners whose class satisfies `predicate` (for messages
+    that list them)."""
+    return [name for name in known_runners() if predicate(capabilities(name))]
 
 
 def _load(target: str) -> Callable[..., Runner]:
@@ -88,7 +180,7 @@ def runner_factory(name: str) -> Callable[..., Runner]:
     check_framework_name(name)
     name = canonical_framework(name)
     if name in _BUILTIN:
-        return _load(_BUILTIN[name])
+        return _load(_BUILTIN[name].target)
     for entry_point in _entry_points():
         if entry_point.name == name:
             try:
@@ -104,9 +196,8 @@ def runner_factory(name: str) -> Callable[..., Runner]:
 
 def runner_options(name: str) -> tuple[str, ...] | None:
     """The options runner `name` takes (after model and precision); None when it takes any."""
-    base = "callable" if name.startswith("callable:") else name
     try:
-        signature = inspect.signature(runner_factory(base))
+        signature = inspect.signature(runner_factory(framework_of(name)))
     except (TypeError, ValueError, FrameworkUnavailable):
         return None  # not introspectable, or not installed: creating it will say so
     parameters = list(signature.parameters.values())
@@ -133,11 +224,21 @@ def check_runner_options(name: str, options: Any) -> None:
         )
 
 
+def library_problem(name: str) -> str | None:
+    """Why a built-in runner's library cannot be imported here (found without importing it),
+    said before an isolated runner pays for its worker process; None when it can."""
+    entry = _BUILTIN.get(framework_of(name))
+    library = entry.library if entry is not None else None
+    if library is None or importlib.util.find_spec(library.name) is not None:
+        return None
+    return f"{library.name} is not installed: {library.install_hint}"
+
+
 def create_local(name: str, model: Any = None, precision: str = "fp32", **options: Any) -> Runner:
     """Build the runner in this process (isolated workers call this too)."""
     options.pop("timeout", None)
     check_runner_options(name, options)
-    framework, label = name.partition(":")[0], model_label(name, model)
+    framework, label = framework_of(name), model_label(name, model)
     with progress.step(f"building {framework} runner {label} {precision}") as timing:
         if name.startswith("callable:"):
             factory = runner_factory("callable")

@@ -144,6 +144,9 @@ class TorchRunner(Runner):
     framework = "torch"
     precisions = ("fp32", "tf32", "fp16", "bf16")
     float64 = True  # module.to(float64)
+    takes = ("torch",)
+    devices = ("cpu", "cuda")
+    layer_names = "modules"
 
     def __init__(
         self,

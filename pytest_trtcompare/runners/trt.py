@@ -77,6 +77,10 @@ def _device_index(device: Any) -> int:
 class TensorRTRunner(Runner):
     framework = "trt"
     precisions = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
+    takes = ("onnx",)
+    devices = ("cuda",)
+    isolated = True  # a TensorRT crash takes the process with it
+    layer_names = "engine"
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import runners
 from ..engine import (
     Anchor,
     ComparisonResult,
@@ -47,14 +48,21 @@ from .settings import ToleranceSettings
 from .spec import CompareSpec
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
-#: The frameworks that run an ONNX model: the fp64 check's anchor of one is onnx.reference on
-#: the model's float64 conversion (every other reference runs itself at float64), and
-#: --trt-debug-precision searches their models.
-_ONNX_FRAMEWORKS = (
-    "onnxrt",
-    "onnxref",
-    "trt",
-)  # reference outputs kept (per model, shape set and inputs)
+
+
+def _takes_onnx(framework: str) -> bool:
+    """Whether the runner runs an ONNX model: the fp64 check's anchor of one is onnx.reference
+    on the model's float64 conversion (every other reference runs itself at float64), and
+    --trt-debug-precision searches its model."""
+    return "onnx" in runners.capabilities(framework).takes
+
+
+def _float64_references() -> str:
+    """'torch, or onnxrt / onnxref / trt on an ONNX model': the references the fp64 check
+    can run at float64."""
+    own = runners.runners_that(lambda runner: runner.float64 and "onnx" not in runner.takes)
+    onnx = runners.runners_that(lambda runner: "onnx" in runner.takes)
+    return f"{', '.join(own)}, or {' / '.join(onnx)} on an ONNX model"
 
 
 class CaseRunner:
@@ -87,15 +95,16 @@ class CaseRunner:
         self._twins: dict[int, Any] = {}  # id(reference runner) -> its twin of the export
 
     def runner(self, spec: CompareSpec, framework: str, precision: str, case: Case) -> Any:
-        options = dict(spec.options.get(framework.split(":")[0], {}))
+        options = dict(spec.options.get(runners.framework_of(framework), {}))
         if spec.isolate is not None or self.isolate:
             options.setdefault("isolate", spec.isolate if spec.isolate is not None else True)
         if spec.outputs is not None:
             options.setdefault("outputs", spec.outputs)
-        if framework == "trt":
-            options.setdefault("shapes", list(case.all_shapes) or None)  # one profile, all sets
-            if self.engine_cache:
-                options.setdefault("engine_cache", self.engine_cache)
+        accepted = runners.runner_options(framework) or ()
+        if "shapes" in accepted:  # one build for every shape set (a TensorRT profile)
+            options.setdefault("shapes", list(case.all_shapes) or None)
+        if "engine_cache" in accepted and self.engine_cache:
+            options.setdefault("engine_cache", self.engine_cache)
         return self.runners.get(framework, spec.model_for(framework), precision, **options)
 
     def feeds(self, spec: CompareSpec, runner: Any, case: Case) -> list[Feed]:
@@ -152,7 +161,7 @@ class CaseRunner:
         framework = spec.reference_framework
         assert framework is not None
         runner = self.runner(spec, framework, precision, case)
-        if framework.split(":")[0] not in spec.models or not _is_onnx(spec.model):
+        if runners.framework_of(framework) not in spec.models or not _is_onnx(spec.model):
             return runner
         if id(runner) not in self._twins:  # one twin per cached runner: outputs keyed by id
             from .twins import ExportSpecs, as_twin
@@ -186,14 +195,16 @@ class CaseRunner:
         assert framework is not None
         model = spec.model_for(framework)
         try:
-            if framework.split(":")[0] in _ONNX_FRAMEWORKS and _is_onnx(model):
-                anchor = self.runners.get("onnxref", model, FP64, outputs=spec.outputs)
+            if _takes_onnx(framework) and _is_onnx(model):
+                anchor = self.runners.get(
+                    runners.FLOAT64_ONNX_RUNNER, model, FP64, outputs=spec.outputs
+                )
             else:
                 anchor = self.reference(spec, FP64, case)
         except RunnerSkip as exc:  # a user's choice that cannot work: an error, not a skip
             raise FP64Unavailable(
                 f"fp64 check: the reference {framework} cannot run float64 ({exc}); the check "
-                "needs a reference that can: torch, or onnxrt / onnxref / trt on an ONNX model"
+                f"needs a reference that can: {_float64_references()}"
             ) from None
         float64, _ = self._outputs(anchor, feeds)
         if case.precision == "fp32":
@@ -240,7 +251,7 @@ class CaseRunner:
         else:
             reference, expected, reference_ms = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
-        if case.target.split(":")[0] in spec.models:
+        if runners.framework_of(case.target) in spec.models:
             target = self._twin(spec, target, reference)
         feeds = self.feeds(spec, reference, case)
         if spec.outputs == "all":
@@ -271,8 +282,11 @@ class CaseRunner:
         from .torch_layers import TorchLayers  # these import onnx: not at the plugin's import
         from .twins import as_twin
 
-        kinds = [getattr(runner, "inner", runner.framework) for runner in (target, reference)]
-        if spec.outputs == "all" and kinds[0] == "torch" and kinds[1] != "torch":
+        names = [
+            runners.capabilities(getattr(runner, "inner", runner.framework)).layer_names
+            for runner in (target, reference)
+        ]
+        if spec.outputs == "all" and names[0] == "modules" and names[1] != "modules":
             loaded = getattr(reference, "loaded", None)
             proto = loaded.proto if loaded is not None else self._export(spec.model)
             return TorchLayers(target, reference, proto)
@@ -281,7 +295,7 @@ class CaseRunner:
     def _as_export(self, spec: CompareSpec, case: Case, target: Any) -> Any:
         """A twin (a framework's own model beside an ONNX model) fed and named as the export,
         where no reference runner gives the names: against a golden or saved outputs."""
-        if case.target.split(":")[0] not in spec.models or not _is_onnx(spec.model):
+        if runners.framework_of(case.target) not in spec.models or not _is_onnx(spec.model):
             return target
         from .twins import ExportSpecs, as_twin
 
@@ -393,8 +407,8 @@ class CaseRunner:
         return (
             self.debug_precision
             and case.precision != "fp32"
-            and case.target in _ONNX_FRAMEWORKS
-            and case.target not in spec.models
+            and _takes_onnx(case.target)
+            and runners.framework_of(case.target) not in spec.models
         )
 
     def _run_saved(self, spec: CompareSpec, case: Case, path: Path) -> Outcome:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import PRECISIONS
-from ..errors import RunnerSkip
+from ..runners import framework_of
 from .spec import CompareSpec
 
 
@@ -16,14 +16,9 @@ def supported_precisions(framework: str) -> tuple[str, ...]:
     """The precisions the framework's runner class declares (all of them for an unknown
     runner: creating it will skip with the known names)."""
     from .. import runners
-    from ..errors import UnknownFrameworkError
 
-    try:
-        factory = runners.runner_factory(framework)
-    except (UnknownFrameworkError, RunnerSkip):
-        return PRECISIONS  # creating it will say why it cannot run
-    declared = getattr(factory, "precisions", None)
-    return tuple(declared) if declared else PRECISIONS
+    declared = runners.capabilities(framework)
+    return PRECISIONS if declared is runners.Runner else declared.precisions
 
 
 def shape_set_ids(shape_sets: Sequence[Mapping[str, Sequence[int]]]) -> list[str]:
@@ -48,7 +43,7 @@ class Case:
 
     @property
     def id(self) -> str:
-        parts = [self.target.split(":")[-1] if ":" in self.target else self.target, self.precision]
+        parts = [self.target.rpartition(":")[2], self.precision]  # callable:mod:fn -> fn
         return "-".join(parts + ([self.shape_id] if self.shape_id else []))
 
 
@@ -63,7 +58,7 @@ def expand(
     are none, the reason (which targets, which precisions they support)."""
     sets = [{k: tuple(int(d) for d in v) for k, v in s.items()} for s in shape_sets]
     ids = list(shape_ids) if shape_ids else shape_set_ids(sets)
-    targets = [t for t in spec.targets if not only or t.split(":")[0] in only or t in only]
+    targets = [t for t in spec.targets if not only or framework_of(t) in only or t in only]
     if not precisions:
         return [], "no precision selected (@pytest.mark.precisions and --trt-precision share none)"
     if not targets:
@@ -74,7 +69,7 @@ def expand(
     cases = []
     for target in targets:
         for precision in precisions:
-            if precision not in supported_precisions(target.split(":")[0]):
+            if precision not in supported_precisions(target):
                 continue
             variants: list[tuple[Any, str | None]] = list(zip(sets, ids, strict=True))
             for shapes, shape_id in variants or [(None, None)]:

@@ -30,6 +30,7 @@ from ..engine import Tolerance, compare_outputs
 from ..errors import TrtCompareError
 from ..inputs import DEFAULT_SEED, synthetic_feed
 from ..runners import (
+    DEBUG_PRECISION_RUNNER,
     LoadedModel,
     convert_mixed,
     load_model,
@@ -51,7 +52,7 @@ class PrecisionDebugResult:
     runs: int  # candidate models built and compared (the fp32 reference run not counted)
     model: onnx.ModelProto = field(compare=False, repr=False)  # the mixed-precision model
     precision: str = "fp16"
-    runner: str = "onnxref"
+    runner: str = DEBUG_PRECISION_RUNNER
     node_count: int = 0  # candidates searched: nodes with a float32 output
     op_types: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -78,7 +79,7 @@ class PrecisionDebugResult:
 def find_fp32_nodes(
     model: Any,
     precision: str = "fp16",
-    runner: str = "onnxref",
+    runner: str = DEBUG_PRECISION_RUNNER,
     tolerance: Any = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
     inputs: Feed | Sequence[Feed] | None = None,

@@ -43,10 +43,6 @@ def _freeze(value: Any) -> Hashable:
     return ("id", id(value))  # modules, callables: by identity
 
 
-#: The runners --trt-device places.
-_ON_DEVICES = ("torch", "trt")
-
-
 class RunnerCache:
     """One runner per (model digest, framework, precision, options) for a whole session."""
 
@@ -91,14 +87,15 @@ class RunnerCache:
             fixed = self.device_choice == "cpu" or self.device_choice.startswith("cuda:")
             count = 0 if fixed else runners.visible_device_count(framework)
             found: str | None = device_for(self.device_choice, self.worker, count)
-            if framework == "trt" and self.device_choice == "auto" and count == 0:
+            needs_gpu = "cpu" not in runners.capabilities(framework).devices
+            if needs_gpu and self.device_choice == "auto" and count == 0:
                 found = None
             self._devices[framework] = found
         return self._devices[framework]
 
     def get(self, name: str, model: Any, precision: str = "fp32", **options: Any) -> Runner:
         placed = None
-        if name in _ON_DEVICES and "device" not in options:
+        if "cuda" in runners.capabilities(name).devices and "device" not in options:
             placed = self.device(name)  # the marker's or call's device wins
             if placed is not None:
                 options["device"] = placed

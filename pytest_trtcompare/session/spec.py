@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import runners
 from ..engine import ToleranceTable, outputs_checked_by
 from ..errors import MarkerError, RunnerOptionError, ToleranceError
-from ..runners import canonical_framework, check_runner_options
+from ..runners import canonical_framework, check_runner_options, framework_of
 from ..vocabulary import FP64
 from .marker_values import (
     Checker,
@@ -66,7 +67,7 @@ class CompareSpec:
             return None
         if self.reference is not None:
             return self.reference
-        return "onnxrt" if "onnxrt" in self.frameworks else self.frameworks[0]
+        return _default_reference(self.frameworks)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -78,7 +79,7 @@ class CompareSpec:
         return tuple(f for f in self.frameworks if f != reference)
 
     def model_for(self, framework: str) -> Any:
-        return self.models.get(framework.split(":")[0], self.model)
+        return self.models.get(framework_of(framework), self.model)
 
 
 # reference_path is derived from `reference` (a saved-outputs file), never given.
@@ -92,7 +93,7 @@ def _check_framework_keys(
     check: Checker,
 ) -> None:
     """models= and options= are keyed by listed frameworks; options are the runner's own."""
-    listed = {f.split(":")[0] for f in frameworks}
+    listed = {framework_of(f) for f in frameworks}
     for argument, table in (("models", models), ("options", options)):
         for key in table:
             if key not in listed:
@@ -112,7 +113,7 @@ def _check_framework_keys(
 def _by_runner(table: Mapping[str, Any], frameworks: tuple[str, ...]) -> dict[str, Any]:
     """models= and options= keyed by 'tensorrt' are keyed by 'trt' when trt is listed (any
     other key stays as written, for the message that it is not listed)."""
-    listed = {f.split(":")[0] for f in frameworks}
+    listed = {framework_of(f) for f in frameworks}
 
     def runner(key: str) -> str:
         return canonical_framework(key) if canonical_framework(key) in listed else key
@@ -252,33 +253,51 @@ def _check_fp64(
         )
 
 
-#: Per-layer pairs: ONNX runners (those that take `outputs=`) against each other by tensor
-#: name; torch against an ONNX runner by the module scopes of the export, or against torch.
-LAYER_PAIRS = (
-    "onnxrt, onnxref and trt with each other (ONNX tensor names), torch against onnxrt or "
-    "onnxref (the module scopes torch.onnx.export records), torch against torch (module names)"
-)
+def _default_reference(frameworks: tuple[str, ...]) -> str:
+    """The documented default reference: runners.DEFAULT_REFERENCE when listed, else the
+    first framework."""
+    default = runners.DEFAULT_REFERENCE
+    return default if default in frameworks else frameworks[0]
+
+
+def _layers_pair(target: str | None, reference: str | None) -> bool:
+    """Whether per layer can match the layers of runners named so (`layer_names`): ONNX
+    tensor names with each other, a torch module's by the export's module scopes against
+    every tensor of the graph, or by module names against another module."""
+    onnx = ("onnx", "engine")
+    if target in onnx and reference in onnx:
+        return True
+    return target == "modules" and reference in ("modules", "onnx")
+
+
+def layer_pairs() -> str:
+    """The pairs per layer can match, for the message of one it cannot."""
+    named: dict[str, list[str]] = {}
+    for name in runners.known_runners():
+        kind = runners.capabilities(name).layer_names
+        if kind is not None:
+            named.setdefault(kind, []).append(name)
+    by_name = [*named.get("onnx", ()), *named.get("engine", ())]
+    modules, whole = named.get("modules", []), named.get("onnx", [])
+    return (
+        f"{', '.join(by_name)} with each other (ONNX tensor names), {' / '.join(modules)} "
+        f"against {' or '.join(whole)} (the module scopes torch.onnx.export records), "
+        f"{' / '.join(modules)} against itself (module names)"
+    )
 
 
 def _check_layer_pairs(frameworks: tuple[str, ...], reference: str | None, check: Checker) -> None:
     """outputs="all" needs each target's layers to be matched with the reference's."""
-    from ..runners import runner_options
-
-    def onnx_runner(name: str) -> bool:
-        options = runner_options(name) if not name.startswith("callable") else ()
-        return name not in ("torch", "callable") and "outputs" in (options or ())
-
-    chosen = reference or ("onnxrt" if "onnxrt" in frameworks else frameworks[0])
+    chosen = reference or _default_reference(frameworks)
     targets = [f for f in frameworks if f != chosen] or [chosen]
+    reference_names = runners.capabilities(chosen).layer_names
     for target in targets:
-        if target == "torch" and chosen in ("torch", "onnxrt", "onnxref"):
-            continue
-        if onnx_runner(target) and onnx_runner(chosen):
+        if _layers_pair(runners.capabilities(target).layer_names, reference_names):
             continue
         raise MarkerError(
             f"{check.where}: @pytest.mark.compare_frameworks(outputs='all') cannot match the "
             f"layers of {target} with those of {chosen}; per-layer comparison pairs "
-            f"{LAYER_PAIRS}"
+            f"{layer_pairs()}"
         )
 
 
