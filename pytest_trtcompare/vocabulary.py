@@ -15,6 +15,9 @@ FP64 = "fp64"
 #: "strict": shapes must be equal; "relaxed": shapes equal once their dimensions of size 1
 #: are removed compare as the squeezed arrays, with a note (Polygraphy's --no-shape-check).
 SHAPE_CHECKS = ("strict", "relaxed")
+#: `layers=`: "gate" (every layer decides the verdict) or "report" (only the model outputs do;
+#: layers are compared and the first divergence reported).
+LAYER_MODES = ("gate", "report")
 
 
 def parse_precisions(text: str) -> tuple[str, ...]:

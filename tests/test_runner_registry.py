@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import numpy as np
@@ -62,3 +63,49 @@ def test_entry_point_runner_gets_the_same_checks(third_party_runner):
         runners.create("acme", None, "bf16")
     with pytest.raises(FeedError, match="input 'x' is float64, the model expects float32"):
         runners.create("acme", None).infer({"x": np.zeros(2)})
+
+
+def test_the_registry_serves_what_each_built_in_runner_declares():
+    declared = {name: runners.capabilities(name) for name in ("onnxrt", "onnxref", "torch", "trt")}
+    assert {name: cls.takes for name, cls in declared.items()} == {
+        "onnxrt": ("onnx",),
+        "onnxref": ("onnx",),
+        "torch": ("torch",),
+        "trt": ("onnx",),
+    }
+    assert [name for name, cls in declared.items() if cls.isolated] == ["trt"]
+    assert [name for name, cls in declared.items() if "cuda" in cls.devices] == ["torch", "trt"]
+    assert [name for name, cls in declared.items() if cls.float64] == ["onnxref", "torch"]
+    assert runners.capabilities("tensorrt") is declared["trt"]  # the library's name
+    assert runners.capabilities("callable:pkg.mod:fn").takes == ("callable",)
+    assert runners.capabilities("no-such-runner") is runners.Runner  # creating it says why
+
+
+def test_a_name_and_variant_is_cut_in_one_place():
+    assert runners.framework_of("callable:pkg.mod:fn") == "callable"
+    assert runners.framework_of("tensorrt") == "trt"
+    assert runners.framework_of("onnxrt") == "onnxrt"
+
+
+def test_a_third_party_runner_declares_what_it_can_do(third_party_runner, tmp_path, monkeypatch):
+    """An isolated-by-default runner is built in a worker without being asked; one with ONNX
+    layer names pairs per layer with onnxrt (session/spec.py reads the declarations)."""
+    source = tmp_path / "acme_runner.py"
+    source.write_text(
+        source.read_text().replace(
+            'precisions = ("fp32", "fp16")',
+            'precisions = ("fp32", "fp16")\n    isolated = True\n    layer_names = "onnx"',
+        )
+    )
+    monkeypatch.delitem(sys.modules, "acme_runner", raising=False)  # an earlier test's
+    acme = runners.capabilities("acme")
+    assert acme.isolated and acme.layer_names == "onnx"
+    runner = runners.create("acme", None, scale=3.0)
+    try:
+        assert type(runner).__name__ == "IsolatedRunner"
+        assert runner.infer({"x": np.array([1.0], np.float32)})["y"].tolist() == [3.0]
+    finally:
+        runner.close()
+    from pytest_trtcompare.session.spec import layer_pairs
+
+    assert "onnxrt, onnxref, acme" in layer_pairs()

@@ -10,6 +10,7 @@ Every command reads any saved outputs: goldens (.safetensors, old .golden), Poly
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import json
 import os
@@ -27,6 +28,7 @@ from ..errors import TrtCompareError
 from ..goldens import (
     Golden,
     GoldenError,
+    GoldenMeta,
     Iteration,
     current_path,
     iterate_json,
@@ -36,7 +38,9 @@ from ..goldens import (
     write_polygraphy_inputs,
     write_polygraphy_outputs,
 )
+from ..session import option_table
 from ..session.golden_check import check_golden
+from ..session.option_table import comparison_options
 from ..session.outcome import Kind, compared
 from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
@@ -85,6 +89,17 @@ def _saved_inputs(path: Path) -> Golden | None:
         return None
     later = tuple(Iteration({}, feed) for feed in feeds[1:])
     return Golden({}, feeds[0], {"source": "polygraphy --save-inputs"}, path, later=later)
+
+
+def _offered(command: str) -> list[Any]:
+    return [declared for declared in option_table.OPTIONS if command in declared.cli]
+
+
+def _options(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """The comparison options of session/option_table.py as the command gives them (each
+    default where not given): keywords of compare_outputs."""
+    given = {declared.name: getattr(args, declared.name) for declared in _offered(command)}
+    return comparison_options(given, {})
 
 
 def _given_options(args: argparse.Namespace) -> list[str]:
@@ -159,7 +174,9 @@ def _diff(args: argparse.Namespace) -> int:
             f"{len(b.iterations)}: diff compares them iteration by iteration"
         )
     results = [
-        compare_outputs(x.outputs, y.outputs, {"": table.default, **table.per_output})
+        compare_outputs(
+            x.outputs, y.outputs, {"": table.default, **table.per_output}, **_options(args, "diff")
+        )
         for x, y in zip(a.iterations, b.iterations, strict=True)
     ]
     outcome = compared(results, source="diff")
@@ -187,6 +204,7 @@ class _CommandGoldens:
             ("check-error-stat", args.check_error_stat),
             ("rule", args.rule),
             ("runner", args.runner),
+            *((o.name.replace("_", "-"), getattr(args, o.name)) for o in _offered("check")),
         )
         options = [f"--{option}={value}" for option, value in given if value is not None]
         words = ["trtcompare", "check", args.golden, args.outputs, *options, "--update"]
@@ -198,7 +216,7 @@ class _CommandGoldens:
     def regenerate_hint(self) -> str:
         return self.hint
 
-    def write(self, path: Path, iterations: Any, meta: dict[str, Any]) -> str:
+    def write(self, path: Path, iterations: Any, meta: GoldenMeta) -> str:
         (outputs, inputs), *later = iterations
         return write_golden(path, outputs, inputs, meta, later=later)
 
@@ -219,17 +237,17 @@ def _check(args: argparse.Namespace) -> int:
     saved = load_reference(Path(args.outputs), runner=args.runner)
     fields = _tolerance_fields(args)
     table = ToleranceSettings().resolve(args.precision, None, source="option", **fields)
-    kept: dict[str, Any] = {
-        key: saved.meta[key] for key in ("seed", "shapes", "val_range") if key in saved.meta
-    }
     outcome = check_golden(
         _CommandGoldens(args),
         Path(args.golden),
         [iteration.outputs for iteration in saved.iterations],
         {"": table.default, **table.per_output},
         inputs=[iteration.inputs for iteration in saved.iterations],
-        meta={"precision": args.precision, **kept},
+        meta=GoldenMeta.kept_from(saved.meta, "seed", "shapes", "val_range").but(
+            precision=args.precision
+        ),
         target=saved.meta.get("runner"),  # a golden's runner: a changed model is named
+        compare=functools.partial(compare_outputs, **_options(args, "check")),
     )
     if outcome.kind is Kind.GOLDEN_WRITTEN:
         print(outcome.message)
@@ -263,9 +281,9 @@ def _import_polygraphy(args: argparse.Namespace) -> int:
             f"{args.inputs} holds {len(feeds)} feeds, {args.outputs} {len(outputs)} iterations "
             f"of {runner}: give the inputs they were made from, or --iteration to take one"
         )
-    meta: dict[str, Any] = {"source": "polygraphy", "runner": runner}
+    meta = GoldenMeta(source="polygraphy", runner=runner)
     if args.iteration is not None:
-        meta["iteration"] = args.iteration
+        meta = meta.but(iteration=args.iteration)
     iterations = [(out, dict(feed)) for out, feed in zip(outputs, feeds, strict=True)]
     (first, inputs), *later = iterations
     outcome = write_golden(Path(args.golden), first, inputs, meta, later=later)
@@ -316,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("a", help="actual outputs")
     diff.add_argument("b", help="expected outputs, the reference")
-    _comparison_options(diff)
+    _comparison_options(diff, "diff")
     diff.set_defaults(run=_diff)
 
     check = commands.add_parser(
@@ -335,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the built-in default tolerance of this precision (default fp32), as "
         "golden.check(precision=...)",
     )
-    _comparison_options(check)
+    _comparison_options(check, "check")
     update = check.add_mutually_exclusive_group()
     update.add_argument(
         "--update", action="store_true", help="write or refresh the golden (--trt-update-goldens)"
@@ -380,7 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _comparison_options(parser: argparse.ArgumentParser) -> None:
+def _comparison_options(parser: argparse.ArgumentParser, command: str) -> None:
+    for declared in _offered(command):  # session/option_table.py's comparison options
+        parser.add_argument(
+            f"--{declared.name.replace('_', '-')}",
+            choices=declared.choices,
+            help=f"{declared.help} (pytest: {declared.flag})",
+        )
     parser.add_argument("--atol", type=float)
     parser.add_argument("--rtol", type=float)
     parser.add_argument("--check-error-stat", choices=STAT_CHECKS)

@@ -9,19 +9,18 @@ ones from `pytest_trtcompare` or `pytest_trtcompare.compare`.
 
 from __future__ import annotations
 
-from ..vocabulary import METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
+from ..vocabulary import LAYER_MODES, METRICS, PRECISIONS, SHAPE_CHECKS, STAT_CHECKS
 from .anchored import Anchor
 from .arrays import as_named_array, as_output_mapping, dtype_from_name
 from .compare import (
     assert_outputs_close,
-    check_shape_check,
     compare_one,
     compare_outputs,
     compare_with_table,
 )
 from .digits import against, exact, num, shortest
 from .layer_report import unmatched_line
-from .layers import LAYER_DTYPES, LAYER_MODES, LayerView, listed
+from .layers import LAYER_DTYPES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
@@ -74,7 +73,6 @@ __all__ = [
     "as_named_array",
     "as_output_mapping",
     "assert_outputs_close",
-    "check_shape_check",
     "compare_one",
     "compare_outputs",
     "compare_with_table",

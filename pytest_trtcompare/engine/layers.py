@@ -17,9 +17,6 @@ from .outputs import OutputComparison
 
 #: Passing layers listed just before the first divergence.
 AROUND = 2
-#: `layers=`: "gate" (every layer decides the verdict) or "report" (only the model outputs do;
-#: layers are compared and the first divergence reported).
-LAYER_MODES = ("gate", "report")
 #: `layer_dtypes=`: "float" (floating-point tensors only) or "all" (also int, bool, shapes).
 LAYER_DTYPES = ("float", "all")
 

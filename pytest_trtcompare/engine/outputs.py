@@ -36,7 +36,7 @@ class OutputComparison:
     shape: tuple[int, ...]
     expected_shape: tuple[int, ...]
     problem: str | None = None  # set when the values could not be compared (shape mismatch)
-    shape_note: str | None = None  # shape_check="relaxed": how the shapes were squeezed
+    shape_note: str | None = None  # a relaxed shape check: how the shapes were squeezed
     #: what failed when no error size says it: 'shape (2, 3) vs (2, 4)', 'NaN in actual at 3
     #: positions, first (0, 0)', 'Inf in actual at 1 position, first mismatch (0, 1)'
     failure: str | None = None

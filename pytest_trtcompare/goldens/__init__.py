@@ -13,6 +13,7 @@ from .interop import (
     write_polygraphy_inputs,
     write_polygraphy_outputs,
 )
+from .meta import UNSET, GoldenMeta
 from .onnx_test_data import load_onnx_test_data
 from .polygraphy_json import iterate_json
 from .store import (
@@ -41,8 +42,10 @@ __all__ = [
     "FORMAT_VERSION",
     "LEGACY_SUFFIX",
     "SUFFIX",
+    "UNSET",
     "Golden",
     "GoldenError",
+    "GoldenMeta",
     "GoldenStats",
     "Iteration",
     "current_path",

@@ -33,6 +33,7 @@ from .format import FORMAT_VERSION as FORMAT_VERSION
 from .format import data_order, encode_header, iteration_group, read_tensors
 from .legacy import GoldenError as GoldenError
 from .legacy import raw_bytes
+from .meta import GoldenMeta
 
 SUFFIX = ".safetensors"
 LEGACY_SUFFIX = ".golden"  # formats 1 and 2, still read
@@ -275,7 +276,7 @@ def write_golden(
     path: Path,
     outputs: Mapping[str, Any],
     inputs: Mapping[str, Any] | None = None,
-    meta: Mapping[str, Any] | None = None,
+    meta: GoldenMeta | Mapping[str, Any] | None = None,
     *,
     later: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = (),
 ) -> str:
@@ -289,7 +290,9 @@ def write_golden(
     entries = _entries(
         [_iteration(outputs, inputs), *(_iteration(out, feed) for out, feed in later)]
     )
-    head = encode_header(entries, dict(meta or {}))
+    head = encode_header(
+        entries, meta.record() if isinstance(meta, GoldenMeta) else dict(meta or {})
+    )
     existed = path.exists()
     if existed and same_content(path, entries, head):
         outcome = "unchanged"

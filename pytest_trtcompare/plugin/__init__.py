@@ -25,6 +25,7 @@ import pytest
 
 from ..errors import TrtCompareError
 from ..reports import properties
+from ..session.option_table import ini_defaults
 from . import argv, calibration, names, progress_lines
 from .fixtures import (
     CASE_FIXTURE,
@@ -97,7 +98,7 @@ def _in_use_from_start(config: pytest.Config) -> bool:
     ):
         return True
     return calibration.default_file_exists(config) or any(
-        names.ini_value(config, name) != default for name, default in argv.INI_DEFAULTS.items()
+        names.ini_value(config, name) != default for name, default in ini_defaults().items()
     )
 
 

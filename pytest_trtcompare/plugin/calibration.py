@@ -20,34 +20,9 @@ import pytest
 if TYPE_CHECKING:
     from ..reports.calibration import Calibration, Observed
 
-#: The ini key, and its default (a run that sets it puts the plugin to work).
-INI_DEFAULTS: dict[str, Any] = {"trtcompare_tolerances_file": ""}
 #: The property of a calibrated item: {output: Observed.fields()}.
 PROPERTY = "trtcompare-calibration"
 FILE_NAME = "trtcompare-tolerances.toml"
-
-
-def add_options(group: Any, parser: pytest.Parser) -> None:
-    group.addoption(
-        "--trt-calibrate",
-        dest="trt_calibrate",
-        type=int,
-        metavar="N",
-        help="run every compare_frameworks case on N input draws and write the tolerances "
-        "their worst errors suggest to the tolerance file (README: Choosing tolerances)",
-    )
-    group.addoption(
-        "--trt-tolerances-file",
-        dest="trt_tolerances_file",
-        metavar="PATH.toml",
-        help=f"the calibrated tolerance file (default: {FILE_NAME} in the rootdir; ini: "
-        "trtcompare_tolerances_file)",
-    )
-    parser.addini(
-        "trtcompare_tolerances_file",
-        "default of --trt-tolerances-file",
-        default=INI_DEFAULTS["trtcompare_tolerances_file"],
-    )
 
 
 def default_file_exists(config: pytest.Config) -> bool:

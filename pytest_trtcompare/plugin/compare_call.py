@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from ..engine import ComparisonResult, ToleranceSpec, check_shape_check, compare_with_table
+from ..engine import ComparisonResult, ToleranceSpec, compare_with_table
 from ..errors import TrtCompareError
+from ..session.option_table import call_values, comparison_options
 from ..session.outcome import Outcome, compared
 from .golden_fixture import settle_call
 from .state import state_of
@@ -25,18 +26,17 @@ def run(
     tolerance: ToleranceSpec,
     precision: str,
     names: Iterable[str] | None,
-    shape_check: str | None,
-    fields: Mapping[str, Any],
+    keywords: Mapping[str, Any],
 ) -> ComparisonResult:
     __tracebackhide__ = True
     settings = state_of(item.config).settings
     try:
+        given, fields = call_values(keywords)
         table = settings.tolerances.resolve(
             precision, tolerance, shared=True, test=item.nodeid, **fields
         )
-        shape_check = shape_check or settings.shape_check or "strict"
-        check_shape_check(shape_check)
-        result = compare_with_table(actual, expected, table, names=names, shape_check=shape_check)
+        options = comparison_options(given, settings.values)
+        result = compare_with_table(actual, expected, table, names=names, **options)
     except TrtCompareError as exc:
         outcome = Outcome.error(exc)
     else:

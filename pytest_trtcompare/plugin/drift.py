@@ -12,56 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-#: The ini keys, and their defaults (a run that sets one puts the plugin to work).
-INI_DEFAULTS: dict[str, Any] = {
-    "trtcompare_baseline": "",
-    "trtcompare_drift": "",
-    "trtcompare_drift_ratio": "",
-    "trtcompare_drift_margin": "",
-}
-MODES = ("warn", "fail")
-
-
-def add_options(group: Any, parser: pytest.Parser) -> None:
-    group.addoption(
-        "--trt-baseline",
-        dest="trt_baseline",
-        metavar="REPORT.json",
-        help="an earlier run's --trt-report: list the outputs whose margin drifted toward "
-        "failing (ini: trtcompare_baseline)",
-    )
-    group.addoption(
-        "--trt-drift",
-        dest="trt_drift",
-        choices=MODES,
-        help="with --trt-baseline: 'warn' shows drift (the default), 'fail' fails the "
-        "session on it (ini: trtcompare_drift)",
-    )
-    group.addoption(
-        "--trt-drift-ratio",
-        dest="trt_drift_ratio",
-        metavar="R",
-        help="drift: a margin R times the baseline's or more (default 2; ini: "
-        "trtcompare_drift_ratio)",
-    )
-    group.addoption(
-        "--trt-drift-margin",
-        dest="trt_drift_margin",
-        metavar="M",
-        help="drift: a margin that crosses M from below (default 0.5; ini: "
-        "trtcompare_drift_margin)",
-    )
-    for name, text in (
-        ("trtcompare_baseline", "default of --trt-baseline"),
-        ("trtcompare_drift", "default of --trt-drift (warn or fail)"),
-        ("trtcompare_drift_ratio", "default of --trt-drift-ratio"),
-        ("trtcompare_drift_margin", "default of --trt-drift-margin"),
-    ):
-        parser.addini(name, text, default=INI_DEFAULTS[name])
+from ..session.option_table import DRIFT_MODES
 
 
 @dataclass(frozen=True)
@@ -79,7 +33,7 @@ def drift_settings(config: pytest.Config) -> DriftSettings | None:
     """None without a baseline; a usage error (exit 4) naming the option for a baseline that
     is missing, not a report, of another report format, or a bad mode or number."""
     mode = config.getoption("trt_drift") or str(config.getini("trtcompare_drift")).strip()
-    if mode and mode not in MODES:
+    if mode and mode not in DRIFT_MODES:
         raise pytest.UsageError(f"ini trtcompare_drift = {mode!r}: takes warn or fail")
     ratio = _number(config, "ratio", 2.0, low=1.0)
     limit = _number(config, "margin", 0.5, low=0.0)

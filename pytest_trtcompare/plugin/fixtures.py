@@ -28,12 +28,12 @@ OUTCOME = pytest.StashKey["Outcome"]()
 
 
 class CompareFixture:
-    """`compare(actual, expected, tolerance=None, precision="fp32", names=None,
-    shape_check=None, **fields)`.
+    """`compare(actual, expected, tolerance=None, precision="fp32", names=None, **keywords)`.
 
-    Tolerance precedence: --trt-atol/--trt-rtol/--trt-check-error-stat > this call's
-    tolerance and fields > ini trtcompare_tolerances for `precision` > built-in default.
-    shape_check: this call's > --trt-shape-check > ini trtcompare_shape_check > "strict".
+    Keywords: tolerance fields (atol=, rtol=, ...) and the comparison options of
+    session/option_table.py. Tolerance precedence: --trt-atol/--trt-rtol/
+    --trt-check-error-stat > this call's tolerance and fields > ini trtcompare_tolerances for
+    `precision` > built-in default. An option: this call's > its flag > its ini key > default.
     """
 
     def __init__(self, item: pytest.Item | None = None) -> None:
@@ -54,8 +54,7 @@ class CompareFixture:
         *,
         precision: str = "fp32",
         names: Iterable[str] | None = None,
-        shape_check: str | None = None,
-        **fields: Any,
+        **keywords: Any,
     ) -> ComparisonResult:
         __tracebackhide__ = True
         if self._item is None:
@@ -69,7 +68,7 @@ class CompareFixture:
                 "for `compare` in the test that calls it instead of keeping one from another test"
             )
         run = _compare_call()
-        return run(self._item, actual, expected, tolerance, precision, names, shape_check, fields)
+        return run(self._item, actual, expected, tolerance, precision, names, keywords)
 
 
 @functools.cache

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from ..engine import ComparisonResult, ToleranceSpec, check_shape_check, compare_outputs
+from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..errors import TrtCompareError
-from ..goldens import Golden
+from ..goldens import UNSET, Golden, GoldenMeta
 from ..inputs import specs_of, synthetic_feed, val_range_record
 from ..runners import TensorSpec
 from ..session.golden_check import check_golden, inputs_problem, read_stored, stored_inputs
+from ..session.option_table import call_values, comparison_options
 from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens
 from .options import Settings
@@ -63,7 +64,7 @@ class GoldenFixture:
         self._goldens = goldens
         self._settings = settings
         self._inputs: dict[str | None, dict[str, Any]] = {}
-        self._meta: dict[str | None, dict[str, Any]] = {}
+        self._meta: dict[str | None, GoldenMeta] = {}
         self._checked: set[str | None] = set()
 
     def unchecked(self) -> list[str | None]:
@@ -120,12 +121,12 @@ class GoldenFixture:
                 fail(f"{type(exc).__name__}: {exc}")
         self._inputs[name] = feed
         describe = getattr(runner_or_specs, "describe", None)
-        self._meta[name] = {
-            "runner": describe() if callable(describe) else None,
-            "seed": seed,
-            "shapes": {k: list(v) for k, v in (shapes or {}).items()},
-            "val_range": val_range_record(val_range),
-        }
+        self._meta[name] = GoldenMeta(
+            runner=describe() if callable(describe) else None,
+            seed=seed,
+            shapes={k: list(v) for k, v in (shapes or {}).items()},
+            val_range=val_range_record(val_range),
+        )
         return {key: value.copy() for key, value in feed.items()}
 
     def check(
@@ -135,11 +136,11 @@ class GoldenFixture:
         name: str | None = None,
         *,
         precision: str = "fp32",
-        shape_check: str | None = None,
         **fields: Any,
     ) -> ComparisonResult | None:
         """Compare with the stored golden (or write it under --trt-update-goldens); the
-        result, or None when a golden was written. shape_check: as the compare fixture's."""
+        result, or None when a golden was written. Keywords: tolerance fields and the
+        comparison options, as the compare fixture's."""
         __tracebackhide__ = True
         if name in self._checked:  # a second check would overwrite the first's golden
             which = "golden.check()" if name is None else f"golden.check(name={name!r})"
@@ -148,8 +149,7 @@ class GoldenFixture:
                 "golden, so give each one a name= (golden.check(outputs, name='step2'))"
             )
         self._checked.add(name)
-        shape_check = shape_check or self._settings.shape_check or "strict"
-        outcome = self._outcome(outputs, tolerance, name, precision, shape_check, fields)
+        outcome = self._outcome(outputs, tolerance, name, precision, fields)
         settle_call(self._goldens.item, self._settings, outcome)
         return None if outcome.kind is Kind.GOLDEN_WRITTEN else outcome.worst
 
@@ -159,25 +159,26 @@ class GoldenFixture:
         tolerance: ToleranceSpec,
         name: str | None,
         precision: str,
-        shape_check: str,
-        fields: dict[str, Any],
+        keywords: dict[str, Any],
     ) -> Outcome:
         path = self.path(name)
-        try:
+        try:  # this call's errors, before any golden is written
+            given, fields = call_values(keywords)
             table = self._settings.tolerances.resolve(
                 precision, tolerance, test=self._goldens.item.nodeid, **fields
             )
-            check_shape_check(shape_check)  # this call's error, before any golden is written
         except TrtCompareError as exc:
             return Outcome.error(exc, "golden")
-        meta = self._meta.get(name, {})
+        meta = self._meta.get(name, GoldenMeta())
         return check_golden(
             self._goldens,
             path,
             outputs,
             {"": table.default, **table.per_output},
             inputs=self._inputs.get(name),
-            meta={"name": name, "precision": precision, **meta},
-            target=meta.get("runner"),
-            compare=functools.partial(compare_outputs, shape_check=shape_check),
+            meta=meta.but(name=name, precision=precision),
+            target=None if meta.runner is UNSET else meta.runner,
+            compare=functools.partial(
+                compare_outputs, **comparison_options(given, self._settings.values)
+            ),
         )

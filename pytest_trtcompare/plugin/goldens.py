@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..atomic import remove_stale_temps
-from ..goldens import GoldenStats, golden_path, write_golden
+from ..goldens import GoldenMeta, GoldenStats, golden_path, write_golden
 from ..reports.golden_use import ModuleRun, merged, unused_goldens
 from .argv import default_goldens_folder
 from .options import Settings
@@ -252,12 +252,10 @@ class ItemGoldens:
     def old_format(self, path: Path, version: int) -> None:
         self.session.stats.old_format.add(str(path))
 
-    def write(self, path: Path, iterations: Any, meta: dict[str, Any]) -> str:
+    def write(self, path: Path, iterations: Any, meta: GoldenMeta) -> str:
         """Write (or find unchanged) one golden, recording the test's id with it."""
         (outputs, inputs), *later = iterations
-        outcome = write_golden(
-            path, outputs, inputs, {"test": self.item.nodeid, **meta}, later=later
-        )
+        outcome = write_golden(path, outputs, inputs, meta.but(test=self.item.nodeid), later=later)
         self.session.stats.record(outcome, path)
         self.session.stats.used.add(str(path))
         return outcome

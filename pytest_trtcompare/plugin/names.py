@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
+from ..session.option_table import marker_options
+
 #: Our markers, registered in pytest_configure (read before anything heavy is imported).
 MARKERS = {
     "compare_frameworks": (
         "compare_frameworks(model=..., frameworks=[...], reference=None, golden=False, "
         "tolerance=..., outputs=None, seed=1, val_range=None, iterations=1, "
-        "shape_check=None): run the model in each framework and compare the outputs "
-        "(pytest-trtcompare)"
+        + "".join(f"{declared.name}=None, " for declared in marker_options()).rstrip(", ")
+        + "): run the model in each framework and compare the outputs (pytest-trtcompare)"
     ),
     "precisions": "precisions(*names): precisions this test runs at, e.g. 'fp16', 'bf16'",
     "shapes": "shapes(*shape_sets, ids=None): input shape sets, e.g. {'input': (1, 3, 224, 224)}",

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import shlex
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..engine import SHAPE_CHECKS, Tolerance
-from ..errors import ToleranceError, UnknownFrameworkError
+from ..engine import Tolerance
+from ..errors import RunnerOptionError, ToleranceError, UnknownFrameworkError
 from ..runners import canonical_framework, check_framework_name
+from ..session.devices import parse_device
+from ..session.option_table import resolve, session_values
 from ..session.settings import (
     ToleranceSettings,
     parse_ini_tolerances,
@@ -26,10 +29,8 @@ from ..session.settings import (
 )
 from ..vocabulary import parse_precisions
 from .calibration import CalibrationSettings, calibration_settings
-from .device_option import device_setting
 from .drift import DriftSettings, drift_settings
 from .names import UPDATE_GOLDENS, ini_value
-from .report_options import suite_name
 from .split_paths import check_split_paths
 
 
@@ -52,20 +53,24 @@ class Settings:
     engine_cache: str | None
     isolate: bool
     debug_precision: bool  # --trt-debug-precision
-    layers: tuple[str | None, str | None]  # --trt-layers, ini trtcompare_layers
     verbosity: int
     rootpath: Path
     library_tracebacks: bool  # --tb=long or -vv: a framework's error shows its traceback
     input_shapes: dict[str, tuple[int, ...]] | None = None  # --trt-input-shapes: one shape set
     seed: int | None = None  # --trt-seed
     val_range: Any = None  # --trt-val-range
-    shape_check: str | None = None  # --trt-shape-check, else ini (None: strict)
-    artifacts_mode: str = "failed"  # --trt-artifacts, ini trtcompare_artifacts_mode
+    #: session/option_table.py `session_values`: (flag, ini) of each option with choices
+    values: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
     suite: str = ""  # ini trtcompare_suite, else the rootdir's name: the JSON report's
     drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift.py)
     calibration: CalibrationSettings | None = None  # the tolerance file, --trt-calibrate
-    device: str | None = None  # --trt-device, ini trtcompare_device (plugin/device_option.py)
+    device: str | None = None  # --trt-device, ini trtcompare_device (`_device`)
     worker: str | None = None  # this process's pytest-xdist worker id ('gw3'), else None
+
+    @property
+    def artifacts_mode(self) -> str:
+        """--trt-artifacts > ini trtcompare_artifacts_mode > failed."""
+        return str(resolve("artifacts", None, self.values))
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -140,21 +145,33 @@ def _frameworks(config: pytest.Config) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(canonical_framework(name) for name in given))
 
 
-def _shape_check(config: pytest.Config) -> str | None:
-    given = config.getoption("trt_shape_check")
-    if given is not None:
-        return str(given)
-    ini = str(config.getini("trtcompare_shape_check")).strip() or None
-    if ini is not None and ini not in SHAPE_CHECKS:
-        raise _usage(f"ini trtcompare_shape_check = {ini!r}: takes {' or '.join(SHAPE_CHECKS)}")
-    return ini
+def _values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
+    try:
+        return session_values(
+            lambda o: config.getoption(o.attribute), lambda o: str(config.getini(o.ini or ""))
+        )
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
 
 
-def _layers(config: pytest.Config) -> tuple[str | None, str | None]:
-    ini = str(config.getini("trtcompare_layers")).strip() or None
-    if ini is not None and ini not in ("gate", "report"):
-        raise _usage(f"ini trtcompare_layers = {ini!r}: takes gate or report")
-    return config.getoption("trt_layers"), ini
+def _device(config: pytest.Config) -> str | None:
+    """--trt-device, else ini trtcompare_device, checked at the start; None when neither is
+    set: each runner's own default (torch: cpu, trt: cuda:0)."""
+    given = config.getoption("trt_device")
+    text = given or str(config.getini("trtcompare_device")).strip()
+    if not text:
+        return None
+    where = f"--trt-device={given}" if given else "ini trtcompare_device"
+    try:
+        return parse_device(text, where)
+    except RunnerOptionError as exc:
+        raise _usage(str(exc)) from None
+
+
+def _suite(config: pytest.Config) -> str:
+    """ini trtcompare_suite, else the rootdir's folder name: the same on every machine and
+    shard of one suite (a checkout folder that differs, as Jenkins' `suite@2`, needs the ini)."""
+    return str(config.getini("trtcompare_suite")).strip() or config.rootpath.name
 
 
 def _overrides(config: pytest.Config) -> dict[str, Any]:
@@ -252,30 +269,14 @@ def build_settings(config: pytest.Config) -> Settings:
         engine_cache=None if engine_cache is None else str(engine_cache),
         isolate=bool(config.getoption("trtcompare_isolate")),
         debug_precision=bool(config.getoption("trt_debug_precision")),
-        layers=_layers(config),
         verbosity=max(0, int(config.option.verbose)),
         rootpath=Path(config.rootpath),
         library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
-        shape_check=_shape_check(config),
-        artifacts_mode=_artifacts_mode(config),
-        suite=suite_name(config),
+        values=_values(config),
+        suite=_suite(config),
         drift=drift_settings(config),
         calibration=calibration,
-        device=device_setting(config),
+        device=_device(config),
         worker=getattr(config, "workerinput", {}).get("workerid"),
         **_overrides(config),
     )
-
-
-ARTIFACT_MODES = ("none", "failed", "all")
-
-
-def _artifacts_mode(config: pytest.Config) -> str:
-    """--trt-artifacts (argparse checks its value) > ini trtcompare_artifacts_mode > failed."""
-    given = config.getoption("trt_artifacts")
-    if given:
-        return str(given)
-    ini = str(config.getini("trtcompare_artifacts_mode")).strip() or "failed"
-    if ini not in ARTIFACT_MODES:
-        raise _usage(f"ini trtcompare_artifacts_mode = {ini!r}: takes {', '.join(ARTIFACT_MODES)}")
-    return ini

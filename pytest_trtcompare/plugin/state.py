@@ -35,8 +35,7 @@ class PluginState:
             settings.engine_cache,
             isolate=settings.isolate,
             debug_precision=settings.debug_precision,
-            layers=settings.layers,
-            shape_check=settings.shape_check,
+            option_values=settings.values,
             calibrate=settings.calibration.seeds if settings.calibration else 0,
             device=(settings.device, settings.worker),
         )

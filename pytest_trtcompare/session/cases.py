@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from ..errors import (
     RunnerSkip,
     TrtCompareError,
 )
-from ..goldens import Golden, GoldenError, load_reference
+from ..goldens import Golden, GoldenError, GoldenMeta, load_reference
 from ..inputs import Feed, val_range_record
 from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from ..vocabulary import FP64
@@ -42,6 +42,7 @@ from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layers import compare_layers, golden_layer_plan
 from .layout import counted
+from .option_table import comparison_options, resolve
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds, numbered
 from .settings import ToleranceSettings
@@ -74,15 +75,14 @@ class CaseRunner:
         engine_cache: str | None = None,
         isolate: bool = False,
         debug_precision: bool = False,
-        layers: tuple[str | None, str | None] = (None, None),
-        shape_check: str | None = None,
+        option_values: Mapping[str, tuple[Any, Any]] | None = None,
         calibrate: int = 0,
         device: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.settings = settings
         self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
-        self.shape_check = shape_check  # --trt-shape-check, else ini (None: strict)
-        self.layers_override, self.layers_default = layers  # --trt-layers, ini trtcompare_layers
+        #: (flag, ini) of the options a test can also set (session/option_table.py `resolve`)
+        self.option_values = option_values or {}
         self.isolate = isolate
         self.debug_precision = debug_precision
         self.runners = RunnerCache(*device)  # --trt-device, this xdist worker's id
@@ -219,10 +219,9 @@ class CaseRunner:
         return [Anchor(f, r, label) for f, r in zip(float64, reduced, strict=True)]
 
     def compare(self, spec: CompareSpec) -> Callable[..., ComparisonResult]:
-        """compare_outputs with the marker's shape_check=, else the session's, else strict;
-        it also takes `anchor=` (the fp64 check's runs)."""
-        shape_check = spec.shape_check or self.shape_check or "strict"
-        return functools.partial(_compare, shape_check=shape_check)
+        """compare_outputs with the comparison options (the marker's, else the session's, else
+        their defaults); it also takes `anchor=` (the fp64 check's runs)."""
+        return functools.partial(_compare, **comparison_options(spec.given, self.option_values))
 
     def tolerance_table(self, spec: CompareSpec, case: Case) -> ToleranceTable:
         return self.settings.resolve(
@@ -400,7 +399,7 @@ class CaseRunner:
 
     def _layers_mode(self, spec: CompareSpec) -> str:
         """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""
-        return self.layers_override or spec.layers or self.layers_default or "gate"
+        return str(resolve("layers", spec.layers, self.option_values))
 
     def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
         """--trt-debug-precision applies to reduced precision on an ONNX model's own runner."""
@@ -492,13 +491,13 @@ class CaseRunner:
                 # iterations=N, else as many as the saved inputs= hold
                 iterations=len(self.feeds(spec, target, case)) if spec.inputs else spec.iterations,
             ),
-            meta={
-                "name": None,  # compare_frameworks(golden=True) keeps the test's one golden
-                "precision": case.precision,
-                "seed": spec.seed,
-                "shapes": {k: list(v) for k, v in (case.shapes or {}).items()},
-                "val_range": val_range_record(spec.val_range),
-            },
+            meta=GoldenMeta(
+                name=None,  # compare_frameworks(golden=True) keeps the test's one golden
+                precision=case.precision,
+                seed=spec.seed,
+                shapes={k: list(v) for k, v in (case.shapes or {}).items()},
+                val_range=val_range_record(spec.val_range),
+            ),
             target=target,
             compare=lambda got, want, tolerance: self._golden_result(
                 spec, target, got, want, tolerance
@@ -516,13 +515,11 @@ def _compare(
     tolerance: Any,
     *,
     names: Any = None,
-    shape_check: str,
     anchor: Anchor | None = None,
+    **options: Any,
 ) -> ComparisonResult:
     table = tolerance if isinstance(tolerance, ToleranceTable) else ToleranceTable(tolerance)
-    return compare_with_table(
-        actual, expected, table, names=names, shape_check=shape_check, anchor=anchor
-    )
+    return compare_with_table(actual, expected, table, names=names, anchor=anchor, **options)
 
 
 def timed(description: dict[str, Any], milliseconds: float | None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from ..goldens import (
     FORMAT_VERSION,
     Golden,
     GoldenError,
+    GoldenMeta,
     current_path,
     file_in_the_way,
     golden_file_problem,
@@ -81,7 +82,7 @@ class GoldenAccess(Protocol):
         ...
 
     def write(
-        self, path: Path, iterations: Sequence[tuple[Outputs, Feed]], meta: dict[str, Any]
+        self, path: Path, iterations: Sequence[tuple[Outputs, Feed]], meta: GoldenMeta
     ) -> str:
         """Write one golden of these (outputs, inputs) iterations: "created", "updated" or
         "unchanged" (raises GoldenError or OSError, the old golden kept)."""
@@ -194,7 +195,7 @@ def check_golden(
     *,
     inputs: Feed | Sequence[Feed] | Callable[[], Sequence[Feed]] | None = None,
     fits: Callable[[list[Feed]], str | None] | None = None,
-    meta: Mapping[str, Any] | None = None,
+    meta: GoldenMeta | None = None,
     target: Any = None,
     compare: Compare = compare_outputs,
 ) -> Outcome:
@@ -246,9 +247,9 @@ def check_golden(
     written = None
     try:
         if update:
-            record = {**(meta or {}), "tolerance": entry_record(tolerance[""])}
+            record = (meta or GoldenMeta()).but(tolerance=entry_record(tolerance[""]))
             if runner is not None:
-                record["runner"] = runner
+                record = record.but(runner=runner)
             for got in produced:
                 unfit = _never_matches_itself(compare(got, got, tolerance), store, path)
                 if unfit is not None:
@@ -380,11 +381,11 @@ def _feeds(inputs: Feed | Sequence[Feed] | Callable[[], Sequence[Feed]] | None) 
 
 
 def _write(
-    store: GoldenAccess, path: Path, iterations: list[tuple[Outputs, Feed]], meta: dict[str, Any]
+    store: GoldenAccess, path: Path, iterations: list[tuple[Outputs, Feed]], meta: GoldenMeta
 ) -> tuple[str, Golden] | Outcome:
     """Write the golden and read it back, every byte checked: what the outputs are then
     compared with is what was written. A failed write is FAILED (the old golden is kept)."""
-    meta = {"plugin_version": importlib.metadata.version("pytest-trtcompare"), **meta}
+    meta = meta.but(plugin_version=importlib.metadata.version("pytest-trtcompare"))
     shown = store.show(path)
     old = stored_file(path)  # the golden there now: this one, or an old .golden beside it
     existed = old.is_file()

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import LAYER_DTYPES, LAYER_MODES, PRECISIONS, SHAPE_CHECKS, ToleranceTable
+from ..engine import LAYER_DTYPES, LAYER_MODES, PRECISIONS, ToleranceTable
 from ..errors import MarkerError, ToleranceError, UnknownFrameworkError
 from ..runners import canonical_framework, check_framework_name
 
@@ -132,12 +132,6 @@ def layer_options(kwargs: Mapping[str, Any], check: Checker) -> dict[str, str]:
             )
         found[argument] = value
     return found
-
-
-def shape_check(value: Any, check: Checker) -> str | None:
-    if value is None or (isinstance(value, str) and value in SHAPE_CHECKS):
-        return value
-    raise check.fail("shape_check", value, " or ".join(map(repr, SHAPE_CHECKS)))
 
 
 def tolerance(value: Any, check: Checker) -> Any:

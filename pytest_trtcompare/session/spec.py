@@ -30,10 +30,10 @@ from .marker_values import (
     mapping_of,
     model_path,
     outputs,
-    shape_check,
     tolerance,
     val_range,
 )
+from .option_table import marker_options
 
 Shapes = Mapping[str, tuple[int, ...]]
 
@@ -58,7 +58,8 @@ class CompareSpec:
     reference_path: str | None = None  # saved outputs (Polygraphy JSON, golden, .npz, test data)
     layers: str | None = None  # outputs="all": "gate" or "report" (None: option, ini, "gate")
     layer_dtypes: str | None = None  # outputs="all": "float" (None) or "all"
-    shape_check: str | None = None  # "strict" or "relaxed" (None: option, ini, "strict")
+    #: the marker's values of session/option_table.py's marker options
+    given: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def reference_framework(self) -> str | None:
@@ -83,7 +84,11 @@ class CompareSpec:
 
 
 # reference_path is derived from `reference` (a saved-outputs file), never given.
-ARGUMENTS = tuple(name for name in CompareSpec.__dataclass_fields__ if name != "reference_path")
+def arguments() -> tuple[str, ...]:
+    """The marker's arguments: CompareSpec's fields and session/option_table.py's marker
+    options (read each time: a plugin may declare one after this module is imported)."""
+    fields = (n for n in CompareSpec.__dataclass_fields__ if n not in ("reference_path", "given"))
+    return (*fields, *(declared.name for declared in marker_options()))
 
 
 def _check_framework_keys(
@@ -128,11 +133,12 @@ def compare_spec(
     check = Checker(where, "compare_frameworks")
     if args:
         raise check.fail(None, tuple(args), "keyword arguments only: model=..., frameworks=[...]")
-    unknown = sorted(set(kwargs) - set(ARGUMENTS))
+    known = arguments()
+    unknown = sorted(set(kwargs) - set(known))
     if unknown:
         raise MarkerError(
             f"{where}: @pytest.mark.compare_frameworks got unknown argument(s) "
-            f"{', '.join(unknown)}; it takes {', '.join(sorted(ARGUMENTS))}"
+            f"{', '.join(unknown)}; it takes {', '.join(sorted(known))}"
         )
     frameworks = framework_list(kwargs.get("frameworks"), check)
     golden = kwargs.get("golden", False)
@@ -211,9 +217,24 @@ def compare_spec(
         options={k: dict(v) for k, v in options.items()},
         isolate=None if isolate is None else bool(isolate),
         reference_path=reference_path,
-        shape_check=shape_check(kwargs.get("shape_check"), check),
+        given=_given(kwargs, check),
         **layer_args,
     )
+
+
+def _given(kwargs: Mapping[str, Any], check: Checker) -> dict[str, Any]:
+    """The marker's values of the table's marker options, each checked against its choices."""
+    found = {}
+    for declared in marker_options():
+        value = kwargs.get(declared.name)
+        if value is None:
+            continue
+        if declared.choices is not None and (
+            not isinstance(value, str) or value not in declared.choices
+        ):
+            raise check.fail(declared.name, value, " or ".join(map(repr, declared.choices)))
+        found[declared.name] = value
+    return found
 
 
 def _check_fp64(
@@ -278,12 +299,17 @@ def layer_pairs() -> str:
         if kind is not None:
             named.setdefault(kind, []).append(name)
     by_name = [*named.get("onnx", ()), *named.get("engine", ())]
-    modules, whole = named.get("modules", []), named.get("onnx", [])
+    modules = " / ".join(named.get("modules", []))
     return (
-        f"{', '.join(by_name)} with each other (ONNX tensor names), {' / '.join(modules)} "
-        f"against {' or '.join(whole)} (the module scopes torch.onnx.export records), "
-        f"{' / '.join(modules)} against itself (module names)"
+        f"{_listed(by_name, ' and ')} with each other (ONNX tensor names), {modules} against "
+        f"{_listed(named.get('onnx', []), ' or ')} (the module scopes torch.onnx.export "
+        f"records), {modules} against {modules} (module names)"
     )
+
+
+def _listed(names: list[str], last: str) -> str:
+    """'a, b and c'."""
+    return last.join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _check_layer_pairs(frameworks: tuple[str, ...], reference: str | None, check: Checker) -> None:

@@ -1,0 +1,443 @@
+"""Every option of the plugin, declared once: its flag, ini key, marker argument and call
+keyword, `trtcompare` flag, choices, default, precedence and help.
+
+plugin/argv.py registers the flags and ini keys from it, plugin/options.py reads the session's
+values through `session_values`, session/spec.py takes the marker arguments and the fixtures
+the call keywords it declares, cli/__init__.py adds the `trtcompare` flags, and
+tests/test_option_table.py checks the README's option reference against it. A comparison
+option (`compare=True`) reaches engine/compare.py `compare_with_table` as the keyword of its
+name (ARCHITECTURE.md "An option").
+
+Precedence: the test's own value (a marker argument, a call keyword) > the flag > the ini key >
+the default; an option that `overrides` puts its flag first (--trt-atol, --trt-layers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ToleranceError
+from ..vocabulary import (
+    LAYER_MODES,
+    METRICS,
+    PRECISIONS,
+    SHAPE_CHECKS,
+    STAT_CHECKS,
+    parse_precisions,
+)
+
+#: What --trt-artifacts takes.
+ARTIFACT_MODES = ("none", "failed", "all")
+#: What --trt-drift takes.
+DRIFT_MODES = ("warn", "fail")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. Text values (a flag's, an ini key's) are checked against `choices`; a
+    marker argument or call keyword is checked the same way."""
+
+    name: str  # the setting's name, and the marker argument / call keyword where it is one
+    help: str
+    flag: str | None = None  # "--trt-shape-check"
+    ini: str | None = None  # "trtcompare_shape_check"
+    choices: tuple[str, ...] | None = None
+    default: Any = None  # what applies when nothing gives a value
+    dest: str | None = None  # the flag's attribute on config.option (default: from the flag)
+    metavar: str | None = None
+    kind: str = "value"  # "value", "flag" (store true), "append", "int", "float"
+    ini_type: str | None = None  # pytest's: "bool", "linelist"
+    ini_help: str | None = None  # default: "default of FLAG"
+    marker: bool = False  # a compare_frameworks argument of its name
+    call: bool = False  # a keyword of the compare fixture and golden.check of its name
+    compare: bool = False  # a keyword of engine compare_with_table of its name
+    cli: tuple[str, ...] = ()  # the `trtcompare` commands that take it as --NAME
+    parse: Callable[[str], Any] | None = None  # a flag's text -> value; ValueError says why
+    overrides: bool = False  # its flag wins over the test's own value
+    renamed: bool = False  # it has a deprecated alias (plugin/names.py ALIASES)
+
+    @property
+    def attribute(self) -> str:
+        """Its attribute on pytest's config.option."""
+        assert self.flag is not None
+        return self.dest or self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def ini_default(self) -> Any:
+        return {"bool": False, "linelist": []}.get(self.ini_type or "", "")
+
+    def checked(self, value: Any, where: str) -> Any:
+        """`value` when it is one of `choices` (or there are none); ValueError naming `where`
+        (a flag, an ini key, a marker argument) and what it takes."""
+        if self.choices is None or value in self.choices:
+            return value
+        takes = (", " if len(self.choices) > 2 else " or ").join(self.choices)
+        raise ValueError(f"{where} = {value!r}: takes {takes}")
+
+
+def _artifacts_mode(text: str) -> str:
+    """--trt-artifacts takes a mode; a folder given to it (the old --trtcompare-artifacts
+    took one) is pointed to --trt-artifacts-dir."""
+    if text in ARTIFACT_MODES:
+        return text
+    hint = f"; the folder is --trt-artifacts-dir={text}" if ("/" in text or "." in text) else ""
+    raise ValueError(f"invalid choice: {text!r} (choose from 'none', 'failed', 'all'){hint}")
+
+
+OPTIONS: list[Option] = [
+    Option(
+        "precisions",
+        f"precisions to run compare tests at, from {', '.join(PRECISIONS)}; repeatable "
+        "(ini: trtcompare_precisions; default fp32)",
+        flag="--trt-precision",
+        ini="trtcompare_precisions",
+        kind="append",
+        metavar="P[,P...]",
+        parse=parse_precisions,
+        default="fp32",
+        ini_help="default for --trt-precision",
+    ),
+    Option(
+        "update_goldens",
+        "write or refresh the golden outputs of the tests that run",
+        flag="--trt-update-goldens",
+        dest="trtcompare_update_goldens",
+        kind="flag",
+        renamed=True,  # plugin/names.py registers it: its alias is claimed late
+    ),
+    Option(
+        "update_goldens_missing",
+        "write the goldens that do not exist yet; leave existing ones untouched",
+        flag="--trt-update-goldens-missing",
+        dest="trtcompare_update_goldens_missing",
+        kind="flag",
+        renamed=True,
+    ),
+    Option(
+        "strict_goldens",
+        "unused goldens fail the session (ini: trtcompare_strict_goldens)",
+        flag="--trt-strict-goldens",
+        ini="trtcompare_strict_goldens",
+        dest="trtcompare_strict_goldens",
+        kind="flag",
+        ini_type="bool",
+        ini_help="unused goldens fail the session",
+        renamed=True,
+    ),
+    Option(
+        "prune_goldens",
+        "delete goldens of tests that ran in full but no longer use them",
+        flag="--trt-prune-goldens",
+        dest="trtcompare_prune_goldens",
+        kind="flag",
+        renamed=True,
+    ),
+    Option(
+        "goldens_dir",
+        "where goldens live, written --trt-goldens-dir=DIR (ini: trtcompare_goldens_dir; "
+        "default: beside each test module)",
+        flag="--trt-goldens-dir",
+        ini="trtcompare_goldens_dir",
+        dest="trtcompare_goldens_dir",
+        metavar="DIR",
+        ini_help="where goldens live",
+        renamed=True,
+    ),
+    Option(
+        "frameworks",
+        "only run compare tests of these target frameworks (trt, onnxrt, torch ...; "
+        "tensorrt, onnxruntime, pytorch work too)",
+        flag="--trt-frameworks",
+        dest="trtcompare_frameworks",
+        metavar="NAME[,NAME...]",
+        renamed=True,
+    ),
+    Option(
+        "atol",
+        "absolute tolerance for every comparison (overrides markers and ini)",
+        flag="--trt-atol",
+        kind="float",
+        metavar="ATOL",
+        overrides=True,
+    ),
+    Option(
+        "rtol",
+        "relative tolerance for every comparison (overrides markers and ini)",
+        flag="--trt-rtol",
+        kind="float",
+        metavar="RTOL",
+        overrides=True,
+    ),
+    Option(
+        "check_error_stat",
+        "error statistic checked by every comparison",
+        flag="--trt-check-error-stat",
+        choices=STAT_CHECKS,
+        overrides=True,
+    ),
+    Option(
+        "check",
+        f"a metric check every comparison must pass too, from {', '.join(METRICS)} "
+        "(cosine=0.999, snr>=25, l2<=1e-3; repeatable or comma-separated; overrides markers "
+        "and ini)",
+        flag="--trt-check",
+        kind="append",
+        metavar="METRIC=T",
+        overrides=True,
+    ),
+    Option(
+        "tolerances",
+        "per-precision tolerances, one 'PRECISION: atol=.. rtol=.. [check=..]' per line, "
+        "metric checks after ';' ('fp16: atol=1e-2 rtol=1e-2; cosine>=0.999')",
+        ini="trtcompare_tolerances",
+        ini_type="linelist",
+    ),
+    Option(
+        "report",
+        "write the accuracy summary as JSON, written --trt-report=PATH",
+        flag="--trt-report",
+        dest="trtcompare_report",
+        metavar="PATH.json",
+        renamed=True,
+    ),
+    Option(
+        "suite",
+        "the suite's name in --trt-report files, which `trtcompare merge` checks (default: "
+        "the rootdir's folder name)",
+        ini="trtcompare_suite",
+    ),
+    Option(
+        "artifacts_dir",
+        "write arrays and plots of failing outputs here, written --trt-artifacts-dir=DIR "
+        "(ini: trtcompare_artifacts)",
+        flag="--trt-artifacts-dir",
+        ini="trtcompare_artifacts",
+        dest="trtcompare_artifacts",
+        metavar="DIR",
+        ini_help="where failure artifacts go",
+        renamed=True,
+    ),
+    Option(
+        "artifacts",
+        "which outputs get arrays and pictures written (the folder: --trt-artifacts-dir): "
+        "none, failed (the default) or all, passing ones too (ini: trtcompare_artifacts_mode)",
+        flag="--trt-artifacts",
+        ini="trtcompare_artifacts_mode",
+        choices=ARTIFACT_MODES,
+        parse=_artifacts_mode,
+        default="failed",
+        metavar="{none,failed,all}",
+        ini_help="default for --trt-artifacts (none, failed, all)",
+    ),
+    Option(
+        "engine_cache",
+        "where built TensorRT engines are cached",
+        flag="--trt-engine-cache",
+        metavar="DIR",
+    ),
+    Option(
+        "input_shapes",
+        "input shapes of every compare test, replacing its @pytest.mark.shapes sets "
+        "(Polygraphy's --input-shapes; NAME:[1,3,224,224] works too)",
+        flag="--trt-input-shapes",
+        metavar="NAME:1x3x224x224,...",
+    ),
+    Option(
+        "seed",
+        "seed of the synthetic inputs of every compare test and golden (overrides markers)",
+        flag="--trt-seed",
+        kind="int",
+        metavar="SEED",
+        overrides=True,
+    ),
+    Option(
+        "val_range",
+        "value range of synthetic inputs: LOW,HIGH for all, or NAME:[LOW,HIGH] ... per input",
+        flag="--trt-val-range",
+        metavar="LOW,HIGH",
+        overrides=True,
+    ),
+    Option(
+        "debug_precision",
+        "when a reduced-precision compare_frameworks item fails, search the nodes to keep "
+        "in fp32 (onnxref, onnxrt and trt targets of ONNX models) and add them to its report",
+        flag="--trt-debug-precision",
+        kind="flag",
+    ),
+    Option(
+        "layers",
+        "per-layer tests (outputs='all'): 'gate' fails on any layer out of tolerance; "
+        "'report' fails only on the model outputs and reports the first divergence "
+        "(overrides the layers= marker argument; ini: trtcompare_layers)",
+        flag="--trt-layers",
+        ini="trtcompare_layers",
+        choices=LAYER_MODES,
+        default="gate",
+        ini_help="default of layers= (gate or report)",
+        overrides=True,
+    ),
+    Option(
+        "isolate",
+        "run every compare_frameworks runner in a worker process, so a crash fails one "
+        "test, not the session (TensorRT always is, unless isolate=False)",
+        flag="--trt-isolate",
+        dest="trtcompare_isolate",
+        kind="flag",
+        renamed=True,
+    ),
+    Option(
+        "shape_check",
+        "'relaxed': outputs whose shapes differ only by dimensions of size 1 are compared "
+        "after squeezing them, with a note (Polygraphy's --no-shape-check); default strict",
+        flag="--trt-shape-check",
+        ini="trtcompare_shape_check",
+        choices=SHAPE_CHECKS,
+        default="strict",
+        ini_help="default of --trt-shape-check (strict or relaxed)",
+        marker=True,
+        call=True,
+        compare=True,
+        cli=("diff", "check"),
+    ),
+    Option(
+        "baseline",
+        "an earlier run's --trt-report: list the outputs whose margin drifted toward failing "
+        "(ini: trtcompare_baseline)",
+        flag="--trt-baseline",
+        ini="trtcompare_baseline",
+        metavar="REPORT.json",
+    ),
+    Option(
+        "drift",
+        "with --trt-baseline: 'warn' shows drift (the default), 'fail' fails the session on "
+        "it (ini: trtcompare_drift)",
+        flag="--trt-drift",
+        ini="trtcompare_drift",
+        choices=DRIFT_MODES,
+        default="warn",
+        ini_help="default of --trt-drift (warn or fail)",
+    ),
+    Option(
+        "drift_ratio",
+        "drift: a margin R times the baseline's or more (default 2; ini: trtcompare_drift_ratio)",
+        flag="--trt-drift-ratio",
+        ini="trtcompare_drift_ratio",
+        metavar="R",
+    ),
+    Option(
+        "drift_margin",
+        "drift: a margin that crosses M from below (default 0.5; ini: trtcompare_drift_margin)",
+        flag="--trt-drift-margin",
+        ini="trtcompare_drift_margin",
+        metavar="M",
+    ),
+    Option(
+        "calibrate",
+        "run every compare_frameworks case on N input draws and write the tolerances their "
+        "worst errors suggest to the tolerance file (README: Choosing tolerances)",
+        flag="--trt-calibrate",
+        kind="int",
+        metavar="N",
+    ),
+    Option(
+        "tolerances_file",
+        "the calibrated tolerance file (default: trtcompare-tolerances.toml in the rootdir; "
+        "ini: trtcompare_tolerances_file)",
+        flag="--trt-tolerances-file",
+        ini="trtcompare_tolerances_file",
+        metavar="PATH.toml",
+    ),
+    Option(
+        "device",
+        "device of the torch and TensorRT runners: auto (a CUDA device where one is visible, "
+        "else the CPU), cpu, cuda or cuda:N; auto and cuda give xdist worker gwK the visible "
+        "GPU K mod count (ini: trtcompare_device)",
+        flag="--trt-device",
+        ini="trtcompare_device",
+        metavar="auto|cpu|cuda|cuda:N",
+    ),
+]
+
+
+def declare(new: Option) -> None:
+    """Declare one more option (or replace the one of its name): from a plugin module that
+    pytest imports before this plugin registers its options (`-p module`, or an entry point
+    that sorts earlier)."""
+    OPTIONS[:] = [*(declared for declared in OPTIONS if declared.name != new.name), new]
+
+
+def option(name: str) -> Option:
+    """The declaration of option `name`; KeyError when none is."""
+    for declared in OPTIONS:
+        if declared.name == name:
+            return declared
+    raise KeyError(name)
+
+
+def marker_options() -> list[Option]:
+    return [declared for declared in OPTIONS if declared.marker]
+
+
+def call_options() -> list[Option]:
+    return [declared for declared in OPTIONS if declared.call]
+
+
+def ini_defaults() -> dict[str, Any]:
+    """ini key -> its default: a run that sets one to another value uses the plugin from
+    pytest_configure on (plugin/__init__.py)."""
+    defaults = {o.ini: o.ini_default for o in OPTIONS if o.ini is not None}
+    defaults[option("precisions").ini or ""] = option("precisions").default
+    return defaults
+
+
+def session_values(
+    flag_value: Callable[[Option], Any], ini_text: Callable[[Option], str]
+) -> dict[str, tuple[Any, Any]]:
+    """Each option with choices that the test can also give: (its flag's value, its ini key's
+    value), the ini's checked (the flag's argparse checked); None where unset. The test's
+    own value goes between them or before them (`resolve`)."""
+    found = {}
+    for declared in OPTIONS:
+        if declared.choices is None or declared.flag is None:
+            continue
+        ini = (ini_text(declared).strip() or None) if declared.ini else None
+        if ini is not None:
+            declared.checked(ini, f"ini {declared.ini}")
+        found[declared.name] = (flag_value(declared), ini)
+    return found
+
+
+def resolve(name: str, given: Any, session: Mapping[str, tuple[Any, Any]]) -> Any:
+    """Option `name`'s value for one test: its own value `given` (None: none), the session's
+    flag and ini values, in the option's precedence, else the default."""
+    declared = option(name)
+    flag, ini = session.get(name, (None, None))
+    order = (flag, given, ini) if declared.overrides else (given, flag, ini)
+    return next((value for value in order if value is not None), declared.default)
+
+
+def call_values(keywords: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A fixture call's keywords split into the table's call options, checked against their
+    choices (ToleranceError naming the keyword), and the rest (tolerance fields)."""
+    given, rest = {}, {}
+    for key, value in keywords.items():
+        declared = next((o for o in OPTIONS if o.call and o.name == key), None)
+        if declared is None:
+            rest[key] = value
+            continue
+        if value is not None and declared.choices is not None and value not in declared.choices:
+            takes = " or ".join(map(repr, declared.choices))
+            raise ToleranceError(f"{key}={value!r}: takes {takes}")
+        if value is not None:
+            given[key] = value
+    return given, rest
+
+
+def comparison_options(
+    given: Mapping[str, Any], session: Mapping[str, tuple[Any, Any]]
+) -> dict[str, Any]:
+    """The keywords of engine compare_with_table for one test: every `compare=True` option,
+    resolved."""
+    return {o.name: resolve(o.name, given.get(o.name), session) for o in OPTIONS if o.compare}
