@@ -72,7 +72,7 @@ def test_bad_inputs_inside_one_session(pytester):
             "*ModelLoadError: <model bytes> is not a valid ONNX model*",
             "*ModelLoadError: onnxruntime cannot load model <ModelProto>*undefined_input*",
             "*UnknownFrameworkError: unknown framework 'tensorflw'; known frameworks: callable, "
-            "onnxref, onnxrt, torch, trt*",
+            "onnxref, onnxrt, openvino, torch, trt*",
             "*shapes name input(s) [[]'nope'[]] that the model does not have*",
             "*FeedError: onnxrt-fp32: input 'x' is float64, the model expects float32*",
             "*NaN: actual 1, expected 0 (positions differ)*",

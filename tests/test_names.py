@@ -197,7 +197,7 @@ def test_a_framework_typo_is_a_usage_error_listing_the_names(pytester, xdist):
     result.stderr.fnmatch_lines(
         [
             "ERROR: --trt-frameworks: unknown framework 'tensort'; known frameworks: callable, "
-            "onnxref, onnxrt, torch, trt (onnxruntime = onnxrt, pytorch = torch, "
+            "onnxref, onnxrt, openvino, torch, trt (onnxruntime = onnxrt, pytorch = torch, "
             "tensorrt = trt; or 'callable:package.module:function')"
         ]
     )

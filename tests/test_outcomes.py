@@ -168,7 +168,7 @@ def test_3_framework_typo_is_an_error_of_its_test(pytester, xdist, typo):
         [
             "test_typo.py::test_model: @pytest.mark.compare_frameworks: unknown framework "
             f"'{typo}'; "
-            "known frameworks: callable, onnxref, onnxrt, torch, trt*"
+            "known frameworks: callable, onnxref, onnxrt, openvino, torch, trt*"
         ]
     )
     _no_plugin_frames(result)

@@ -209,7 +209,7 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
             "*tensorrt is not installed: pip install pytest-trtcompare[[]tensorrt[]]*",
             "*onnxruntime CPU has no bfloat16 kernel for Relu (onnxrt bf16 of <ModelProto>*",
             "FAILED *test_unknown_framework - *UnknownFrameworkError: unknown framework "
-            "'tensorflw'; known frameworks: callable, onnxref, onnxrt, torch, trt*",
+            "'tensorflw'; known frameworks: callable, onnxref, onnxrt, openvino, torch, trt*",
         ]
     )
     assert "pytest_trtcompare/" not in result.stdout.str()

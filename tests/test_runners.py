@@ -123,7 +123,7 @@ def test_bad_models_name_the_file(tmp_path, monkeypatch):
 def test_unknown_framework_lists_the_known_ones(chain):
     with pytest.raises(UnknownFrameworkError) as info:
         runners.create("tensorflow", chain)
-    assert "known frameworks: callable, onnxref, onnxrt, torch, trt" in str(info.value)
+    assert "known frameworks: callable, onnxref, onnxrt, openvino, torch, trt" in str(info.value)
 
 
 def test_tensorrt_not_installed_is_unavailable_not_a_crash(chain):

@@ -241,7 +241,8 @@ class Runner(abc.ABC):
     #: whether it runs precision "fp64" (float64), the anchor of the fp64 check: not one of
     #: the precisions a test selects, so not among `precisions`
     float64: ClassVar[bool] = False
-    #: the models it takes: "onnx" (a file, bytes or ModelProto), "torch", "callable"
+    #: the models it takes: "onnx" (a file, bytes or ModelProto), "torch", "callable",
+    #: "openvino-ir"
     takes: ClassVar[tuple[str, ...]] = ()
     #: the devices its `device=` option takes: "cuda" among them, --trt-device places it;
     #: without "cpu", it needs a GPU

@@ -75,6 +75,10 @@ _BUILTIN = {
         ),
         aliases=("tensorrt",),
     ),
+    "openvino": Builtin(
+        f"{_RUNNERS}.openvino:OpenVinoRunner",
+        Library("openvino", ("openvino",), extra="openvino"),
+    ),
     "callable": Builtin(f"{_RUNNERS}.callable_runner:CallableRunner"),
 }
 

@@ -77,6 +77,7 @@ def _device_index(device: Any) -> int:
 class TensorRTRunner(Runner):
     framework = "trt"
     precisions = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
+    converted = ("fp16", "bf16")  # where the builder has no precision flags (TensorRT 11)
     takes = ("onnx",)
     devices = ("cuda",)
     isolated = True  # a TensorRT crash takes the process with it

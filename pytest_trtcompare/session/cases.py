@@ -53,8 +53,7 @@ _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
 def _takes_onnx(framework: str) -> bool:
     """Whether the runner runs an ONNX model: the fp64 check's anchor of one is onnx.reference
-    on the model's float64 conversion (every other reference runs itself at float64), and
-    --trt-debug-precision searches its model."""
+    on the model's float64 conversion (every other reference runs itself at float64)."""
     return "onnx" in runners.capabilities(framework).takes
 
 
@@ -402,11 +401,12 @@ class CaseRunner:
         return str(resolve("layers", spec.layers, self.option_values))
 
     def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
-        """--trt-debug-precision applies to reduced precision on an ONNX model's own runner."""
+        """--trt-debug-precision applies to a reduced precision that the target runs on a
+        converted ONNX model (its class's `converted`), the model's own runner."""
         return (
             self.debug_precision
             and case.precision != "fp32"
-            and _takes_onnx(case.target)
+            and case.precision in runners.capabilities(case.target).converted
             and runners.framework_of(case.target) not in spec.models
         )
 
