@@ -1,8 +1,8 @@
 """OpenVINO runner: ONNX models (and OpenVINO IR) on the CPU, at OpenVINO's own precision.
 
 fp32 is forced (inference precision f32, execution mode ACCURACY): left to itself, the CPU
-plugin runs a float32 model in bf16 on a CPU with AVX-512 (and AMX), or in fp16 on one with
-AVX-512 FP16, and says so only in its properties. fp16 and bf16 set the inference-precision
+plugin runs a float32 model in bf16 on a CPU with AVX512_BF16 or AMX (in fp16 on Arm), and
+says so only in its properties. fp16 and bf16 set the inference-precision
 hint: the plugin's own reduced-precision kernels on the model as given (no ONNX conversion),
 where the CPU has the capability, else PrecisionUnsupported naming what it lacks.
 
