@@ -125,21 +125,17 @@ class OpenVinoRunner(Runner):
         self._request = self.compiled.create_infer_request()
         self._outputs = _restricted(source.outputs, outputs, source.label)
 
-    def _compile(self, core: Any, model: Any) -> Any:
-        properties = {**self._config, "INFERENCE_PRECISION_HINT": _HINTS[self.precision]}
-        if self.precision == "fp32":
+    def _properties(self, precision: str) -> dict[str, Any]:
+        properties = {**self._config, "INFERENCE_PRECISION_HINT": _HINTS[precision]}
+        if precision == "fp32":
             properties["EXECUTION_MODE_HINT"] = "ACCURACY"
+        return properties
+
+    def _compile(self, core: Any, model: Any) -> Any:
         try:
-            compiled = core.compile_model(model, "CPU", properties)
+            compiled = core.compile_model(model, "CPU", self._properties(self.precision))
         except RuntimeError as exc:
-            text = tidy_openvino_text(str(exc))
-            if self._config and ("property" in text or "from str" in text):
-                raise RunnerOptionError(
-                    f"openvino option config={self._config!r}: {text}"
-                ) from None
-            raise ModelLoadError(
-                f"openvino cannot compile model {self._label}: {text} (openvino {self.version})"
-            ) from None
+            raise self._compile_error(core, model, tidy_openvino_text(str(exc))) from None
         ran = _type_name(compiled.get_property("INFERENCE_PRECISION_HINT"))
         if ran != _HINTS[self.precision]:
             raise PrecisionUnsupported(
@@ -147,6 +143,26 @@ class OpenVinoRunner(Runner):
                 f"not {_HINTS[self.precision]} (openvino {self.version})"
             )
         return compiled
+
+    def _compile_error(self, core: Any, model: Any, text: str) -> Exception:
+        """The user's config, the precision (the model compiles at f32, not at this one: the
+        CPU plugin lacks a kernel for it, as for a QDQ int8 model at f16), or the model."""
+        if self._config and ("property" in text or "from str" in text):
+            return RunnerOptionError(f"openvino option config={self._config!r}: {text}")
+        if self.precision != "fp32":
+            try:
+                core.compile_model(model, "CPU", self._properties("fp32"))
+            except RuntimeError:
+                pass
+            else:
+                return PrecisionUnsupported(
+                    f"openvino {self.precision}: the CPU plugin cannot compile {self._label} "
+                    f"at inference precision {_HINTS[self.precision]} (it does at f32): {text} "
+                    f"(openvino {self.version})"
+                )
+        return ModelLoadError(
+            f"openvino cannot compile model {self._label}: {text} (openvino {self.version})"
+        )
 
     @property
     def version(self) -> str:
@@ -205,7 +221,8 @@ def _type_name(element_type: Any) -> str:
 
 def runtime_precisions(compiled: Any) -> dict[str, int]:
     """How many of the executed graph's computing nodes ran in each precision: what the CPU
-    plugin made of the hint ({'bf16': 40, 'f32': 6}: some ops have no bf16 kernel)."""
+    plugin made of the hint ({'bf16': 40, 'f32': 6}: some ops have no bf16 kernel). The
+    bodies of Loop and If nodes are not counted: the runtime model does not list them."""
     counted: Counter[str] = Counter()
     for op in compiled.get_runtime_model().get_ordered_ops():
         info = op.get_rt_info()
