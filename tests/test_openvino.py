@@ -449,3 +449,74 @@ def test_fp64_check_with_openvino_as_target(project):
         [f"*PASSED test_model.py::test_unchanged[[]openvino-{p}-bs16[]]*" for p in runs]
         + [f"*FAILED fp64: rmse against float64 * (onnxref {p}'s)*" for p in runs]
     )
+
+
+def test_fp64_check_with_openvino_as_reference(project):
+    """An ONNX runner as the reference: the float64 anchor is onnxref on the model's float64
+    conversion, as for onnxrt (the class declares it takes ONNX models)."""
+    project.makepyfile(
+        test_model="""
+        import pytest
+        from pytest_trtcompare import Tolerance
+
+        @pytest.mark.compare_frameworks(
+            model="model.onnx", frameworks=["openvino", "onnxref"], reference="openvino",
+            tolerance=Tolerance(check="fp64"),
+        )
+        @pytest.mark.shapes({"x": (16, 16)})
+        def test_onnxref_against_openvino(comparison):
+            pass
+        """
+    )
+    result = run(project, "-rA", "--trt-precision=fp16")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*PASSED test_model.py::test_onnxref_against_openvino*"])
+
+
+TORCH_TWIN = """
+import pytest
+import torch
+
+torch.manual_seed(0)
+NET = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+BROKEN = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+BROKEN.load_state_dict(NET.state_dict())
+with torch.no_grad():
+    BROKEN[0].bias += 0.5
+
+@pytest.mark.compare_frameworks(model="net.onnx", frameworks=["openvino", "torch"],
+                                models={"torch": NET}, outputs="all")
+@pytest.mark.shapes({"x": (2, 8)})
+def test_twin(comparison):
+    pass
+
+@pytest.mark.compare_frameworks(model="net.onnx", frameworks=["openvino", "torch"],
+                                models={"torch": BROKEN}, outputs="all")
+@pytest.mark.shapes({"x": (2, 8)})
+def test_broken_twin(comparison):
+    pass
+"""
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the legacy exporter's notice
+def test_a_torch_twin_pairs_its_modules_with_openvino_per_layer(pytester):
+    torch = pytest.importorskip("torch")
+    pytester.makepyfile(test_twin=TORCH_TWIN)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    torch.onnx.export(
+        net.eval(),
+        (torch.zeros(2, 8),),
+        str(pytester.path / "net.onnx"),
+        input_names=["x"],
+        output_names=["y"],
+        dynamo=False,
+    )
+    result = run(pytester, "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*PASSED test_twin.py::test_twin[[]torch-fp32-bs2[]]*",
+            "*first divergence (topological order): */0/Gemm*",
+        ]
+    )
