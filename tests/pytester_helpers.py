@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from pytest_trtcompare import runners
+
 #: Parametrize a scenario to run in-process and under `-n 2` (a subprocess).
 XDIST = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-n2")]
 #: The same, its `-n 2` run marked slow (left out of `pytest -n auto`, run by `-m slow`): for
@@ -37,3 +39,7 @@ def library_says(action: Callable[[], object]) -> str:
 def glob_escape(text: str) -> str:
     """`text` as a literal in fnmatch_lines patterns."""
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+#: The runners a message lists as known (runners/registry.py), as it lists them.
+KNOWN_RUNNERS = ", ".join(sorted(runners.known_runners()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .golden_bytes import rewrite
+from .pytester_helpers import KNOWN_RUNNERS
 
 CATALOGUE = """
 import numpy as np
@@ -72,7 +73,7 @@ def test_bad_inputs_inside_one_session(pytester):
             "*ModelLoadError: <model bytes> is not a valid ONNX model*",
             "*ModelLoadError: onnxruntime cannot load model <ModelProto>*undefined_input*",
             "*UnknownFrameworkError: unknown framework 'tensorflw'; known frameworks: callable, "
-            "onnxref, onnxrt, openvino, torch, trt*",
+            f"{KNOWN_RUNNERS.removeprefix('callable, ')}*",
             "*shapes name input(s) [[]'nope'[]] that the model does not have*",
             "*FeedError: onnxrt-fp32: input 'x' is float64, the model expects float32*",
             "*NaN: actual 1, expected 0 (positions differ)*",

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from pytest_trtcompare.plugin.names import ALIASES
 
-from .pytester_helpers import XDIST, XDIST_SLOW, run
+from .pytester_helpers import KNOWN_RUNNERS, XDIST, XDIST_SLOW, run
 from .toml import loads as toml_loads
 
 #: (deprecated name, its value on the command line, the option's dest, the value it holds)
@@ -197,7 +197,7 @@ def test_a_framework_typo_is_a_usage_error_listing_the_names(pytester, xdist):
     result.stderr.fnmatch_lines(
         [
             "ERROR: --trt-frameworks: unknown framework 'tensort'; known frameworks: callable, "
-            "onnxref, onnxrt, openvino, torch, trt (onnxruntime = onnxrt, pytorch = torch, "
+            f"{KNOWN_RUNNERS.removeprefix('callable, ')} (onnxruntime = onnxrt, pytorch = torch, "
             "tensorrt = trt; or 'callable:package.module:function')"
         ]
     )

@@ -9,8 +9,8 @@ import shlex
 
 import pytest
 
+from .pytester_helpers import KNOWN_RUNNERS, run
 from .pytester_helpers import XDIST_SLOW as XDIST
-from .pytester_helpers import run
 from .test_compare_frameworks import CONFTEST
 
 COMPARE = 'model="model.onnx", frameworks=["onnxref", "onnxrt"]'
@@ -168,7 +168,7 @@ def test_3_framework_typo_is_an_error_of_its_test(pytester, xdist, typo):
         [
             "test_typo.py::test_model: @pytest.mark.compare_frameworks: unknown framework "
             f"'{typo}'; "
-            "known frameworks: callable, onnxref, onnxrt, openvino, torch, trt*"
+            f"known frameworks: {KNOWN_RUNNERS}*"
         ]
     )
     _no_plugin_frames(result)

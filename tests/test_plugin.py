@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .pytester_helpers import XDIST, XDIST_SLOW, run
+from .pytester_helpers import KNOWN_RUNNERS, XDIST, XDIST_SLOW, run
 
 COMPARE_TESTS = """
 import numpy as np
@@ -209,7 +209,7 @@ def test_runners_that_cannot_run_here_skip_with_the_reason(pytester, xdist):
             "*tensorrt is not installed: pip install pytest-trtcompare[[]tensorrt[]]*",
             "*onnxruntime CPU has no bfloat16 kernel for Relu (onnxrt bf16 of <ModelProto>*",
             "FAILED *test_unknown_framework - *UnknownFrameworkError: unknown framework "
-            "'tensorflw'; known frameworks: callable, onnxref, onnxrt, openvino, torch, trt*",
+            f"'tensorflw'; known frameworks: {KNOWN_RUNNERS}*",
         ]
     )
     assert "pytest_trtcompare/" not in result.stdout.str()
