@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import compare_outputs, runners
 from pytest_trtcompare.engine.layers import LayerView, listed
-from pytest_trtcompare.session import cases, layers
+from pytest_trtcompare.session import cases, layer_runs
 from pytest_trtcompare.session.expand import Case
 from pytest_trtcompare.session.settings import ToleranceSettings
 from pytest_trtcompare.session.spec import compare_spec
@@ -236,7 +236,7 @@ def block_runners():
 
 def test_compare_layers_leaves_out_integer_tensors_and_names_nodes(block_runners):
     target, reference, feed = block_runners
-    result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4)
+    result = layer_runs.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4)
     assert list(result.outputs) == [
         "/block/scale/Mul_output_0",
         "/block/Add_output_0",
@@ -247,7 +247,7 @@ def test_compare_layers_leaves_out_integer_tensors_and_names_nodes(block_runners
     assert result.layers.model_outputs == ("y",)
     assert result.first_divergence_node == "/block/scale/Mul (Mul)"
     assert not result.passed
-    everything = layers.compare_layers(
+    everything = layer_runs.compare_layers(
         target, reference, feed, atol=1e-4, rtol=1e-4, layer_dtypes="all"
     )
     assert "/block/Shape_output_0" in everything.outputs
@@ -264,12 +264,12 @@ def test_per_output_tolerances_are_checked_once_against_every_layer(block_runner
     tolerance = {"": {"atol": 1e-4, "rtol": 1e-4}, "y": {"atol": 1e-1, "rtol": 1e-1}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = layers.compare_layers(target, reference, feed, tolerance, group=1)
+        result = layer_runs.compare_layers(target, reference, feed, tolerance, group=1)
     assert not [w for w in caught if issubclass(w.category, ToleranceWarning)]
     assert result.outputs["y"].tolerance.atol == 1e-1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        layers.compare_layers(target, reference, feed, {**tolerance, "why": {}}, group=1)
+        layer_runs.compare_layers(target, reference, feed, {**tolerance, "why": {}}, group=1)
     found = [str(w.message) for w in caught if issubclass(w.category, ToleranceWarning)]
     assert len(found) == 1 and "['why']" in found[0]
     assert "outputs are ['/block/Add_output_0'," in found[0]
@@ -291,7 +291,9 @@ def test_a_misspelt_output_name_gets_the_closest_names():
 
 def test_report_mode_decides_on_the_model_outputs(block_runners):
     target, reference, feed = block_runners
-    result = layers.compare_layers(target, reference, feed, atol=1e-4, rtol=1e-4, layers="report")
+    result = layer_runs.compare_layers(
+        target, reference, feed, atol=1e-4, rtol=1e-4, layers="report"
+    )
     assert result.passed and result.first_divergence == "/block/scale/Mul_output_0"
     text = result.report()
     assert "2 of 4 layers out of tolerance" in text
@@ -301,9 +303,9 @@ def test_report_mode_decides_on_the_model_outputs(block_runners):
 def test_compare_layers_refuses_unknown_modes(block_runners):
     target, reference, feed = block_runners
     with pytest.raises(ValueError, match="layers='gates': takes one of gate, report"):
-        layers.compare_layers(target, reference, feed, layers="gates")
+        layer_runs.compare_layers(target, reference, feed, layers="gates")
     with pytest.raises(ValueError, match="layer_dtypes='int': takes one of float, all"):
-        layers.compare_layers(target, reference, feed, layer_dtypes="int")
+        layer_runs.compare_layers(target, reference, feed, layer_dtypes="int")
 
 
 def test_listing_counts_the_rest():
@@ -340,7 +342,7 @@ def test_marker_path_fetches_a_group_at_a_time_and_caches_no_layers(monkeypatch)
             else real_create(name, model, precision, **options)
         ),
     )
-    monkeypatch.setattr(layers, "LAYER_GROUP", 2)
+    monkeypatch.setattr(layer_runs, "LAYER_GROUP", 2)
     from .onnx_models import layer_chain
 
     spec = compare_spec(

@@ -131,6 +131,13 @@ def test_frameworks_only_in_runners(name):
     assert not imported & FRAMEWORKS - allowed, f"{name} imports {imported & FRAMEWORKS}"
 
 
+def test_module_names_are_unique_across_folders():
+    """A module is found by its name alone (ARCHITECTURE.md says why compare.py is two)."""
+    names = [path.name for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    assert repeated == ["compare.py"], repeated
+
+
 #: Where a runner's name may be written outside runners/ (as a string), and why: the
 #: library a torch tensor or an onnxruntime SessionOptions comes from (a module, not a runner).
 NAMES_OF_LIBRARIES = {"pytest_trtcompare.engine.arrays", "pytest_trtcompare.session.runs"}

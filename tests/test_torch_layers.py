@@ -14,8 +14,8 @@ import pytest
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import LayerMatchError
 from pytest_trtcompare.goldens import read_golden
-from pytest_trtcompare.session.layers import compare_layers
-from pytest_trtcompare.session.torch_layers import TorchLayers
+from pytest_trtcompare.session.layer_runs import compare_layers
+from pytest_trtcompare.session.module_pairs import TorchLayers
 
 from .pytester_helpers import XDIST_SLOW as XDIST
 from .pytester_helpers import run

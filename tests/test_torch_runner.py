@@ -304,7 +304,7 @@ def test_a_forward_that_names_no_inputs_asks_for_specs():
 
 
 def test_torch_against_torch_layer_by_layer_matches_modules_by_name():
-    from pytest_trtcompare.session.layers import compare_layers
+    from pytest_trtcompare.session.layer_runs import compare_layers
 
     module = Block()
     reference = runners.create("torch", module, "fp32", outputs="all")

@@ -44,7 +44,7 @@ from ..session.option_table import comparison_options
 from ..session.outcome import Kind, compared
 from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
-from .drift import add_parser as add_drift
+from .drift_command import add_parser as add_drift
 from .merge import add_parser as add_merge
 from .tolerances import add_parser as add_tolerances
 

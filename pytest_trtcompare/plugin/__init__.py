@@ -9,7 +9,7 @@ asks for a fixture or carries a marker of ours, a goldens folder beside a collec
 an error of ours (state.state_of).
 
 options.py builds the settings once; markers.py parametrizes; fixtures.py runs comparisons;
-outcome.py turns every comparison's Outcome into the test's result; goldens.py and
+settle.py turns every comparison's Outcome into the test's result; goldens.py and
 reporting.py keep what the session did and print it.
 """
 
@@ -26,7 +26,7 @@ import pytest
 from ..errors import TrtCompareError
 from ..reports import properties
 from ..session.option_table import ini_defaults
-from . import argv, calibration, names, progress_lines
+from . import argv, calibration_run, names, progress_lines
 from .fixtures import (
     CASE_FIXTURE,
     OUTCOME,
@@ -97,7 +97,7 @@ def _in_use_from_start(config: pytest.Config) -> bool:
         if dest.startswith(("trt_", "trtcompare_"))
     ):
         return True
-    return calibration.default_file_exists(config) or any(
+    return calibration_run.default_file_exists(config) or any(
         names.ini_value(config, name) != default for name, default in ini_defaults().items()
     )
 
@@ -198,7 +198,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tolerances = state_of(config).settings.calibration
         worker = getattr(config, "workerinput", {}).get("workerid")
         if tolerances is not None and worker in (None, "gw0"):  # before -k / -m deselect any
-            calibration.warn_unknown_tests(tolerances, items, config.rootpath, worker is not None)
+            calibration_run.warn_unknown_tests(
+                tolerances, items, config.rootpath, worker is not None
+            )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -154,7 +154,7 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
     """Runs this item's compare_frameworks comparison (or golden write). What cannot run here
     skips and a user mistake errors, now; the verdict comes in the call phase."""
     from ..session.outcome import Kind, Outcome
-    from .outcome import settle
+    from .settle import settle
     from .state import state_of
 
     spec, case = request.param
@@ -173,7 +173,7 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
     state.reporter.note(outcome)
     request.node.stash[OUTCOME] = outcome
     if state.reporter.calibration is not None and outcome.results:
-        from .calibration import observed_property
+        from .calibration_run import observed_property
 
         request.node.user_properties.append(observed_property(outcome.results))
     if outcome.kind in (Kind.SKIPPED, Kind.ERROR):

@@ -18,7 +18,7 @@ from ..session.option_table import call_values, comparison_options
 from ..session.outcome import Kind, Outcome
 from .goldens import ItemGoldens
 from .options import Settings
-from .outcome import fail, settle
+from .settle import fail, settle
 from .terminal import OUR_ERROR
 
 #: the test's golden fixture, for the check after its body (unchecked_inputs)

@@ -20,7 +20,7 @@ from ..goldens import GoldenMeta, GoldenStats, golden_path, write_golden
 from ..reports.golden_use import ModuleRun, merged, unused_goldens
 from .argv import default_goldens_folder
 from .options import Settings
-from .outcome import quoted_nodeid
+from .settle import quoted_nodeid
 
 WORKER_KEY = "trtcompare_goldens"
 _log = logging.getLogger(__name__)

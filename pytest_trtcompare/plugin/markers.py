@@ -21,7 +21,7 @@ from ..session.expand import Case, expand, shape_set_ids
 from ..session.marker_values import precisions_marker, shapes_marker
 from ..session.spec import check_saved_shapes, compare_spec
 from .fixtures import CASE_FIXTURE
-from .outcome import fail
+from .settle import fail
 from .state import state_of
 
 NOTHING_TO_RUN = "nothing-to-run"

@@ -28,8 +28,8 @@ from ..session.settings import (
     parse_val_range,
 )
 from ..vocabulary import parse_precisions
-from .calibration import CalibrationSettings, calibration_settings
-from .drift import DriftSettings, drift_settings
+from .calibration_run import CalibrationSettings, calibration_settings
+from .drift_gate import DriftSettings, drift_settings
 from .names import UPDATE_GOLDENS, ini_value
 from .split_paths import check_split_paths
 
@@ -62,7 +62,7 @@ class Settings:
     #: session/option_table.py `session_values`: (flag, ini) of each option with choices
     values: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
     suite: str = ""  # ini trtcompare_suite, else the rootdir's name: the JSON report's
-    drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift.py)
+    drift: DriftSettings | None = None  # --trt-baseline and its rule (plugin/drift_gate.py)
     calibration: CalibrationSettings | None = None  # the tolerance file, --trt-calibrate
     device: str | None = None  # --trt-device, ini trtcompare_device (`_device`)
     worker: str | None = None  # this process's pytest-xdist worker id ('gw3'), else None

@@ -22,7 +22,7 @@ from ..reports.document import report_json
 from ..reports.drift import Drift, drift, drift_lines, key_of
 from ..session.layout import wrap
 from ..session.outcome import Outcome, runner_key
-from .calibration import CalibrationRun
+from .calibration_run import CalibrationRun
 from .options import Settings
 from .terminal import terminal_width
 

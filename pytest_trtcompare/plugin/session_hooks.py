@@ -16,7 +16,7 @@ from ..errors import RunnerSkip, TrtCompareError
 from ..session.outcome import Kind
 from . import goldens, options, terminal
 from .fixtures import OUTCOME, RunnersFixture
-from .outcome import (
+from .settle import (
     ARTIFACT_FILES,
     LIBRARY_TRACEBACK,
     add_library_traceback,

@@ -112,7 +112,7 @@ def shape_failure(
         for entry in reprtraceback.reprentries:
             if isinstance(entry, ReprEntry):
                 entry.lines = _fit_entry(list(entry.lines), entry.style, width)
-    report.sections = [  # ours: outcome.py's LIBRARY_TRACEBACK_HEADING
+    report.sections = [  # ours: settle.py's LIBRARY_TRACEBACK_HEADING
         (name, fit_text(content, width) if name.startswith("the library's") else content)
         for name, content in report.sections
     ]

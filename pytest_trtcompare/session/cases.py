@@ -40,7 +40,7 @@ from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from ..vocabulary import FP64
 from .expand import Case
 from .golden_check import GoldenAccess, check_golden, inputs_problem
-from .layers import compare_layers, golden_layer_plan
+from .layer_runs import compare_layers, golden_layer_plan
 from .layout import counted
 from .option_table import comparison_options, resolve
 from .outcome import Kind, Outcome, compared
@@ -277,7 +277,7 @@ class CaseRunner:
     def _twin(self, spec: CompareSpec, target: Any, reference: Any) -> Any:
         """A framework's own model under the reference's names; per layer, a torch model's
         modules matched to the ONNX export's tensors."""
-        from .torch_layers import TorchLayers  # these import onnx: not at the plugin's import
+        from .module_pairs import TorchLayers  # these import onnx: not at the plugin's import
         from .twins import as_twin
 
         names = [

@@ -1,6 +1,6 @@
 """What one comparison ended as: the single type every entry point hands to the pytest layer.
 
-`plugin/outcome.py` turns an Outcome into records, artifacts and the test's result; nothing
+`plugin/settle.py` turns an Outcome into records, artifacts and the test's result; nothing
 else decides whether a test passes, fails, errors or skips.
 """
 

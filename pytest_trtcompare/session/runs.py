@@ -2,7 +2,7 @@
 
 `RunnerCache` builds each (model, framework, precision, shapes, options) runner once per
 session and counts the builds. `compare_runners` runs a target and a reference on the same
-feeds; `compare_layers` (layers.py) compares every intermediate tensor in topological order.
+feeds; `compare_layers` (layer_runs.py) compares every intermediate tensor in topological order.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..errors import InferenceError, RunnerSkip
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners import Runner, file_digest, session_options_key
-from .layers import LAYER_GROUP, compare_layers
+from .layer_runs import LAYER_GROUP, compare_layers
 
 _log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ pytest.importorskip("timm")
 pytest.importorskip("torchvision", exc_type=ImportError)
 
 from pytest_trtcompare import runners  # noqa: E402
-from pytest_trtcompare.session.layers import compare_layers  # noqa: E402
+from pytest_trtcompare.session.layer_runs import compare_layers  # noqa: E402
+from pytest_trtcompare.session.module_pairs import TorchLayers  # noqa: E402
 from pytest_trtcompare.session.runs import make_feeds  # noqa: E402
-from pytest_trtcompare.session.torch_layers import TorchLayers  # noqa: E402
 
 from ..pytester_helpers import XDIST_SLOW as XDIST  # noqa: E402
 from ..pytester_helpers import glob_escape, library_says, run  # noqa: E402
