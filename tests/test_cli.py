@@ -166,3 +166,20 @@ def test_show_into_a_pipe_closed_early_says_nothing(tmp_path):
     process.stdout.close()  # as head does after its lines
     _, stderr = process.communicate(timeout=60)
     assert stderr == b"" and process.returncode == 0
+
+
+@pytest.mark.parametrize("command", ["check", "import-polygraphy"])
+def test_a_golden_is_never_written_over_saved_outputs(tmp_path, capsys, command):
+    """`trtcompare check kept.npz new.npz --update` (the golden's place given someone's .npz)
+    once turned the .npz into a golden under its old name: the command refuses, untouched."""
+    kept = tmp_path / "kept.npz"
+    np.savez(kept, y=np.ones(3, np.float32))
+    before = kept.read_bytes()
+    np.savez(tmp_path / "new.npz", y=np.zeros(3, np.float32))
+    args = {
+        "check": ["check", str(kept), str(tmp_path / "new.npz"), "--update"],
+        "import-polygraphy": ["import-polygraphy", str(tmp_path / "new.npz"), str(kept)],
+    }[command]
+    assert main(args) == 2
+    assert f"{kept}: a golden is a .safetensors file" in capsys.readouterr().err
+    assert kept.read_bytes() == before

@@ -520,3 +520,92 @@ def test_a_torch_twin_pairs_its_modules_with_openvino_per_layer(pytester):
             "*first divergence (topological order): */0/Gemm*",
         ]
     )
+
+
+def test_mistakes_with_openvino_say_what_is_true(project):
+    """The fp64 check with openvino on an IR file (no float64 conversion of IR exists), per
+    layer with torch as the reference (the ONNX runner must be it), --trt-debug-precision on
+    openvino's own fp16 (no converted ONNX model to vary): each says so."""
+    core = ov.Core()
+    ov.save_model(core.read_model(str(project.path / "model.onnx")), str(project.path / "m.xml"))
+    project.makepyfile(
+        test_model="""
+        import pytest
+        from pytest_trtcompare import Tolerance
+
+        @pytest.mark.compare_frameworks(
+            model="m.xml", models={"onnxrt": "model.onnx"}, frameworks=["openvino", "onnxrt"],
+            reference="openvino", tolerance=Tolerance(check="fp64"),
+        )
+        @pytest.mark.shapes({"x": (4, 16)})
+        def test_ir_fp64(comparison):
+            pass
+
+        @pytest.mark.compare_frameworks(
+            model="model.onnx", models={"openvino": "perturbed.onnx"},
+            frameworks=["onnxrt", "openvino"],
+        )
+        @pytest.mark.shapes({"x": (4, 16)})
+        def test_debug(comparison):
+            pass
+
+        @pytest.mark.compare_frameworks(
+            model="model.onnx", frameworks=["onnxrt", "openvino"],
+            tolerance={"atol": 0, "rtol": 0},
+        )
+        @pytest.mark.shapes({"x": (4, 16)})
+        def test_own_fp16(comparison):
+            pass
+        """
+    )
+    result = run(project, "-rA", "--trt-precision=fp16", "--trt-debug-precision")
+    result.stdout.fnmatch_lines_random(
+        [
+            "FP64Unavailable: fp64 check: the reference openvino cannot run float64 (openvino "
+            "runs fp32, fp16, bf16, not fp64); the check needs a reference that can: torch, "
+            "or onnxrt / onnxref / trt / openvino on an ONNX model*",
+            "*--trt-debug-precision: not run; openvino runs its own model (models=), not the "
+            "ONNX model it converts*",
+            "*--trt-debug-precision: not run; openvino runs fp16 by its own means, not on an "
+            "ONNX model converted to it, which the search varies*",
+        ]
+    )
+
+
+def test_per_layer_with_torch_as_the_reference_names_the_sides(pytester):
+    pytester.makepyfile(
+        test_pair="""
+        import pytest
+        import torch
+
+        @pytest.mark.compare_frameworks(
+            model="m.onnx", frameworks=["openvino", "torch"], reference="torch",
+            models={"torch": torch.nn.Identity()}, outputs="all",
+        )
+        def test_pair(comparison):
+            pass
+        """
+    )
+    pytest.importorskip("torch")
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    assert (
+        "cannot match the layers of openvino with those of torch; per-layer comparison pairs "
+        "onnxrt, onnxref, openvino and trt with each other (ONNX tensor names), a torch target "
+        "against a reference onnxrt, onnxref or openvino"
+    ) in " ".join(result.stdout.str().split())
+
+
+def test_a_runner_name_typo_on_the_fixture_is_one_line(pytester):
+    pytester.makepyfile(
+        test_typo="""
+        def test_typo(runners):
+            runners.openvno("m.onnx")
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["E * AttributeError: runners.openvno: unknown framework 'openvno'*"]
+    )
+    assert "fixtures.py" not in result.stdout.str()

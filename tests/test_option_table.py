@@ -178,3 +178,9 @@ def test_a_declared_option_reaches_trtcompare(capsys):
     finally:
         OPTIONS.pop()
     assert "--frobnicate {gently,hard}" in capsys.readouterr().out
+
+
+def test_each_ini_key_says_what_it_is_in_the_help(pytester):
+    text = pytester.runpytest("--help").stdout.str()
+    assert "default of None" not in text
+    assert "per-precision tolerances, one 'PRECISION:" in " ".join(text.split())

@@ -109,3 +109,23 @@ def test_a_third_party_runner_declares_what_it_can_do(third_party_runner, tmp_pa
     from pytest_trtcompare.session.spec import layer_pairs
 
     assert layer_pairs().startswith("onnxrt, onnxref, openvino, acme and trt with each other")
+
+
+def test_options_keyed_by_a_name_and_variant_say_to_key_them_by_the_runner():
+    from pytest_trtcompare.errors import MarkerError
+    from pytest_trtcompare.session.spec import compare_spec
+
+    with pytest.raises(MarkerError) as raised:
+        compare_spec(
+            (),
+            {
+                "frameworks": ["callable:mod:keep", "callable:mod:drop"],
+                "options": {"callable:mod:keep": {"output_names": ["y"]}},
+            },
+            "test_x.py::test_x",
+        )
+    assert str(raised.value) == (
+        "test_x.py::test_x: @pytest.mark.compare_frameworks(options=...) names "
+        "'callable:mod:keep': key it by the runner's name, 'callable' (it applies to every "
+        "callable listed)"
+    )

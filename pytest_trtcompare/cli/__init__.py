@@ -231,15 +231,28 @@ class _CommandGoldens:
         )
 
 
+def _golden_path(text: str, instead: str) -> Path:
+    """A golden to write is a .safetensors file (an old .golden's name stands for one): any
+    other file there is someone's saved outputs, never written over."""
+    path = Path(text)
+    if path.suffix.lower() not in (".safetensors", ".golden"):
+        raise TrtCompareError(
+            f"{path}: a golden is a .safetensors file, and this command writes one there; "
+            f"{path.suffix or 'a file without a suffix'} is no golden (instead: {instead})"
+        )
+    return path
+
+
 def _check(args: argparse.Namespace) -> int:
     """The golden check of the `golden` fixture and compare_frameworks(golden=True) on saved
     outputs: the same outcome and message; 0 passed or written, 1 mismatch, 2 otherwise."""
+    golden = _golden_path(args.golden, f"trtcompare diff {args.outputs} {args.golden}")
     saved = load_reference(Path(args.outputs), runner=args.runner)
     fields = _tolerance_fields(args)
     table = ToleranceSettings().resolve(args.precision, None, source="option", **fields)
     outcome = check_golden(
         _CommandGoldens(args),
-        Path(args.golden),
+        golden,
         [iteration.outputs for iteration in saved.iterations],
         {"": table.default, **table.per_output},
         inputs=[iteration.inputs for iteration in saved.iterations],
@@ -262,6 +275,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _import_polygraphy(args: argparse.Namespace) -> int:
+    golden = _golden_path(args.golden, "a .safetensors path to write")
     runs = dict(polygraphy_runs(Path(args.outputs)))
     runner = args.runner or next(iter(runs))
     if runner not in runs:
@@ -286,7 +300,7 @@ def _import_polygraphy(args: argparse.Namespace) -> int:
         meta = meta.but(iteration=args.iteration)
     iterations = [(out, dict(feed)) for out, feed in zip(outputs, feeds, strict=True)]
     (first, inputs), *later = iterations
-    outcome = write_golden(Path(args.golden), first, inputs, meta, later=later)
+    outcome = write_golden(golden, first, inputs, meta, later=later)
     written = current_path(Path(args.golden))  # an old .golden name: its .safetensors
     taken = f", {len(iterations)} iterations" if len(iterations) > 1 else ""
     print(f"{outcome}: {written} ({len(first)} outputs of {runner}{taken})")

@@ -66,6 +66,8 @@ def load_json(path: Path) -> Any:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputDataError(f"{source}: cannot read ({exc})") from None
+    except UnicodeDecodeError:
+        raise InputDataError(f"{source}: not JSON text (a binary file)") from None
     try:
         return json.loads(text, object_pairs_hook=_hook(source))
     except json.JSONDecodeError as exc:

@@ -64,7 +64,8 @@ def add_options(parser: pytest.Parser) -> None:
             default = defaults[declared.ini]  # a copy of a list: addinivalue_line appends
             parser.addini(
                 declared.ini,
-                declared.ini_help or f"default of {declared.flag}",
+                declared.ini_help
+                or (f"default of {declared.flag}" if declared.flag else declared.help),
                 type=declared.ini_type,  # type: ignore[arg-type]
                 default=list(default) if isinstance(default, list) else default,
             )

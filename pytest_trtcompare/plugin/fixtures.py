@@ -98,6 +98,7 @@ class RunnersFixture:
     def __getattr__(self, name: str) -> Callable[..., Runner]:
         """`runners.onnxrt(model, precision, **options)`, and so for every runner's name
         (`runners.callable(function)`: a function, or 'package.module:function')."""
+        __tracebackhide__ = True
         if name.startswith("_"):
             raise AttributeError(name)
         from ..runners import check_framework_name

@@ -334,14 +334,13 @@ class CaseRunner:
         self, spec: CompareSpec, case: Case, outcome: Outcome, feeds: list[Feed]
     ) -> Outcome:
         """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
-        if outcome.kind is not Kind.MISMATCH or not self._debuggable(spec, case):
+        if not self.debug_precision or outcome.kind is not Kind.MISMATCH:
             return outcome
-        if outputs_checked_by(self.tolerance(spec, case), FP64):
-            note = (
-                "--trt-debug-precision: not run; its search compares each candidate model "
-                "under an elementwise or statistic tolerance, and this test's is the fp64 check"
-            )
-            return dataclasses.replace(outcome, note=note)
+        if case.precision == "fp32":
+            return outcome
+        why_not = self._not_debuggable(spec, case)
+        if why_not is not None:
+            return dataclasses.replace(outcome, note=f"--trt-debug-precision: not run; {why_not}")
         from .precision_debug import explain_failure
 
         note = explain_failure(
@@ -400,15 +399,22 @@ class CaseRunner:
         """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""
         return str(resolve("layers", spec.layers, self.option_values))
 
-    def _debuggable(self, spec: CompareSpec, case: Case) -> bool:
-        """--trt-debug-precision applies to a reduced precision that the target runs on a
-        converted ONNX model (its class's `converted`), the model's own runner."""
-        return (
-            self.debug_precision
-            and case.precision != "fp32"
-            and case.precision in runners.capabilities(case.target).converted
-            and runners.framework_of(case.target) not in spec.models
-        )
+    def _not_debuggable(self, spec: CompareSpec, case: Case) -> str | None:
+        """Why --trt-debug-precision cannot search this failing item: it converts the ONNX
+        model with some nodes kept in fp32 and runs the target on each candidate."""
+        if runners.framework_of(case.target) in spec.models:
+            return f"{case.target} runs its own model (models=), not the ONNX model it converts"
+        if case.precision not in runners.capabilities(case.target).converted:
+            return (
+                f"{case.target} runs {case.precision} by its own means, not on an ONNX model "
+                "converted to it, which the search varies"
+            )
+        if outputs_checked_by(self.tolerance(spec, case), FP64):
+            return (
+                "its search compares each candidate model under an elementwise or statistic "
+                "tolerance, and this test's is the fp64 check"
+            )
+        return None
 
     def _run_saved(self, spec: CompareSpec, case: Case, path: Path) -> Outcome:
         """reference='outputs.json' (or a golden, .npz, test data): Polygraphy's
@@ -545,10 +551,11 @@ def _shown(inputs: Any) -> str:
 
 
 def _is_onnx(model: Any) -> bool:
-    """A path, bytes or ModelProto: an ONNX model, which a twin's golden is fed as."""
-    return isinstance(model, (str, os.PathLike, bytes, bytearray)) or (
-        type(model).__name__ == "ModelProto"
-    )
+    """A path, bytes or ModelProto: an ONNX model, which a twin's golden is fed as (an
+    OpenVINO IR .xml file is none: no float64 conversion of it is made)."""
+    if isinstance(model, (str, os.PathLike)):
+        return Path(model).suffix.lower() != ".xml"
+    return isinstance(model, (bytes, bytearray)) or type(model).__name__ == "ModelProto"
 
 
 def _guarded(run: Any) -> Outcome:

@@ -101,6 +101,12 @@ def _check_framework_keys(
     listed = {framework_of(f) for f in frameworks}
     for argument, table in (("models", models), ("options", options)):
         for key in table:
+            if key in frameworks and key not in listed:  # 'callable:pkg.mod:fn'
+                raise MarkerError(
+                    f"{check.where}: @pytest.mark.compare_frameworks({argument}=...) names "
+                    f"{key!r}: key it by the runner's name, {framework_of(key)!r} (it applies "
+                    f"to every {framework_of(key)} listed)"
+                )
             if key not in listed:
                 raise MarkerError(
                     f"{check.where}: @pytest.mark.compare_frameworks({argument}=...) names "
@@ -301,9 +307,9 @@ def layer_pairs() -> str:
     by_name = [*named.get("onnx", ()), *named.get("engine", ())]
     modules = " / ".join(named.get("modules", []))
     return (
-        f"{_listed(by_name, ' and ')} with each other (ONNX tensor names), {modules} against "
-        f"{_listed(named.get('onnx', []), ' or ')} (the module scopes torch.onnx.export "
-        f"records), {modules} against {modules} (module names)"
+        f"{_listed(by_name, ' and ')} with each other (ONNX tensor names), a {modules} target "
+        f"against a reference {_listed(named.get('onnx', []), ' or ')} (the module scopes "
+        f"torch.onnx.export records), {modules} against {modules} (module names)"
     )
 
 
