@@ -45,11 +45,10 @@ class Option:
     ini: str | None = None  # "trtcompare_shape_check"
     choices: tuple[str, ...] | None = None
     default: Any = None  # what applies when nothing gives a value
-    dest: str | None = None  # the flag's attribute on config.option (default: from the flag)
+    dest: str | None = None  # its attribute on config.option, where not the default below
     metavar: str | None = None
     kind: str = "value"  # "value", "flag" (store true), "append", "int", "float"
     ini_type: str | None = None  # pytest's: "bool", "linelist"
-    ini_help: str | None = None  # default: "default of FLAG"
     marker: bool = False  # a compare_frameworks argument of its name
     call: bool = False  # a keyword of the compare fixture and golden.check of its name
     compare: bool = False  # a keyword of engine compare_with_table of its name
@@ -60,9 +59,20 @@ class Option:
 
     @property
     def attribute(self) -> str:
-        """Its attribute on pytest's config.option."""
+        """Its attribute on pytest's config.option: trtcompare_NAME for a renamed option (the
+        old names' attribute), else from the flag (--trt-seed: trt_seed)."""
         assert self.flag is not None
-        return self.dest or self.flag.removeprefix("--").replace("-", "_")
+        if self.dest or self.renamed:
+            return self.dest or f"trtcompare_{self.name}"
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def ini_help(self) -> str:
+        """The ini key's line in --help: the flag it is the default of, else the help."""
+        if self.flag is None:
+            return self.help
+        choices = f" ({', '.join(self.choices)})" if self.choices else ""
+        return f"default of {self.flag}{choices}"
 
     @property
     def ini_default(self) -> Any:
@@ -97,13 +107,11 @@ OPTIONS: list[Option] = [
         metavar="P[,P...]",
         parse=parse_precisions,
         default="fp32",
-        ini_help="default for --trt-precision",
     ),
     Option(
         "update_goldens",
         "write or refresh the golden outputs of the tests that run",
         flag="--trt-update-goldens",
-        dest="trtcompare_update_goldens",
         kind="flag",
         renamed=True,  # plugin/names.py registers it: its alias is claimed late
     ),
@@ -111,7 +119,6 @@ OPTIONS: list[Option] = [
         "update_goldens_missing",
         "write the goldens that do not exist yet; leave existing ones untouched",
         flag="--trt-update-goldens-missing",
-        dest="trtcompare_update_goldens_missing",
         kind="flag",
         renamed=True,
     ),
@@ -120,17 +127,14 @@ OPTIONS: list[Option] = [
         "unused goldens fail the session (ini: trtcompare_strict_goldens)",
         flag="--trt-strict-goldens",
         ini="trtcompare_strict_goldens",
-        dest="trtcompare_strict_goldens",
         kind="flag",
         ini_type="bool",
-        ini_help="unused goldens fail the session",
         renamed=True,
     ),
     Option(
         "prune_goldens",
         "delete goldens of tests that ran in full but no longer use them",
         flag="--trt-prune-goldens",
-        dest="trtcompare_prune_goldens",
         kind="flag",
         renamed=True,
     ),
@@ -140,9 +144,7 @@ OPTIONS: list[Option] = [
         "default: beside each test module)",
         flag="--trt-goldens-dir",
         ini="trtcompare_goldens_dir",
-        dest="trtcompare_goldens_dir",
         metavar="DIR",
-        ini_help="where goldens live",
         renamed=True,
     ),
     Option(
@@ -150,7 +152,6 @@ OPTIONS: list[Option] = [
         "only run compare tests of these target frameworks (trt, onnxrt, torch ...; "
         "tensorrt, onnxruntime, pytorch work too)",
         flag="--trt-frameworks",
-        dest="trtcompare_frameworks",
         metavar="NAME[,NAME...]",
         renamed=True,
     ),
@@ -198,7 +199,6 @@ OPTIONS: list[Option] = [
         "report",
         "write the accuracy summary as JSON, written --trt-report=PATH",
         flag="--trt-report",
-        dest="trtcompare_report",
         metavar="PATH.json",
         renamed=True,
     ),
@@ -216,7 +216,6 @@ OPTIONS: list[Option] = [
         ini="trtcompare_artifacts",
         dest="trtcompare_artifacts",
         metavar="DIR",
-        ini_help="where failure artifacts go",
         renamed=True,
     ),
     Option(
@@ -229,7 +228,6 @@ OPTIONS: list[Option] = [
         parse=_artifacts_mode,
         default="failed",
         metavar="{none,failed,all}",
-        ini_help="default for --trt-artifacts (none, failed, all)",
     ),
     Option(
         "engine_cache",
@@ -275,7 +273,6 @@ OPTIONS: list[Option] = [
         ini="trtcompare_layers",
         choices=LAYER_MODES,
         default="gate",
-        ini_help="default of layers= (gate or report)",
         overrides=True,
     ),
     Option(
@@ -283,7 +280,6 @@ OPTIONS: list[Option] = [
         "run every compare_frameworks runner in a worker process, so a crash fails one "
         "test, not the session (TensorRT always is, unless isolate=False)",
         flag="--trt-isolate",
-        dest="trtcompare_isolate",
         kind="flag",
         renamed=True,
     ),
@@ -295,7 +291,6 @@ OPTIONS: list[Option] = [
         ini="trtcompare_shape_check",
         choices=SHAPE_CHECKS,
         default="strict",
-        ini_help="default of --trt-shape-check (strict or relaxed)",
         marker=True,
         call=True,
         compare=True,
@@ -317,7 +312,6 @@ OPTIONS: list[Option] = [
         ini="trtcompare_drift",
         choices=DRIFT_MODES,
         default="warn",
-        ini_help="default of --trt-drift (warn or fail)",
     ),
     Option(
         "drift_ratio",
