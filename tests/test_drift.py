@@ -43,8 +43,6 @@ def _record(test: str, output: str, margin: float) -> Record:
         output=output,
         passed=margin <= 1,
         margin=margin,
-        max_abs_error=None,
-        max_rel_error=None,
         check="elemwise",
         atol=1e-5,
         rtol=1e-5,

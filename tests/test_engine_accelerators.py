@@ -5,7 +5,6 @@ tests/reference.py, on hypothesis data and on the benchmark's data catalogue."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import math
 import re
@@ -28,6 +27,7 @@ from pytest_trtcompare.engine.scan import Pair, Report, scan
 from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import _quantile, reference_verdict
+from .results import ROUNDED, flat, replaced
 from .strategies import output_pairs, tolerances
 from .test_engine_screen import edge_pairs
 
@@ -45,11 +45,6 @@ def tiny(monkeypatch):
     monkeypatch.setattr(TUNING, "min_collect", 5)
 
 
-def _fields(out):
-    skip = ("cosine_similarity", "mean_abs_error", "mean_rel_error")
-    return {k: v for k, v in dataclasses.asdict(out).items() if k not in skip}
-
-
 def _check(monkeypatch, actual, expected, tol, sample, cap=1 << 16):
     with monkeypatch.context() as patch:
         patch.setattr(TUNING, "window_min", 0)
@@ -64,7 +59,7 @@ def _check(monkeypatch, actual, expected, tol, sample, cap=1 << 16):
     if fast.passed and screen.applies(actual.dtype, expected.dtype, tol):
         assert fast.margin == pytest.approx(plain.margin, rel=1e-5)  # float32 estimate
         object.__setattr__(fast, "margin", plain.margin)
-    assert repr(_fields(fast)) == repr(_fields(plain))
+    assert repr(flat(fast, ROUNDED)) == repr(flat(plain, ROUNDED))
     passed, mismatches, elements = reference_verdict(actual, expected, tol)
     assert (fast.passed, fast.mismatches) == (passed, mismatches)
     compared = [el for el in elements if not math.isnan(el.abs_err)]
@@ -303,7 +298,7 @@ def _assert_as_the_plain_float64_path(monkeypatch, fast, actual, expected, tol):
         patch.setattr(TUNING, "window_min", math.inf)
         patch.setattr(TUNING, "screen", False)
         plain = compare_outputs({"o": actual}, {"o": expected}, tol).outputs["o"]
-    assert repr(_fields(fast)) == repr(_fields(plain))
+    assert repr(flat(fast, ROUNDED)) == repr(flat(plain, ROUNDED))
     assert not fast.passed
 
 
@@ -380,14 +375,11 @@ def test_whole_float64_chunks_serve_the_scan_too(monkeypatch, case, rule):
         with_report = scan(pair, Report(pair))
     assert sum(whole_chunks) >= 3  # the case takes the whole-chunk path
     alone = scan(Pair(actual, expected, ("float", "float"), tol))
-    # Whole chunks take the exact float64 path: its means and margin are float64 sums and
-    # maxima, a few float32 ulps from the screen's (display only); the rest is identical.
-    approximate = {"mean_abs_error", "mean_rel_error", "margin"}
+    # Whole chunks take the exact float64 path: its means, cosine and margin are float64 sums
+    # and maxima, a few float32 ulps from the screen's (display only); the rest is identical.
     for field, value in alone.items():
-        if field in approximate:
+        if field in (*ROUNDED, "margin"):
             assert with_report[field] == pytest.approx(value, rel=1e-6), field
-        elif field == "cosine_similarity":
-            assert with_report[field] == pytest.approx(value, rel=1e-9)
         else:
             assert with_report[field] == value, field
 
@@ -490,10 +482,10 @@ def test_the_benchmark_catalogue_gets_the_plain_paths_figures(monkeypatch, scena
     quick, slow = fast.outputs["o"], plain.outputs["o"]
     assert quick.passed is ("(fails)" not in scenario)
     if screen.applies(actual.dtype, expected.dtype, base):  # float32 sums: display figures
-        for name in ("mean_abs_error", "mean_rel_error", "margin", "cosine_similarity"):
+        for name in (*ROUNDED, "margin"):
             assert getattr(quick, name) == pytest.approx(getattr(slow, name), rel=1e-5)
-            object.__setattr__(quick, name, getattr(slow, name))
-    assert repr(dataclasses.asdict(quick)) == repr(dataclasses.asdict(slow))
+        quick = replaced(quick, **{name: getattr(slow, name) for name in (*ROUNDED, "margin")})
+    assert repr(flat(quick)) == repr(flat(slow))
     passed, mismatches, _ = reference_verdict(actual, expected, base)
     if base.check == "elemwise":
         verdict = quick.base_passed if checks else quick.passed

@@ -10,13 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_trtcompare import Tolerance
-from pytest_trtcompare.engine.accumulators import Cosine, Extremes, Means, Verdict
+from pytest_trtcompare import Statistic, Tolerance
 from pytest_trtcompare.engine.arrays import dtype_kind
 from pytest_trtcompare.engine.chunks import Arithmetic, ErrorChunk
-from pytest_trtcompare.engine.decades import Decades
-from pytest_trtcompare.engine.figures import Required, Worst
-from pytest_trtcompare.engine.quantiles import Quantiles
+from pytest_trtcompare.engine.statistic import STATISTICS
 
 from .strategies import output_pairs, tolerances
 
@@ -42,35 +39,30 @@ def _on_torch(chunk: ErrorChunk) -> ErrorChunk:
     )
 
 
+class _Pair:
+    """What `for_pair` reads of engine/scan.py's `Pair`: the chunks are made here."""
+
+    def __init__(self, chunks: list[ErrorChunk], tol: Tolerance) -> None:
+        self.tol, self.n, self.windows = tol, 0, False  # numpy's order statistics: selection
+        self.float64_chunks = lambda: iter(chunks)
+        self.remake = lambda start: None
+
+
 def _figures(chunks: list[ErrorChunk], tol: Tolerance) -> dict[str, object]:
-    verdict, extremes, means, cosine = Verdict(tol), Extremes(lambda start: None), Means(), Cosine()
-    worst, decades, required = Worst(10), Decades(), Required(tol)
-    quantiles = Quantiles(tol.quantile, 0, None, lambda: iter(chunks))  # numpy's: selection
+    """Every registered statistic's figures; the rounded ones' sums, which are the same up to
+    the order of summation (the cosine itself, from them, cancels where |a| and |e| differ
+    by orders of magnitude)."""
+    statistics = [statistic.for_pair(_Pair(chunks, tol)) for statistic in STATISTICS]
     with np.errstate(all="ignore"):  # as scan feeds them
         for chunk in chunks:
-            for statistic in (
-                verdict,
-                extremes,
-                means,
-                cosine,
-                worst,
-                decades,
-                quantiles,
-                required,
-            ):
+            for statistic in statistics:
                 statistic.update(chunk)
-    return {
-        "counts": verdict.compute(),
-        "extremes": extremes.compute(),
-        "means": means.compute(),
-        # its sums: the same up to the summation order (the cosine itself, from them,
-        # cancels where |a| and |e| differ by orders of magnitude)
-        "cosine sums": (cosine.aa, cosine.ee, cosine.dd),
-        "worst": worst.compute(),
-        "histogram": decades.compute(),
-        "order": quantiles.compute(),
-        "required": required.compute(),
-    }
+    return {type(s).__name__: sums(s) if s.rounded else s.compute() for s in statistics}
+
+
+def sums(statistic: Statistic) -> tuple[float, ...]:
+    """A rounded statistic's state: its floats, the sums its figures come from."""
+    return tuple(v for v in vars(statistic).values() if type(v) is float)
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -85,7 +77,7 @@ def test_accumulators_give_numpys_figures_on_torch_tensors(pair, tol, size):
         chunks.append(one.compute(actual[part], expected[part], start))
     on_numpy = _figures(chunks, tol)
     on_torch = _figures([_on_torch(chunk) for chunk in chunks], tol)
-    for summed in ("cosine sums", "means"):  # the same up to the order of summation
-        sums = on_torch.pop(summed), on_numpy.pop(summed)
-        assert sums[0] == pytest.approx(sums[1], rel=1e-12, nan_ok=True)
+    for summed in (s.__name__ for s in STATISTICS if s.rounded):  # up to the order of sums
+        found = on_torch.pop(summed), on_numpy.pop(summed)
+        assert found[0] == pytest.approx(found[1], rel=1e-12, nan_ok=True)
     assert repr(on_torch) == repr(on_numpy)

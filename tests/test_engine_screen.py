@@ -3,8 +3,6 @@ against the plain float64 path and tests/reference.py, on data at the tolerance'
 
 from __future__ import annotations
 
-import dataclasses
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from pytest_trtcompare import Tolerance, compare_outputs
 from pytest_trtcompare.engine.tuning import TUNING
 
 from .reference import reference_verdict
+from .results import ROUNDED, flat
 
 # the float32 screen on these tests' small data too (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("screen_small_outputs")
@@ -57,11 +56,7 @@ def edge_pairs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, Tolerance]:
 
 
 def _fields(out):
-    return {
-        k: v
-        for k, v in dataclasses.asdict(out).items()
-        if k not in ("cosine_similarity", "mean_abs_error", "mean_rel_error")
-    }
+    return flat(out, ROUNDED)
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ from pytest_trtcompare.engine.tuning import TUNING
 
 from .pytester_helpers import XDIST_SLOW as XDIST
 from .pytester_helpers import run
+from .results import ROUNDED as STATISTICS_ROUNDED
+from .results import replaced
 from .strategies import output_pairs, tolerances
 
 torch = pytest.importorskip("torch")
@@ -32,7 +34,7 @@ torch = pytest.importorskip("torch")
 #: passing chunks are float32 values summed in float64 (display only)"; the margin of a
 #: passing output is the screen's float32 ratio) or that are sums, whose float64 rounding
 #: depends on the order of summation: |torch - numpy| <= ABS + REL |numpy| for these.
-ROUNDED = ("mean_abs_error", "mean_rel_error", "cosine_similarity", "margin")
+ROUNDED = (*STATISTICS_ROUNDED, "margin")
 SUMMED_METRICS = ("cosine", "l2", "snr", "psnr", "kl")
 REL, ABS = 1e-6, 1e-9
 
@@ -135,7 +137,7 @@ def assert_same(
             changes.update(
                 required_atol=expected.required_atol, required_rtol=expected.required_rtol
             )
-        aligned[name] = dataclasses.replace(found, **changes)
+        aligned[name] = replaced(found, **changes)
     aligned_result = dataclasses.replace(on_torch, outputs=aligned)
     assert repr(aligned_result) == repr(on_numpy)  # (NaN figures differ from themselves)
     assert aligned_result.report(1) == on_numpy.report(1)

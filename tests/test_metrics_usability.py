@@ -298,13 +298,12 @@ def _record(check: str, value: float, threshold: float, passed: bool) -> Record:
         output="y",
         passed=passed,
         margin=2.0 if not passed else 0.5,
-        max_abs_error=1e-3,
-        max_rel_error=1e-3,
         check=check,
         atol=1e-5,
         rtol=1e-5,
         source="compare",
         metrics=({**metric, "margin": 2.0 if not passed else 0.5},),
+        figures={"max_abs_error": 1e-3, "max_rel_error": 1e-3},
     )
 
 

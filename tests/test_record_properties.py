@@ -37,30 +37,40 @@ def _records() -> list[summary.Record]:
         dataclasses.replace(record, test="test_iterations", iterations=3)
         for record in summary.records(results[0], "t", "compare", None, None)
     ]
-    found.append(  # numpy's float: JSON gives back Python's
-        summary.Record("test_np", "o", True, np.float64(0.5), 0.1, 0.1, "elemwise", 1.0, 1.0, "x")
+    margin = np.float64(0.5)  # numpy's float: JSON gives back Python's
+    found.append(
+        summary.Record("test_np", "o", True, margin, "elemwise", 1.0, 1.0, "x", figures=FIGURES)
     )
-    found.append(summary.Record("test_int", "o", True, 0, 0.0, 0.0, "elemwise", 1, 1, "x"))
+    zeros = {"max_abs_error": 0.0, "max_rel_error": 0.0}
+    found.append(summary.Record("test_int", "o", True, 0, "elemwise", 1, 1, "x", figures=zeros))
     found.append(_with_statistics())
+    found.append(_with_statistics(worst_ratio=2.0))  # all finite: kept
     return found
 
 
-def _with_statistics() -> summary.Record:
+#: A record's figures of fields of its own (Extremes.record)
+FIGURES = {"max_abs_error": 0.1, "max_rel_error": 0.1}
+
+
+def _with_statistics(worst_ratio: float = math.inf) -> summary.Record:
     """A record with a registered statistic's figures (engine/statistic.py), one infinite."""
-    return summary.Record(
-        "test_stats", "o", True, 0.5, 0.1, 0.1, "elemwise", 1.0, 1.0, "x",
-        statistics={"rms_error": 0.25, "worst_ratio": math.inf},
-    )  # fmt: skip
+    figures = {**FIGURES, "rms_error": 0.25, "worst_ratio": worst_ratio}
+    test = "test_stats" if math.isinf(worst_ratio) else "test_finite_stats"
+    return summary.Record(test, "o", True, 0.5, "elemwise", 1.0, 1.0, "x", figures=figures)
 
 
 def test_registered_statistics_travel_in_the_record():
     """As JUnit properties of their own, and in the record's JSON (what xdist, the summary,
-    --trt-report and `trtcompare merge` read)."""
+    --trt-report and `trtcompare merge` read): its `statistics`, beside the fields."""
     props = properties.to_properties([_with_statistics()])
     assert ("trtcompare.o.rms_error", 0.25) in props
     assert ("trtcompare.o.worst_ratio", "inf") in props
     (read,) = _parsed(props)
-    assert read.statistics == {"rms_error": 0.25, "worst_ratio": math.inf}
+    assert read.figures == {**FIGURES, "rms_error": 0.25, "worst_ratio": math.inf}
+    assert read.rms_error == 0.25 and read.max_abs_error == 0.1
+    fields = json.loads(dict(props)["trtcompare.o.record"])
+    assert fields["statistics"] == {"rms_error": 0.25, "worst_ratio": "inf"}
+    assert (fields["max_abs_error"], fields["max_rel_error"]) == (0.1, 0.1)
 
 
 def _parsed(props: list[tuple[str, object]]) -> list[summary.Record]:
@@ -84,6 +94,7 @@ def test_records_kept_are_those_that_read_back_the_same():
         "test_1",
         "test_3",
         "test_5",
+        "test_finite_stats",
         "test_timed",
         "test_iterations",
     }
@@ -109,14 +120,14 @@ def test_a_runner_built_bare_on_one_worker_and_described_as_a_twin_on_another_is
     twin = {**bare, "twin_names": {"inputs": {"x": "x (by name)"}}}
     other = {"runner": "onnxrt-fp32", "framework": "onnxrt"}
     record = summary.Record(
-        "test_twin", "y", True, 0.5, 0.1, 0.1, "elemwise", 1.0, 1.0, "x",
+        "test_twin", "y", True, 0.5, "elemwise", 1.0, 1.0, "x", figures=FIGURES,
         target_runner="torch-fp32@2", reference_runner="onnxrt-fp32@3",
     )  # fmt: skip
     runners = {"torch-fp32@1": bare, "torch-fp32@2": twin, "onnxrt-fp32@3": other}
     written = json.loads(report_json([record], runners, {}, "0"))["runners"]
     assert written == {"onnxrt-fp32@3": other, "torch-fp32@2": twin}
     named_bare = summary.Record(
-        "test_bare", "y", True, 0.5, 0.1, 0.1, "elemwise", 1.0, 1.0, "x",
+        "test_bare", "y", True, 0.5, "elemwise", 1.0, 1.0, "x", figures=FIGURES,
         target_runner="torch-fp32@1",
     )  # fmt: skip
     written = json.loads(report_json([record, named_bare], runners, {}, "0"))["runners"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import xml.etree.ElementTree as ElementTree
 
 import numpy as np
@@ -13,7 +14,9 @@ import pytest
 
 from pytest_trtcompare import Statistic, compare_outputs, register_statistic
 from pytest_trtcompare.engine import statistic
+from pytest_trtcompare.engine.accumulators import Verdict
 from pytest_trtcompare.errors import StatisticError
+from pytest_trtcompare.reports import summary
 
 from .pytester_helpers import XDIST_SLOW as XDIST
 from .pytester_helpers import glob_escape, run
@@ -123,6 +126,20 @@ def test_figures_are_result_attributes_and_on_the_pass_line(registered):
     out = result.outputs["output"]
     assert out.largest_error == 0.5 == out.max_abs_error
     assert result.report().endswith("largest_error 0.5, margin 0.5")
+
+
+def test_the_engines_statistics_are_registered_as_a_users(registered):
+    """One registry, built in or not; a result and its record, with every figure, survive
+    pickling (xdist workers, isolated processes) and read the same."""
+    assert registered[0] is Verdict and {s.when for s in registered} == {"scanned", "reported"}
+    assert register_statistic(Verdict) is Verdict and registered.count(Verdict) == 1
+    register_statistic(Largest)
+    result = compare_outputs(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
+    out = pickle.loads(pickle.dumps(result.outputs["output"]))
+    assert out == result.outputs["output"] and out.largest_error == 0.5 == out.max_abs_error
+    (record,) = summary.records(result, "test", "compare", None, None)
+    again = pickle.loads(pickle.dumps(record))
+    assert again == record and again.largest_error == 0.5 == again.max_abs_error
 
 
 def test_an_unknown_attribute_is_still_an_attribute_error(registered):

@@ -3,47 +3,36 @@ figures of the whole (ARCHITECTURE.md "A statistic"; torchmetrics' merge_state).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_trtcompare import OutputComparison, Tolerance, compare_outputs
-from pytest_trtcompare.engine.accumulators import Cosine, Extremes, Means, Verdict
+from pytest_trtcompare import Tolerance, compare_outputs
+from pytest_trtcompare.engine import figures as figures_module
 from pytest_trtcompare.engine.arrays import dtype_kind
-from pytest_trtcompare.engine.decades import Decades
-from pytest_trtcompare.engine.figures import Required, Worst
 from pytest_trtcompare.engine.quantiles import Quantiles
-from pytest_trtcompare.engine.scan import REPORTED, SCANNED, Pair
+from pytest_trtcompare.engine.scan import Pair
+from pytest_trtcompare.engine.statistic import STATISTICS
 from pytest_trtcompare.engine.tuning import TUNING
 
 from .strategies import output_pairs, tolerances
+from .test_engine_namespace import sums
 
 
 def statistics(pair: Pair) -> dict[str, object]:
-    """One of each statistic, as the scan and the report make them for `pair`."""
-    tol = pair.tol
-    sample = pair.sample() if pair.windows else None
-    return {
-        "verdict": Verdict(tol),
-        "extremes": Extremes(pair.remake),
-        "means": Means(),
-        "cosine": Cosine(),
-        "worst": Worst(7),
-        "decades": Decades(),
-        "required": Required(tol),
-        "quantiles": Quantiles(tol.quantile, pair.n, sample, pair.float64_chunks),
-    }
+    """One of each registered statistic, as the scan and the report make them for `pair`."""
+    return {statistic.__name__: statistic.for_pair(pair) for statistic in STATISTICS}
 
 
 def figures(found: dict[str, object]) -> dict[str, object]:
-    cosine = found["cosine"]
-    cosine.compute()  # adds the equal chunks' squares to its sums
-    shown = {name: s.compute() for name, s in found.items() if name not in ("means", "cosine")}
-    means = found["means"].compute().values()
-    return {**shown, "sums": (*means, cosine.aa, cosine.ee, cosine.dd)}
+    """Their figures; the rounded ones' sums (summed in another order), after `compute`
+    (the cosine's adds the equal chunks' squares to its sums)."""
+    shown = {name: s.compute() for name, s in found.items()}
+    rounded = [sums(s) for s in found.values() if s.rounded]
+    return {name: shown[name] for name, s in found.items() if not s.rounded} | {
+        "sums": tuple(x for part in rounded for x in part)
+    }
 
 
 @settings(
@@ -63,6 +52,7 @@ def test_two_halves_merged_give_the_whole(monkeypatch, pair, tol, chunk, split, 
     monkeypatch.setattr(TUNING, "screen_min", 1)  # narrow floats: float32 chunks too
     monkeypatch.setattr(TUNING, "window_min", 1 if windows else 1 << 30)
     monkeypatch.setattr(TUNING, "sample", 16)
+    monkeypatch.setattr(figures_module, "WORST_ELEMENTS", 7)  # merges that evict
     actual, expected = (np.asarray(side).reshape(-1) for side in pair)
     kinds = (dtype_kind(actual.dtype), dtype_kind(expected.dtype))
     if tol.check == "indices" or None in kinds:
@@ -105,12 +95,13 @@ def test_halves_of_a_large_pair_merge_through_the_windows(monkeypatch, kind, scr
     for name, value in (("chunk_elements", 1000), ("window_min", 1), ("sample", 1024)):
         monkeypatch.setattr(TUNING, name, value)
     monkeypatch.setattr(TUNING, "screen", screen)
+    monkeypatch.setattr(figures_module, "WORST_ELEMENTS", 7)
     actual, expected = _large(kind)
     from pytest_trtcompare import Tolerance
 
     made = Pair(actual, expected, ("float", "float"), Tolerance(atol=1e-3, rtol=1e-3))
     whole, first, second = statistics(made), statistics(made), statistics(made)
-    assert made.windows and whole["quantiles"].windows
+    assert made.windows and whole["Quantiles"].windows
     with np.errstate(all="ignore"):
         for start in made.starts():
             chunk = made.chunk(start)
@@ -124,7 +115,7 @@ def test_halves_of_a_large_pair_merge_through_the_windows(monkeypatch, kind, scr
     assert repr(merged) == repr(expected_figures)
     # and from the windows, with no second reading (which would hide a miscount)
     for (_, mine), (_, theirs) in zip(
-        first["quantiles"].windows, whole["quantiles"].windows, strict=True
+        first["Quantiles"].windows, whole["Quantiles"].windows, strict=True
     ):
         assert not mine.failed and window_state(mine) == window_state(theirs)
 
@@ -164,22 +155,21 @@ def test_halves_of_a_tensor_pair_merge_whether_kept_or_read_again(monkeypatch, k
 
 
 @pytest.mark.parametrize("failing", [False, True])
-def test_the_engines_statistics_give_the_results_fields_by_name(failing):
-    """Each statistic of engine/scan.py's lists gives exactly its `figures`, each a field of
-    the output's result, and the result holds what it gave (elements for flat indices)."""
+def test_every_statistic_gives_the_results_figures_by_name(failing):
+    """Each registered statistic gives exactly its `figures`, each an attribute of the
+    output's result, and the result holds what it gave (elements for flat indices)."""
     expected = np.linspace(-1, 1, 5000, dtype=np.float32)
     actual = expected + np.float32(0.1 if failing else 1e-6)
     tol = Tolerance(atol=1e-3, rtol=1e-3, check="median")
     made = Pair(actual, expected, ("float", "float"), tol)
-    fields = {field.name for field in dataclasses.fields(OutputComparison)}
     result = compare_outputs(actual, expected, tol).outputs["output"]
-    for kind in (*SCANNED, *REPORTED):
+    for kind in STATISTICS:
         statistic = kind.for_pair(made)
         for start in made.starts():
             statistic.update(made.chunk(start))
         figures = statistic.compute()
-        assert list(figures) == list(kind.figures) and set(figures) <= fields, kind
-        if kind in REPORTED and kind is not Quantiles and not failing:
+        assert list(figures) == list(kind.figures), kind
+        if kind.when == "reported" and kind is not Quantiles and not failing:
             continue  # a report's figures: in the result of a failing output
         for name, value in figures.items():
             if name in ("worst", "greatest_abs", "greatest_rel"):  # flat indices: elements

@@ -25,7 +25,7 @@ from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
 from .staging import STAGING
-from .statistic import Statistic, register_statistic
+from .statistic import Statistic, record_keys, recorded, register_statistic
 from .tolerance import (
     FIELD_NAMES,
     MINIMUM_METRICS,
@@ -89,6 +89,8 @@ __all__ = [
     "metric_bound",
     "num",
     "outputs_checked_by",
+    "record_keys",
+    "recorded",
     "register_statistic",
     "shortest",
     "split_entry",

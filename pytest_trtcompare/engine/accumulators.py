@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -37,6 +37,8 @@ class Verdict(Statistic):
     over its allowed error); `failing` tells whether the last chunk failed."""
 
     figures = ("count", "mismatches", *_SPECIAL, "nan_positions_match", "margin")
+    defaults: ClassVar = {**dict.fromkeys(figures[:-2], 0), "nan_positions_match": True}
+    line = False
 
     def __init__(self, tolerance: Tolerance) -> None:
         super().__init__(tolerance)
@@ -143,6 +145,9 @@ class Extremes(Statistic):
     """
 
     figures = ("max_abs_error", "max_rel_error", "greatest_abs", "greatest_rel")
+    defaults: ClassVar = dict.fromkeys(figures)
+    record: ClassVar = {"max_abs_error": "max_abs", "max_rel_error": "max_rel"}
+    line = False
     _REL_SLACK = np.float32(1 - 1e-6)
 
     def __init__(self, remake: Remake) -> None:
@@ -231,8 +236,11 @@ class Means(Statistic):
     """The means of the absolute and relative errors (NaN errors left out)."""
 
     figures = ("mean_abs_error", "mean_rel_error")
+    defaults: ClassVar = dict.fromkeys(figures, 0.0)
+    line = False
+    rounded = figures
 
-    def __init__(self) -> None:
+    def __init__(self, tolerance: Any = None) -> None:
         self.sum_abs = self.sum_rel = 0.0
         self.compared = 0
 
@@ -252,10 +260,6 @@ class Means(Statistic):
         self.sum_rel += other.sum_rel
         self.compared += other.compared
 
-    @classmethod
-    def for_pair(cls, pair: Any) -> Means:
-        return cls()
-
     def compute(self) -> dict[str, float]:
         count = max(1, self.compared)
         return dict(mean_abs_error=self.sum_abs / count, mean_rel_error=self.sum_rel / count)
@@ -267,8 +271,11 @@ class Cosine(Statistic):
     make 1 - cos hang on |a| - |e|, which float32 sums of squares lose)."""
 
     figures = ("cosine_similarity",)
+    defaults: ClassVar = {"cosine_similarity": 1.0}
+    line = False
+    rounded = figures
 
-    def __init__(self) -> None:
+    def __init__(self, tolerance: Any = None) -> None:
         self.aa = self.ee = self.dd = 0.0
         self._equal: list[ErrorChunk] = []
         self._all_equal = True
@@ -300,10 +307,6 @@ class Cosine(Statistic):
         self.dd += other.dd
         self._equal += other._equal
         self._all_equal &= other._all_equal
-
-    @classmethod
-    def for_pair(cls, pair: Any) -> Cosine:
-        return cls()
 
     def compute(self) -> dict[str, float]:
         if self._equal and not self._all_equal:  # the equal chunks' squares count too

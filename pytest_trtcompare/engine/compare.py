@@ -31,6 +31,7 @@ from .quantiles import Quantiles
 from .report import plural
 from .results import ComparisonResult, OutputMismatchError
 from .scan import Pair, Report, scan
+from .statistic import defaults
 from .tensors import placed_together
 from .tolerance import (
     Entry,
@@ -181,6 +182,7 @@ def _structure_result(name: str, structure: Structure, tol: Entry) -> OutputComp
         problem=structure.problem,
         failure=structure.problem,
         margin=0.0 if structure.problem is None else math.inf,
+        figures=defaults(),
     )
 
 
@@ -228,11 +230,9 @@ def compare_one(
     if a_shape != e_shape:
         squeezed = _squeezed(a_shape)
         if shape_check == "strict" or squeezed != _squeezed(e_shape):
-            problem = f"shape {a_shape} differs from expected shape {e_shape}"
-            failure = f"shape {a_shape} vs {e_shape}"
-            return OutputComparison(
-                passed=False, problem=problem, failure=failure, margin=math.inf, **header
-            )
+            header.update(problem=f"shape {a_shape} differs from expected shape {e_shape}")
+            header.update(failure=f"shape {a_shape} vs {e_shape}", figures=defaults())
+            return OutputComparison(passed=False, margin=math.inf, **header)
         header["shape_note"] = _squeeze_note(a_shape, e_shape, squeezed)
         a, e = a.reshape(squeezed), e.reshape(squeezed)
     a_kind, e_kind = actual.kind, expected.kind
@@ -259,7 +259,6 @@ def compare_one(
             result = _values_result(
                 a, e, a_kind, e_kind, scan_tol, header, not metrics_pass, gated=False
             )
-            result = dataclasses.replace(result, mismatches=0, passed=True, margin=0.0, gated=False)
         else:
             result = _values_result(a, e, a_kind, e_kind, tol, header, not metrics_pass)
     except StatisticError as exc:  # a registered statistic's: which output it was fed
@@ -357,19 +356,24 @@ def _values_result(
         worst=tuple(elements[flat] for flat in worst),
         greatest_abs=elements.get(greatest[0]),
         greatest_rel=elements.get(greatest[1]),
+    )
+    if not gated:  # `tol` decides nothing
+        passed, figures["mismatches"], figures["margin"] = True, 0, 0.0
+    return OutputComparison(
         passed=passed,
+        failure=special_failure(figures) if not passed else None,
+        margin=figures.pop("margin"),
         required_atol=stat_abs,
         required_rtol=stat_rel,
+        gated=gated,
+        figures=defaults() | figures,
+        **header,
     )
-    if not passed and gated:
-        figures["failure"] = special_failure(figures)
-    return OutputComparison(**figures, **header)
 
 
 def special_failure(figures: Mapping[str, Any]) -> str | None:
     """A failure by NaN errors or Inf against a finite value, as what it is: 'NaN in actual
-    at 3 positions, first (0, 0)'; None when the errors are numbers. `figures`: the result's
-    fields."""
+    at 3 positions, first (0, 0)'; None when the errors are numbers. `figures`: the result's."""
     nan_errors = figures["nan_errors"]
     if nan_errors:
         with_nan_errors = [el for el in figures["worst"] if math.isnan(el.abs_error)]
@@ -411,9 +415,8 @@ def _indices_result(a: Any, e: Any, tol: Tolerance, header: dict[str, Any]) -> O
     stats = compare_indices(host_array(a), host_array(e), tol.index_tolerance)
     return OutputComparison(
         passed=stats.failing_rows == 0,
-        count=stats.rows,
-        mismatches=stats.failing_rows,
         margin=_ratio(stats.required_index_tolerance, tol.index_tolerance),
         indices=stats,
+        figures=defaults() | {"count": stats.rows, "mismatches": stats.failing_rows},
         **header,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -89,17 +89,16 @@ class Decades(Statistic):
     non-negative float64 values, 0 counted apart."""
 
     figures = ("histogram",)
+    when = "reported"
+    defaults: ClassVar = {"histogram": ()}
+    line = False
 
-    def __init__(self) -> None:
+    def __init__(self, tolerance: Any = None) -> None:
         #: counts by key; per straddling key, those in its last decade
         self._keys: np.ndarray | None = None  # (made at the first long float64 chunk)
         self._subnormal: dict[int, int] = {}
         self._direct: dict[int, int] = {}  # counts by decade, from `add_float32`
         self.zeros = 0
-
-    @classmethod
-    def for_pair(cls, pair: Any) -> Decades:
-        return cls()
 
     def update(self, chunk: ErrorChunk) -> None:
         """Adds a chunk's |a - e| (a float32 chunk's by `add_float32`)."""

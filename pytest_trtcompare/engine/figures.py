@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,6 +34,9 @@ class Worst(Statistic):
     ratio) of each, worst first, which the comparison reads as elements."""
 
     figures = ("worst",)
+    when = "reported"
+    defaults: ClassVar = {"worst": ()}
+    line = False
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -136,6 +139,9 @@ class Required(Statistic):
     top, or near the mask's edge where float32 cannot tell the side)."""
 
     figures = ("required_atol_at_rtol", "required_rtol_at_atol")
+    when = "reported"  # (an elementwise check's only)
+    defaults: ClassVar = dict.fromkeys(figures)
+    line = False
 
     def __init__(self, tolerance: Tolerance) -> None:
         super().__init__(tolerance)

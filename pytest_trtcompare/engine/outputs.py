@@ -1,4 +1,4 @@
-"""Per-output results: one element's errors and one output's verdict and statistics."""
+"""Per-output results: one element's errors and one output's verdict and figures."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .indices import IndexStats
 from .metrics import MetricResult
@@ -26,7 +27,7 @@ class ElementError:
 
 @dataclass(frozen=True)
 class OutputComparison:
-    """Verdict and statistics of one output. Error statistics are over non-NaN errors."""
+    """Verdict and figures of one output. Error statistics are over non-NaN errors."""
 
     name: str
     passed: bool
@@ -40,45 +41,23 @@ class OutputComparison:
     #: what failed when no error size says it: 'shape (2, 3) vs (2, 4)', 'NaN in actual at 3
     #: positions, first (0, 0)', 'Inf in actual at 1 position, first mismatch (0, 1)'
     failure: str | None = None
-    count: int = 0
-    mismatches: int = 0
-    max_abs_error: float | None = None  # None: no error computed (shape, indices, all NaN)
-    max_rel_error: float | None = None
-    greatest_abs: ElementError | None = None
-    greatest_rel: ElementError | None = None
-    mean_abs_error: float = 0.0
-    mean_rel_error: float = 0.0
-    median_abs_error: float | None = None  # computed when the check or a report needs it
-    median_rel_error: float | None = None
-    quantile_abs_error: float | None = None
-    quantile_rel_error: float | None = None
-    nan_errors: int = 0
-    nan_actual: int = 0
-    nan_expected: int = 0
-    inf_actual: int = 0
-    inf_expected: int = 0
-    nan_positions_match: bool = True
-    cosine_similarity: float = 1.0
+    margin: float = 0.0  # worst error / allowed error: > 1 fails
     required_atol: float = 0.0  # "would pass with atol >= X" (the checked statistic)
     required_rtol: float = 0.0
-    required_atol_at_rtol: float | None = None  # sharper: atol needed with rtol unchanged
-    required_rtol_at_atol: float | None = None
-    margin: float = 0.0  # worst error / allowed error: > 1 fails
-    worst: tuple[ElementError, ...] = ()
-    histogram: tuple[tuple[int | None, int], ...] = ()
     indices: IndexStats | None = None
     postprocessed: str | None = None
     metrics: tuple[MetricResult, ...] = ()  # metric checks (cosine, l2, ...), all must pass
     gated: bool = True  # False: only metric checks decide (no elementwise/statistic tolerance)
     base_passed: bool = True  # the elementwise/statistic/indices tolerance passed (or none)
-    #: the figures of the registered statistics (engine/statistic.py), by name
-    statistics: Mapping[str, float] = field(default_factory=dict)
+    #: every statistic's figures (engine/statistic.py; its default where not computed), by
+    #: name: `count`, `max_abs_error`, `worst` (ElementErrors) ..., a registered one's too
+    figures: Mapping[str, Any] = field(default_factory=dict)
 
-    def __getattr__(self, name: str) -> float:
-        """A registered statistic's figure, as an attribute (`out.rms_error`)."""
-        figures = self.__dict__.get("statistics", {})
+    def __getattr__(self, name: str) -> Any:
+        """A figure, as an attribute (`out.max_abs_error`, `out.rms_error`)."""
+        figures = self.__dict__.get("figures", {})
         if name in figures:
-            return float(figures[name])
+            return figures[name]
         known = [*self.__dict__, *figures] if not name.startswith("__") else []
         close = difflib.get_close_matches(name, known, n=2)
         hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -393,6 +393,9 @@ class Quantiles(Statistic):
     """
 
     figures = ("median_abs_error", "median_rel_error", "quantile_abs_error", "quantile_rel_error")
+    when = "reported"
+    defaults: ClassVar = dict.fromkeys(figures)
+    line = False
 
     def __init__(self, q: float, size: int, sample: Iterator[ErrorChunk] | None, reread: Reread):
         self.q = q

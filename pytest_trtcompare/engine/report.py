@@ -204,11 +204,11 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
 
 
 def _registered(out: OutputComparison) -> list[str]:
-    """The registered statistics' texts (engine/statistic.py), each by its `describe`."""
+    """The texts of the statistics with a line (engine/statistic.py), each by its `describe`."""
     return [
-        statistic.describe(out.statistics)
+        statistic.describe(out.figures)
         for statistic in STATISTICS
-        if all(name in out.statistics for name in statistic.figures)
+        if statistic.line and all(name in out.figures for name in statistic.figures)
     ]
 
 
@@ -360,7 +360,7 @@ def _would_pass(out: OutputComparison) -> list[str]:
 def _zero_expected(out: OutputComparison) -> tuple[int, ...] | None:
     """Where a failing element's expected value is 0, when one drives the rtol needed (its
     rel error is abs / eps): that rtol would pass anything."""
-    gr = out.greatest_rel
+    gr: ElementError | None = out.greatest_rel
     if gr is None or gr.expected != 0 or not gr.abs_error or gr.rel_error <= out.tolerance.rtol:
         return None
     return gr.index

@@ -1,11 +1,10 @@
 """One output's comparison: one loop over its chunks, feeding the statistics.
 
 `Pair` makes each chunk (`chunks`: equal, float32-screened or float64); `scan` feeds the
-statistics of every comparison (`SCANNED`, and the registered ones) and, from the first
-failing chunk on (or from the start, when a check statistic or the caller wants it), the
-failure report's (`Report`),
-so a failing output's report costs no second reading of the chunks after its first
-mismatch; `Report.finish` adds the chunks before it.
+statistics of every comparison (`when = "scanned"`) and, from the first failing chunk on
+(or from the start, when a check statistic or the caller wants it), the failure report's
+(`when = "reported"`, `Report`), so a failing output's report costs no second reading of the
+chunks after its first mismatch; `Report.finish` adds the chunks before it.
 """
 
 from __future__ import annotations
@@ -23,12 +22,12 @@ from .decades import Decades
 from .figures import Required, Worst
 from .quantiles import Quantiles, sample_positions
 from .screen import Screen, applies
-from .statistic import STATISTICS, Statistic, computed, updated
+from .statistic import STATISTICS, Statistic, computed, register_statistic, updated
 from .tensors import TorchArithmetic, TorchEquality, chunk_elements
 from .tolerance import Tolerance
 from .tuning import TUNING
 
-__all__ = ["REPORTED", "SCANNED", "Pair", "Report", "scan"]
+__all__ = ["Pair", "Report", "scan"]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -156,8 +155,8 @@ def _values(values: Any, at: list[int]) -> list[Any]:
 
 
 class Report:
-    """The failure report's statistics (`REPORTED`): nothing is made before `begin`, and
-    they are fed from there on (the chunks before it at `finish`)."""
+    """The failure report's statistics (`when = "reported"`): nothing is made before
+    `begin`, and they are fed from there on (the chunks before it at `finish`)."""
 
     def __init__(self, pair: Pair) -> None:
         self.pair = pair
@@ -171,18 +170,15 @@ class Report:
 
     def begin(self, start: int) -> None:
         """Accumulate from flat index `start` (a chunk boundary) on."""
-        elementwise = self.pair.tol.check == "elemwise"
-        self.statistics = [
-            statistic.for_pair(self.pair)
-            for statistic in REPORTED
-            if elementwise or statistic is not Required  # "would pass with atol ..."
-        ]
+        elemwise = self.pair.tol.check == "elemwise"  # Required: "would pass with atol ..."
+        wanted = [s for s in STATISTICS if s.when == "reported" and (elemwise or s is not Required)]
+        self.statistics = [statistic.for_pair(self.pair) for statistic in wanted]
         self.quantiles = next(s for s in self.statistics if isinstance(s, Quantiles))
         self.began_at = start
 
     def add(self, chunk: ErrorChunk) -> None:
         for statistic in self.statistics:
-            statistic.update(chunk)
+            updated(statistic, chunk)
 
     def whole_next(self, chunk: ErrorChunk, expected: bool) -> bool:
         """Whether the next chunk is cheaper made in float64 at once: this float32 chunk's
@@ -202,21 +198,15 @@ class Report:
             with np.errstate(all="ignore"):
                 for start in self.pair.starts(self.began_at):
                     self.add(self.pair.chunk(start))
-                self._figures = figures_of(self.statistics)
+                self._figures = computed(self.statistics)
         return self._figures
 
 
-def figures_of(statistics: Iterable[Statistic]) -> dict[str, Any]:
-    return {name: value for s in statistics for name, value in s.compute().items()}
-
-
-#: The statistics of every comparison, fed by the scan: their figures are fields of the
-#: output's result (engine/outputs.py `OutputComparison`) by name. `Verdict` first: it tells
-#: where the report begins; the report's statistics are fed before the others.
-SCANNED: tuple[type[Statistic], ...] = (Verdict, Extremes, Means, Cosine)
-#: A failure report's (`Report`), also those of an order-statistic check. `Worst` first:
-#: where float32 errors tie, it computes the chunk whole, and the others then read that.
-REPORTED: tuple[type[Statistic], ...] = (Worst, Decades, Quantiles, Required)
+#: The engine's statistics, registered as a user's is, in the order they are fed: `Verdict`
+#: first, it tells where the report begins (whose statistics are fed before the others);
+#: `Worst` first of the report's: where float32 errors tie, it computes the chunk whole.
+for _statistic in (Verdict, Extremes, Means, Cosine, Worst, Decades, Quantiles, Required):
+    register_statistic(_statistic)
 
 
 def _plain(chunk: ErrorChunk) -> bool:
@@ -228,12 +218,10 @@ def _plain(chunk: ErrorChunk) -> bool:
 
 
 def scan(pair: Pair, report: Report | None = None) -> dict[str, Any]:
-    """One pass over the pair: the figures of `SCANNED`, and the registered statistics'
-    under `statistics`. `report` is fed from its first failing chunk on (or from where the
-    caller began it)."""
-    verdict, *others = [statistic.for_pair(pair) for statistic in SCANNED]
+    """One pass over the pair: the figures of every statistic `when = "scanned"`. `report`
+    is fed from its first failing chunk on (or from where the caller began it)."""
+    verdict, *others = statistics = [s.for_pair(pair) for s in STATISTICS if s.when == "scanned"]
     assert isinstance(verdict, Verdict)
-    registered = [statistic.for_pair(pair) for statistic in STATISTICS]
     expect_whole = False  # the last float32 chunk needed float64 whole: so may this one
     with np.errstate(all="ignore"):  # float32 sums that overflow take float64's
         for start in pair.starts():
@@ -241,7 +229,7 @@ def scan(pair: Pair, report: Report | None = None) -> dict[str, Any]:
             if expect_whole and not (chunk.equal or _plain(chunk)):
                 expect_whole = False  # NaN, Inf or huge errors: the screen decides again
                 chunk = pair.chunk(start)
-            verdict.update(chunk)
+            updated(verdict, chunk)
             if report is not None:
                 if not report.active and verdict.failing:
                     report.begin(start)
@@ -249,9 +237,5 @@ def scan(pair: Pair, report: Report | None = None) -> dict[str, Any]:
                     report.add(chunk)
                     expect_whole = report.whole_next(chunk, expect_whole)
             for statistic in others:  # after the report's, which may compute it whole
-                statistic.update(chunk)
-            for mine in registered:  # a user's: what it raises names it
-                updated(mine, chunk)
-        figures = figures_of([verdict, *others])  # equal chunks' squares may overflow
-        figures["statistics"] = computed(registered)
-    return figures
+                updated(statistic, chunk)
+        return computed(statistics)  # (equal chunks' squares may overflow)

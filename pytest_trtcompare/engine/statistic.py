@@ -1,15 +1,14 @@
-"""A statistic of your own: one class, registered once, shown everywhere a result goes.
+"""Every statistic, the engine's and a user's: one class, registered once, shown everywhere a
+result goes.
 
-`Statistic` is the interface of every statistic of the engine (engine/accumulators.py,
-figures.py, decades.py, quantiles.py): `update(chunk)` for each chunk of the output pair,
-in any order; `merge(other)` for the same statistic of the chunks that follow (two halves
-give the figures of the whole); `compute()` for its figures, by the names in `figures`.
-The engine's own are listed in engine/scan.py (`SCANNED`, `REPORTED`): their figures are
-the fields of the output's result of the same names (`max_abs_error`, `histogram` ...).
-A subclass passed to `register_statistic` is fed by every comparison's scan, and its
-figures become attributes of the output's result (`result.outputs["logits"].rms_error`), a
-line of its failure report and of its pass line (`describe`), the accuracy record's
-`statistics` (the JSON report's) and the JUnit properties `trtcompare.<output>.<figure>`.
+`Statistic` is the interface: `update(chunk)` for each chunk of the output pair, in any
+order; `merge(other)` for the same statistic of the chunks that follow (two halves give the
+figures of the whole); `compute()` for its figures, by the names in `figures`. A subclass
+passed to `register_statistic` (the engine's own: engine/scan.py) is fed by every
+comparison's scan, and its figures become attributes of the output's result
+(`result.outputs["logits"].rms_error`), a line of its failure report and of its pass line
+(`describe`), figures of the accuracy record (the JSON report's) and the JUnit properties
+`trtcompare.<output>.<figure>`, as its class attributes declare.
 
 A chunk (engine/chunks.py `ErrorChunk`) holds the errors of the elements it compares
 (`compared` of them; NaN errors are counted apart): `chunk.whole_chunk()` gives them in
@@ -20,7 +19,6 @@ array namespace (numpy's, or torch's for a tensor on its device). A chunk of bit
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -37,8 +35,19 @@ __all__ = ["STATISTICS", "Statistic", "register_statistic"]
 class Statistic:
     """One statistic of an output pair (see the module's text)."""
 
-    #: the names of the figures `compute` gives: result attributes and record fields
+    #: the names of the figures `compute` gives: attributes of the output's result
     figures: ClassVar[tuple[str, ...]] = ()
+    #: "scanned": fed every chunk; "reported": a failure report's (engine/scan.py `Report`)
+    when: ClassVar[str] = "scanned"
+    #: figures' values where not computed (a figure without one is then no attribute)
+    defaults: ClassVar[Mapping[str, Any]] = {}
+    #: whether `describe` gives it a report line and its figures (floats) are the record's
+    #: `statistics` and JUnit properties by name (else engine/report.py lays them out)
+    line: ClassVar[bool] = True
+    #: figures the record holds as fields, by JUnit name ({"max_abs_error": "max_abs"})
+    record: ClassVar[Mapping[str, str]] = {}
+    #: figures equal across paths (the screen, torch, merged halves) to rounding only
+    rounded: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, tolerance: Tolerance) -> None:
         self.tolerance = tolerance
@@ -67,13 +76,6 @@ class Statistic:
 #: The registered statistics, in order: the scan feeds one of each to every output.
 STATISTICS: list[type[Statistic]] = []
 
-#: A figure's name is an attribute of the result and a JUnit property beside these.
-_TAKEN = (
-    {field.name for field in dataclasses.fields(OutputComparison)}
-    | {name for name in dir(OutputComparison) if not name.startswith("_")}
-    | {"max_abs", "max_rel", "check", "atol", "rtol", "record", *METRICS}
-)
-
 
 def register_statistic(statistic: type[Statistic]) -> type[Statistic]:
     """Feeds `statistic` to every comparison from now on (usable as a class decorator);
@@ -91,12 +93,33 @@ def register_statistic(statistic: type[Statistic]) -> type[Statistic]:
             f"{statistic.__name__}.figures must be a tuple of distinct names (identifiers), "
             f"e.g. ('rms_error',), got {names!r}"
         )
-    taken = sorted(set(names) & (_TAKEN | {n for s in STATISTICS for n in s.figures}))
-    if taken and statistic not in STATISTICS:
-        raise StatisticError(f"{statistic.__name__}.figures: {', '.join(taken)} already taken")
-    if statistic not in STATISTICS:
-        STATISTICS.append(statistic)
+    if statistic in STATISTICS:
+        return statistic
+    # the result's names (`margin`: Verdict's figure is its), JUnit's and the other figures
+    taken = {*OutputComparison.__dataclass_fields__, *dir(OutputComparison)} - {"margin"}
+    taken |= {"check", "atol", "rtol", "record", *record_keys().values(), *METRICS}
+    taken |= {n for s in STATISTICS for n in s.figures}
+    clash = sorted(set(names) & taken)
+    if clash:
+        raise StatisticError(f"{statistic.__name__}.figures: {', '.join(clash)} already taken")
+    STATISTICS.append(statistic)
     return statistic
+
+
+def defaults() -> dict[str, Any]:
+    """Every figure's value where it was not computed (`Statistic.defaults`)."""
+    return {name: value for s in STATISTICS for name, value in s.defaults.items()}
+
+
+def record_keys() -> dict[str, str]:
+    """The figures a record holds as fields of their own, by their JUnit property's name."""
+    return {name: key for s in STATISTICS for name, key in s.record.items()}
+
+
+def recorded(out: Any) -> dict[str, Any]:
+    """A result's figures that its record holds: its fields', then its `statistics`."""
+    lines = [n for s in STATISTICS if s.line for n in s.figures if n in out.figures]
+    return {n: getattr(out, n) for n in record_keys()} | {n: out.figures[n] for n in lines}
 
 
 def updated(statistic: Statistic, chunk: ErrorChunk) -> None:
@@ -107,16 +130,17 @@ def updated(statistic: Statistic, chunk: ErrorChunk) -> None:
         raise _failed(statistic, "update", exc) from exc
 
 
-def computed(statistics: list[Statistic]) -> dict[str, float]:
+def computed(statistics: list[Statistic]) -> dict[str, Any]:
     """Every statistic's figures, checked against its `figures`."""
-    found: dict[str, float] = {}
+    found: dict[str, Any] = {}
     for statistic in statistics:
         try:
             figures = dict(statistic.compute())
             expected = type(statistic).figures
             if set(figures) != set(expected):
                 raise StatisticError(f"gave {sorted(figures)}, its figures are {list(expected)}")
-            found.update((name, float(figures[name])) for name in expected)
+            line = statistic.line  # (a line's figures, and a record's `statistics`, are floats)
+            found.update((n, float(figures[n]) if line else figures[n]) for n in expected)
         except Exception as exc:
             raise _failed(statistic, "compute", exc) from exc
     return found

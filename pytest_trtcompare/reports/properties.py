@@ -18,11 +18,14 @@ LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
 def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple[str, Any]]:
     """JUnit properties, one name per output and field: trtcompare.<output>.passed, .failure
     (what failed where no error size says it), .max_abs, .max_rel, .margin, .check, .atol,
-    .rtol (each left out where it was not computed), .<metric> and .<metric>.margin, and .record
-    (every field as JSON, which the summary and JSON report read back). An output already
-    recorded in this test (`taken` names) gets '#2', '#3' ... after its name, in its record
-    too."""
+    .rtol (each left out where it was not computed), .<metric> and .<metric>.margin, other
+    figures by name, and .record (every field as JSON, which the summary and JSON report read
+    back). An output already recorded in this test (`taken` names) gets '#2', '#3' ... after
+    its name, in its record too."""
+    from ..engine import record_keys  # (the plugin imports this module: no numpy at its start)
+
     properties: list[tuple[str, Any]] = []
+    own = record_keys()  # (.max_abs, .max_rel)
     used = {key.removesuffix(RECORD_SUFFIX) for key in taken if key.endswith(RECORD_SUFFIX)}
     for record in items:
         prefix = f"{PROPERTY}.{record.output}"
@@ -37,8 +40,7 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
         if record.failure is not None:  # what failed where no error size says it
             properties.append((f"{prefix}.failure", record.failure))
         for key, value in (
-            ("max_abs", record.max_abs_error),
-            ("max_rel", record.max_rel_error),
+            *((key, record.figures.get(name)) for name, key in own.items()),
             ("margin", record.margin),
             ("check", record.check),
             ("atol", record.atol),
@@ -52,8 +54,9 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
             key = f"{prefix}.{metric['check']}"
             properties.append((key, json_number(metric["value"])))
             properties.append((f"{key}.margin", json_number(metric["margin"])))
-        for name, value in record.statistics.items():  # registered statistics' figures
-            properties.append((f"{prefix}.{name}", json_number(value)))
+        for name, value in record.figures.items():  # a registered statistic's
+            if name not in own:
+                properties.append((f"{prefix}.{name}", json_number(value)))
         record_json = _ENCODER.encode(record_fields(record))
         if reads_back_the_same(vars(record)):
             keep_built(record_json, record)
@@ -91,13 +94,15 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     """Whether reading a record's JSON back (summary.from_properties) gives values equal to
     its fields, of the same types: str, bool, None and finite floats (not ints, which it
     would make floats, but the count of iterations; not Inf or NaN, which travel as text;
-    not numpy's floats), no
-    metrics (their tuples would come back as lists), no registered statistics' figures,
-    and sources of str in key order."""
+    not numpy's floats), figures of those, no metrics (their tuples would come back as
+    lists), and sources of str in key order."""
     for key, value in fields.items():
         kind = type(value)
         if kind is float:
             if not math.isfinite(value):
+                return False
+        elif key == "figures":  # floats and None, as the fields
+            if not reads_back_the_same(value):
                 return False
         elif key == "tolerance_sources":
             if type(value) is not dict or list(value) != sorted(value):  # JSON sorts keys
@@ -107,9 +112,6 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
         elif key == "metrics":
             if value != ():
                 return False
-        elif key == "statistics":  # a registered statistic's figures: read back
-            if value:
-                return False
         elif key == "iterations":  # an int JSON gives back as it is (not one of NUMBERS)
             if kind is not int:
                 return False
@@ -118,15 +120,8 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     return True
 
 
-NUMBERS = (
-    "margin",
-    "max_abs_error",
-    "max_rel_error",
-    "atol",
-    "rtol",
-    "baseline_margin",
-    "checked_abs_error",
-)
+#: the record's fields that are numbers, beside its figures
+NUMBERS = ("margin", "atol", "rtol", "baseline_margin", "checked_abs_error")
 
 
 def json_number(value: float) -> float | str:
@@ -134,10 +129,17 @@ def json_number(value: float) -> float | str:
 
 
 def record_fields(record: Any) -> dict[str, Any]:
-    """A record's fields as JSON takes them: `dataclasses.asdict` deep-copies every field, a
-    third of a small test's reporting cost; the fields are read here without a copy (metrics'
-    dicts are copied by `jsonable`)."""
-    return jsonable(vars(record))
+    """A record's fields as JSON takes them, its figures as fields of their own or its
+    `statistics`: `dataclasses.asdict` deep-copies every field, a third of a small test's
+    reporting cost; the fields are read here without a copy (metrics' dicts are copied by
+    `jsonable`)."""
+    from ..engine import record_keys
+
+    own = record_keys()
+    data = {k: v for k, v in vars(record).items() if k != "figures"}
+    data.update((name, record.figures.get(name)) for name in own)
+    data["statistics"] = {k: v for k, v in record.figures.items() if k not in own}
+    return jsonable(data)
 
 
 def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:

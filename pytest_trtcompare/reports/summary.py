@@ -21,6 +21,8 @@ from ..engine import (
     listed,
     metric_bound,
     num,
+    record_keys,
+    recorded,
 )
 from ..session.layout import abbreviate, wrap
 from ..vocabulary import FP64
@@ -34,8 +36,6 @@ class Record:
     output: str
     passed: bool
     margin: float
-    max_abs_error: float | None  # None: no error computed (a shape, a name, every one NaN)
-    max_rel_error: float | None
     check: str | None  # None: a missing output, no tolerance applied
     atol: float | None
     rtol: float | None
@@ -70,11 +70,18 @@ class Record:
     #: elemwise and max, the mean's for mean, ...): what `trtcompare tolerances` learns
     #: from; None in reports before calibration
     checked_abs_error: float | None = None
-    #: the registered statistics' figures (engine/statistic.py), by name
-    statistics: dict[str, float] = field(default_factory=dict)
+    #: its figures (engine/statistic.py `recorded`), attributes too: `max_abs_error`,
+    #: `max_rel_error` (None: none computed: a shape, a name, every one NaN), `rms_error` ...
+    figures: dict[str, float | None] = field(default_factory=dict)
     #: the input iterations compared (iterations=N, a golden's, --trt-calibrate's draws);
     #: the figures are those of the worst
     iterations: int = 1
+
+    def __getattr__(self, name: str) -> Any:
+        """A figure, as an attribute (`record.max_abs_error`; None where not computed)."""
+        if name in record_keys() or name in self.__dict__.get("figures", ()):
+            return self.figures.get(name)
+        raise AttributeError(f"'Record' object has no attribute {name!r}")
 
 
 def records(
@@ -94,34 +101,27 @@ def records(
     view = result.layers
     names = list(result.outputs) if view is None else list(listed(result, verbosity).names)
     gating = set(names if view is None else view.gating(list(result.outputs)))
+    run: dict[str, Any] = dict(test=test, source=source, target=target, reference=reference)
+    run.update(target_ms=times[0], reference_ms=times[1], nodeid=nodeid)
+    run.update(target_runner=runners[0], reference_runner=runners[1])
     for name in names:
         output = result.outputs[name]
         out.append(
             Record(
-                test=test,
                 output=name,
                 passed=output.passed,
                 margin=output.margin,
-                max_abs_error=output.max_abs_error,
-                max_rel_error=output.max_rel_error,
                 checked_abs_error=output.required_atol,
                 check=output.tolerance.check,
                 atol=output.tolerance.atol,
                 rtol=output.tolerance.rtol,
-                source=source,
-                target=target,
-                reference=reference,
                 node=None if view is None else view.label(name),
                 gates=name in gating,
                 metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
                 failure=output.failure,
                 tolerance_sources=dict(sorted(entry_sources(output.tolerance).items())),
-                target_ms=times[0],
-                reference_ms=times[1],
-                nodeid=nodeid,
-                target_runner=runners[0],
-                reference_runner=runners[1],
-                statistics=dict(output.statistics),
+                figures=recorded(output),
+                **run,
             )
         )
     missing = [(name, "actual") for name in result.missing_in_actual]
@@ -129,24 +129,15 @@ def records(
     for name, side in missing:
         out.append(
             Record(
-                test=test,
                 output=name,
                 passed=False,
                 margin=math.inf,
-                max_abs_error=None,
-                max_rel_error=None,
                 check=None,
                 atol=None,
                 rtol=None,
-                source=source,
-                target=target,
-                reference=reference,
                 failure=f"missing output {name!r} in {side}",
-                target_ms=times[0],
-                reference_ms=times[1],
-                nodeid=nodeid,
-                target_runner=runners[0],
-                reference_runner=runners[1],
+                figures=dict.fromkeys(record_keys()),
+                **run,
             )
         )
     return out
@@ -163,13 +154,16 @@ def _parsed(value: str) -> Record:
 def record_of(fields: dict[str, Any]) -> Record:
     """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
     data = dict(fields)
-    missing = [name for name in _REQUIRED if name not in data]
+    own = record_keys()
+    missing = [name for name in (*_REQUIRED, *own) if name not in data]
     if missing:
         raise KeyError(f"a record of {data.get('test')!r} lacks {', '.join(missing)}")
-    for name in NUMBERS:  # non-finite numbers travel as "inf" / "nan" strings
+    for name in (*NUMBERS, *own):  # non-finite numbers travel as "inf" / "nan" strings
         if name in data:  # baseline_margin, checked_*: absent from earlier reports
             data[name] = None if data[name] is None else float(data[name])
-    data["statistics"] = {k: float(v) for k, v in data.get("statistics", {}).items()}
+    data["figures"] = {name: data.pop(name) for name in own} | {
+        k: float(v) for k, v in data.pop("statistics", {}).items()
+    }
     data["metrics"] = tuple(
         {**m, **{k: float(m[k]) for k in _METRIC_NUMBERS if k in m}}
         for m in data.get("metrics", ())
