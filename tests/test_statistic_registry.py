@@ -94,9 +94,12 @@ def test_a_statistic_defined_in_a_test_module_is_everywhere(pytester, xdist, reg
 def registered():
     """The registry, as it was again after the test (a pytester run in this process
     registers its module's statistic here too)."""
-    before = list(statistic.STATISTICS)
+    before = list(statistic.STATISTICS), dict(statistic.DEFAULTS), dict(statistic.RECORD_KEYS)
     yield statistic.STATISTICS
-    statistic.STATISTICS[:] = before
+    statistic.STATISTICS[:] = before[0]
+    for now, then in zip((statistic.DEFAULTS, statistic.RECORD_KEYS), before[1:], strict=True):
+        now.clear()
+        now.update(then)
 
 
 class Largest(Statistic):

@@ -25,7 +25,7 @@ from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
 from .results import ComparisonResult, OutputMismatchError
 from .staging import STAGING
-from .statistic import Statistic, record_keys, recorded, register_statistic
+from .statistic import RECORD_KEYS, Statistic, recorded, register_statistic
 from .tolerance import (
     FIELD_NAMES,
     MINIMUM_METRICS,
@@ -52,6 +52,7 @@ __all__ = [
     "METRICS",
     "MINIMUM_METRICS",
     "PRECISIONS",
+    "RECORD_KEYS",
     "RULES",
     "SHAPE_CHECKS",
     "STAGING",
@@ -89,7 +90,6 @@ __all__ = [
     "metric_bound",
     "num",
     "outputs_checked_by",
-    "record_keys",
     "recorded",
     "register_statistic",
     "shortest",

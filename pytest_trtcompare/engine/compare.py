@@ -31,7 +31,7 @@ from .quantiles import Quantiles
 from .report import plural
 from .results import ComparisonResult, OutputMismatchError
 from .scan import Pair, Report, scan
-from .statistic import defaults
+from .statistic import DEFAULTS
 from .tensors import placed_together
 from .tolerance import (
     Entry,
@@ -182,7 +182,7 @@ def _structure_result(name: str, structure: Structure, tol: Entry) -> OutputComp
         problem=structure.problem,
         failure=structure.problem,
         margin=0.0 if structure.problem is None else math.inf,
-        figures=defaults(),
+        figures=dict(DEFAULTS),
     )
 
 
@@ -231,7 +231,7 @@ def compare_one(
         squeezed = _squeezed(a_shape)
         if shape_check == "strict" or squeezed != _squeezed(e_shape):
             header.update(problem=f"shape {a_shape} differs from expected shape {e_shape}")
-            header.update(failure=f"shape {a_shape} vs {e_shape}", figures=defaults())
+            header.update(failure=f"shape {a_shape} vs {e_shape}", figures=dict(DEFAULTS))
             return OutputComparison(passed=False, margin=math.inf, **header)
         header["shape_note"] = _squeeze_note(a_shape, e_shape, squeezed)
         a, e = a.reshape(squeezed), e.reshape(squeezed)
@@ -366,7 +366,7 @@ def _values_result(
         required_atol=stat_abs,
         required_rtol=stat_rel,
         gated=gated,
-        figures=defaults() | figures,
+        figures=DEFAULTS | figures,
         **header,
     )
 
@@ -417,6 +417,6 @@ def _indices_result(a: Any, e: Any, tol: Tolerance, header: dict[str, Any]) -> O
         passed=stats.failing_rows == 0,
         margin=_ratio(stats.required_index_tolerance, tol.index_tolerance),
         indices=stats,
-        figures=defaults() | {"count": stats.rows, "mismatches": stats.failing_rows},
+        figures=DEFAULTS | {"count": stats.rows, "mismatches": stats.failing_rows},
         **header,
     )

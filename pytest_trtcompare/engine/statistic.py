@@ -75,6 +75,10 @@ class Statistic:
 
 #: The registered statistics, in order: the scan feeds one of each to every output.
 STATISTICS: list[type[Statistic]] = []
+#: Their `defaults`, every figure's value where it was not computed
+DEFAULTS: dict[str, Any] = {}
+#: Their `record`: the figures a record holds as fields of their own, by JUnit property
+RECORD_KEYS: dict[str, str] = {}
 
 
 def register_statistic(statistic: type[Statistic]) -> type[Statistic]:
@@ -97,29 +101,22 @@ def register_statistic(statistic: type[Statistic]) -> type[Statistic]:
         return statistic
     # the result's names (`margin`: Verdict's figure is its), JUnit's and the other figures
     taken = {*OutputComparison.__dataclass_fields__, *dir(OutputComparison)} - {"margin"}
-    taken |= {"check", "atol", "rtol", "record", *record_keys().values(), *METRICS}
+    taken |= {"check", "atol", "rtol", "record", *RECORD_KEYS.values(), *METRICS}
     taken |= {n for s in STATISTICS for n in s.figures}
     clash = sorted(set(names) & taken)
     if clash:
         raise StatisticError(f"{statistic.__name__}.figures: {', '.join(clash)} already taken")
     STATISTICS.append(statistic)
+    DEFAULTS.update(statistic.defaults)
+    RECORD_KEYS.update(statistic.record)
     return statistic
-
-
-def defaults() -> dict[str, Any]:
-    """Every figure's value where it was not computed (`Statistic.defaults`)."""
-    return {name: value for s in STATISTICS for name, value in s.defaults.items()}
-
-
-def record_keys() -> dict[str, str]:
-    """The figures a record holds as fields of their own, by their JUnit property's name."""
-    return {name: key for s in STATISTICS for name, key in s.record.items()}
 
 
 def recorded(out: Any) -> dict[str, Any]:
     """A result's figures that its record holds: its fields', then its `statistics`."""
-    lines = [n for s in STATISTICS if s.line for n in s.figures if n in out.figures]
-    return {n: getattr(out, n) for n in record_keys()} | {n: out.figures[n] for n in lines}
+    figures = out.figures
+    lines = [n for s in STATISTICS if s.line for n in s.figures if n in figures]
+    return {n: figures.get(n) for n in RECORD_KEYS} | {n: figures[n] for n in lines}
 
 
 def updated(statistic: Statistic, chunk: ErrorChunk) -> None:
@@ -137,10 +134,11 @@ def computed(statistics: list[Statistic]) -> dict[str, Any]:
         try:
             figures = dict(statistic.compute())
             expected = type(statistic).figures
-            if set(figures) != set(expected):
+            if figures.keys() != set(expected):
                 raise StatisticError(f"gave {sorted(figures)}, its figures are {list(expected)}")
-            line = statistic.line  # (a line's figures, and a record's `statistics`, are floats)
-            found.update((n, float(figures[n]) if line else figures[n]) for n in expected)
+            if statistic.line:  # (a line's figures, and a record's `statistics`, are floats)
+                figures = {name: float(figures[name]) for name in expected}
+            found.update(figures)
         except Exception as exc:
             raise _failed(statistic, "compute", exc) from exc
     return found

@@ -22,10 +22,9 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
     figures by name, and .record (every field as JSON, which the summary and JSON report read
     back). An output already recorded in this test (`taken` names) gets '#2', '#3' ... after
     its name, in its record too."""
-    from ..engine import record_keys  # (the plugin imports this module: no numpy at its start)
+    from ..engine import RECORD_KEYS as own  # (.max_abs, .max_rel; imported late: no numpy)
 
     properties: list[tuple[str, Any]] = []
-    own = record_keys()  # (.max_abs, .max_rel)
     used = {key.removesuffix(RECORD_SUFFIX) for key in taken if key.endswith(RECORD_SUFFIX)}
     for record in items:
         prefix = f"{PROPERTY}.{record.output}"
@@ -39,8 +38,9 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
         properties.append((f"{prefix}.passed", str(record.passed).lower()))
         if record.failure is not None:  # what failed where no error size says it
             properties.append((f"{prefix}.failure", record.failure))
+        figures = record.figures
         for key, value in (
-            *((key, record.figures.get(name)) for name, key in own.items()),
+            *[(key, figures.get(name)) for name, key in own.items()],
             ("margin", record.margin),
             ("check", record.check),
             ("atol", record.atol),
@@ -54,7 +54,7 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
             key = f"{prefix}.{metric['check']}"
             properties.append((key, json_number(metric["value"])))
             properties.append((f"{key}.margin", json_number(metric["margin"])))
-        for name, value in record.figures.items():  # a registered statistic's
+        for name, value in figures.items():  # a registered statistic's
             if name not in own:
                 properties.append((f"{prefix}.{name}", json_number(value)))
         record_json = _ENCODER.encode(record_fields(record))
@@ -133,13 +133,13 @@ def record_fields(record: Any) -> dict[str, Any]:
     `statistics`: `dataclasses.asdict` deep-copies every field, a third of a small test's
     reporting cost; the fields are read here without a copy (metrics' dicts are copied by
     `jsonable`)."""
-    from ..engine import record_keys
+    from ..engine import RECORD_KEYS as own
 
-    own = record_keys()
-    data = {k: v for k, v in vars(record).items() if k != "figures"}
-    data.update((name, record.figures.get(name)) for name in own)
-    data["statistics"] = {k: v for k, v in record.figures.items() if k not in own}
-    return jsonable(data)
+    fields = jsonable(vars(record))
+    figures = fields.pop("figures")
+    fields.update([(name, figures.pop(name, None)) for name in own])
+    fields["statistics"] = figures
+    return fields
 
 
 def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,7 +149,7 @@ def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
         else [jsonable(m) for m in v]
         if k == "metrics"
         else jsonable(v)
-        if k == "statistics"
+        if k == "figures"
         else v
         for k, v in data.items()
     }

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import (
+    RECORD_KEYS,
     THRESHOLD_CHECKS,
     ComparisonResult,
     against,
@@ -21,7 +22,6 @@ from ..engine import (
     listed,
     metric_bound,
     num,
-    record_keys,
     recorded,
 )
 from ..session.layout import abbreviate, wrap
@@ -79,7 +79,7 @@ class Record:
 
     def __getattr__(self, name: str) -> Any:
         """A figure, as an attribute (`record.max_abs_error`; None where not computed)."""
-        if name in record_keys() or name in self.__dict__.get("figures", ()):
+        if name in RECORD_KEYS or name in self.__dict__.get("figures", ()):
             return self.figures.get(name)
         raise AttributeError(f"'Record' object has no attribute {name!r}")
 
@@ -136,7 +136,7 @@ def records(
                 atol=None,
                 rtol=None,
                 failure=f"missing output {name!r} in {side}",
-                figures=dict.fromkeys(record_keys()),
+                figures=dict.fromkeys(RECORD_KEYS),
                 **run,
             )
         )
@@ -154,7 +154,7 @@ def _parsed(value: str) -> Record:
 def record_of(fields: dict[str, Any]) -> Record:
     """A record from its JSON fields (a property's, or one of a JSON report's `outputs`)."""
     data = dict(fields)
-    own = record_keys()
+    own = RECORD_KEYS
     missing = [name for name in (*_REQUIRED, *own) if name not in data]
     if missing:
         raise KeyError(f"a record of {data.get('test')!r} lacks {', '.join(missing)}")
