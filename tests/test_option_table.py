@@ -13,7 +13,7 @@ import pytest
 
 from pytest_trtcompare.cli import main
 from pytest_trtcompare.session.option_table import OPTIONS, Option, resolve
-from tests.pytester_helpers import XDIST, run
+from tests.pytester_helpers import XDIST_SLOW, run
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -141,7 +141,7 @@ def declaring_project(pytester):
 
 
 @pytest.mark.scenario
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
 def test_an_option_declared_in_a_test_module_is_a_flag_ini_key_marker_argument_and_keyword(
     declaring_project, xdist
 ):
