@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -201,9 +202,22 @@ def runner_factory(name: str) -> Callable[..., Runner]:
 def runner_options(name: str) -> tuple[str, ...] | None:
     """The options runner `name` takes (after model and precision); None when it takes any."""
     try:
-        signature = inspect.signature(runner_factory(framework_of(name)))
-    except (TypeError, ValueError, FrameworkUnavailable):
-        return None  # not introspectable, or not installed: creating it will say so
+        factory = runner_factory(framework_of(name))
+    except FrameworkUnavailable:
+        return None  # not installed: creating it will say so
+    try:
+        return _constructor_options(factory)
+    except TypeError:  # an unhashable callable object as a factory: read it each time
+        return _constructor_options.__wrapped__(factory)
+
+
+@functools.cache
+def _constructor_options(factory: Callable[..., Runner]) -> tuple[str, ...] | None:
+    """A factory's keyword options, read once: the session asks per item which it takes."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None  # not introspectable
     parameters = list(signature.parameters.values())
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return None
