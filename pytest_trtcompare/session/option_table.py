@@ -78,14 +78,6 @@ class Option:
     def ini_default(self) -> Any:
         return {"bool": False, "linelist": []}.get(self.ini_type or "", "")
 
-    def checked(self, value: Any, where: str) -> Any:
-        """`value` when it is one of `choices` (or there are none); ValueError naming `where`
-        (a flag, an ini key, a marker argument) and what it takes."""
-        if self.choices is None or value in self.choices:
-            return value
-        takes = (", " if len(self.choices) > 2 else " or ").join(self.choices)
-        raise ValueError(f"{where} = {value!r}: takes {takes}")
-
 
 def _artifacts_mode(text: str) -> str:
     """--trt-artifacts takes a mode; a folder given to it (the old --trtcompare-artifacts
@@ -374,10 +366,6 @@ def marker_options() -> list[Option]:
     return [declared for declared in OPTIONS if declared.marker]
 
 
-def call_options() -> list[Option]:
-    return [declared for declared in OPTIONS if declared.call]
-
-
 def ini_defaults() -> dict[str, Any]:
     """ini key -> its default: a run that sets one to another value uses the plugin from
     pytest_configure on (plugin/__init__.py)."""
@@ -390,15 +378,17 @@ def session_values(
     flag_value: Callable[[Option], Any], ini_text: Callable[[Option], str]
 ) -> dict[str, tuple[Any, Any]]:
     """Each option with choices that the test can also give: (its flag's value, its ini key's
-    value), the ini's checked (the flag's argparse checked); None where unset. The test's
-    own value goes between them or before them (`resolve`)."""
+    value), the ini's checked (the flag's argparse checked; ValueError naming the ini key and
+    what it takes); None where unset. The test's own value goes between them or before them
+    (`resolve`)."""
     found = {}
     for declared in OPTIONS:
         if declared.choices is None or declared.flag is None:
             continue
         ini = (ini_text(declared).strip() or None) if declared.ini else None
-        if ini is not None:
-            declared.checked(ini, f"ini {declared.ini}")
+        if ini is not None and ini not in declared.choices:
+            takes = (", " if len(declared.choices) > 2 else " or ").join(declared.choices)
+            raise ValueError(f"ini {declared.ini} = {ini!r}: takes {takes}")
         found[declared.name] = (flag_value(declared), ini)
     return found
 

@@ -134,11 +134,6 @@ def parse_tolerance_fields(text: str, where: str) -> dict[str, Any]:
     return fields
 
 
-def parse_tolerance_table(lines: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The tolerance fields of the ini key `trtcompare_tolerances` (see `parse_ini_tolerances`)."""
-    return parse_ini_tolerances(lines)[0]
-
-
 def parse_ini_tolerances(
     lines: Iterable[str],
 ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[Tolerance, ...]]]:
@@ -224,7 +219,10 @@ class ToleranceSettings:
         check. Each field names its source. `shared`: the kept table itself, for a caller
         that only reads it (else a copy)."""
         calibrated = self.calibrated.get(test or "", {}) if tolerance is None else {}
-        key = _resolve_key(precision, tolerance, source, call_fields)
+        # the cache key, or None where none is kept: a tolerance object or a field value that
+        # is no plain scalar (the table would not be the same for another)
+        fields = None if tolerance is not None else fields_key(call_fields)
+        key: Hashable | None = None if fields is None else (precision, source, fields)
         key = (key, test) if calibrated and key is not None else key
         known = self._resolved.get(key) if key is not None else None
         if known is None:
@@ -274,17 +272,6 @@ def _calibrated(entry: Entry, fields: Mapping[str, float], source: str) -> Entry
         return entry.replace(**fields).sourced(source, fields)
     first, *rest = entry
     return (first.replace(**fields).sourced(source, fields), *rest)
-
-
-def _resolve_key(
-    precision: str, tolerance: ToleranceSpec, source: str, call_fields: Mapping[str, Any]
-) -> Hashable | None:
-    """The cache key of a resolution, or None where one is not kept: a tolerance object or
-    a field value that is no plain scalar (the table would not be the same for another)."""
-    if tolerance is not None:
-        return None
-    fields = fields_key(call_fields)
-    return None if fields is None else (precision, source, fields)
 
 
 _SHAPE_ENTRY = re.compile(r"\s*([^\s:,]+):(\[[^\]]*\]|\d+(?:x\d+)*)\s*(?:,|$|\s)")

@@ -35,8 +35,6 @@ from .marker_values import (
 )
 from .option_table import marker_options
 
-Shapes = Mapping[str, tuple[int, ...]]
-
 
 @dataclass(frozen=True)
 class CompareSpec:
