@@ -44,7 +44,8 @@ def _flag_attributes(declared: Option) -> dict[str, Any]:
         attrs["action"] = "append"
     if declared.renamed:  # the deprecated alias noted in the help and on use
         attrs["help"] += names.deprecated_note(declared.flag or "")
-        return names.flag(**attrs) if declared.kind == "flag" else names.value(**attrs)
+        attrs["action"] = names.NamedOption  # stores the value; a flag's True (names.flag)
+        return names.flag(**attrs) if declared.kind == "flag" else attrs
     if declared.kind == "flag":
         attrs["action"] = "store_true"
     return attrs
@@ -64,8 +65,7 @@ def add_options(parser: pytest.Parser) -> None:
             default = defaults[declared.ini]  # a copy of a list: addinivalue_line appends
             parser.addini(
                 declared.ini,
-                declared.ini_help
-                or (f"default of {declared.flag}" if declared.flag else declared.help),
+                declared.ini_help,
                 type=declared.ini_type,  # type: ignore[arg-type]
                 default=list(default) if isinstance(default, list) else default,
             )

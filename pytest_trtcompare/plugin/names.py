@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ..session import option_table
 from ..session.option_table import marker_options
 
 #: Our markers, registered in pytest_configure (read before anything heavy is imported).
@@ -87,11 +88,6 @@ def flag(**attrs: Any) -> dict[str, Any]:
     return {"action": NamedOption, "nargs": 0, "default": False, **attrs}
 
 
-def value(**attrs: Any) -> dict[str, Any]:
-    """The attributes of a store option that notes its deprecated name."""
-    return {"action": NamedOption, **attrs}
-
-
 def warn_deprecated(config: pytest.Config) -> None:
     """One warning per deprecated name used, on the controller only (xdist workers parse the
     same command line). Warning filters that make it an error give a usage error saying so."""
@@ -137,13 +133,11 @@ def update_goldens_owned_elsewhere(parser: pytest.Parser, skip: Any = None) -> b
     return False
 
 
-UPDATE_HELP = "write or refresh the golden outputs of the tests that run"
-
-
 def add_update_goldens(group: Any, alias: bool) -> None:
     flags = (UPDATE_GOLDENS, UPDATE_GOLDENS_ALIAS) if alias else (UPDATE_GOLDENS,)
     note = deprecated_note(UPDATE_GOLDENS) if alias else ""
-    group.addoption(*flags, **flag(dest="trtcompare_update_goldens", help=UPDATE_HELP + note))
+    declared = option_table.option("update_goldens")
+    group.addoption(*flags, **flag(dest=declared.attribute, help=declared.help + note))
 
 
 def _ours(group: Any) -> Any:
