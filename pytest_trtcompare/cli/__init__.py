@@ -91,6 +91,16 @@ def _saved_inputs(path: Path) -> Golden | None:
     return Golden({}, feeds[0], {"source": "polygraphy --save-inputs"}, path, later=later)
 
 
+#: The tolerance options of diff and check: argument -> the Tolerance field it sets, and its
+#: argparse attributes.
+_TOLERANCE_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "atol": ("atol", {"type": float}),
+    "rtol": ("rtol", {"type": float}),
+    "check_error_stat": ("check", {"choices": STAT_CHECKS}),
+    "rule": ("rule", {"choices": RULES}),
+}
+
+
 def _offered(command: str) -> list[Any]:
     return [declared for declared in option_table.OPTIONS if command in declared.cli]
 
@@ -100,11 +110,6 @@ def _options(args: argparse.Namespace, command: str) -> dict[str, Any]:
     default where not given): keywords of compare_outputs."""
     given = {declared.name: getattr(args, declared.name) for declared in _offered(command)}
     return comparison_options(given, {})
-
-
-def _given_options(args: argparse.Namespace) -> list[str]:
-    names = ("atol", "rtol", "check_error_stat", "rule")
-    return [name for name in names if getattr(args, name) is not None]
 
 
 def _value_range(array: np.ndarray) -> str:
@@ -128,12 +133,7 @@ def _value_range(array: np.ndarray) -> str:
 
 def _tolerance_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The tolerance options given (--atol, --rtol, --check-error-stat, --rule)."""
-    given = (
-        ("atol", args.atol),
-        ("rtol", args.rtol),
-        ("check", args.check_error_stat),
-        ("rule", args.rule),
-    )
+    given = ((key, getattr(args, name)) for name, (key, _) in _TOLERANCE_OPTIONS.items())
     return {key: value for key, value in given if value is not None}
 
 
@@ -164,7 +164,8 @@ def _diff(args: argparse.Namespace) -> int:
     b = load_reference(Path(args.b), runner=args.runner)
     stored, source = _stored_tolerance([(args.b, b), (args.a, a)])
     fields = _tolerance_fields(args)
-    given = ", ".join(f"--{name.replace('_', '-')}" for name in _given_options(args))
+    named = (name for name in _TOLERANCE_OPTIONS if getattr(args, name) is not None)
+    given = ", ".join(f"--{name.replace('_', '-')}" for name in named)
     table = ToleranceTable(stored, "golden")
     if fields:
         table.override(fields, strict=True, source="option")
@@ -199,14 +200,10 @@ class _CommandGoldens:
         self.update_missing = bool(args.update_missing)
         given = (
             ("precision", None if args.precision == "fp32" else args.precision),
-            ("atol", args.atol),
-            ("rtol", args.rtol),
-            ("check-error-stat", args.check_error_stat),
-            ("rule", args.rule),
-            ("runner", args.runner),
-            *((o.name.replace("_", "-"), getattr(args, o.name)) for o in _offered("check")),
+            *((name, getattr(args, name)) for name in (*_TOLERANCE_OPTIONS, "runner")),
+            *((o.name, getattr(args, o.name)) for o in _offered("check")),
         )
-        options = [f"--{option}={value}" for option, value in given if value is not None]
+        options = [f"--{k.replace('_', '-')}={value}" for k, value in given if value is not None]
         words = ["trtcompare", "check", args.golden, args.outputs, *options, "--update"]
         self.hint = shlex.join(words)
 
@@ -419,10 +416,8 @@ def _comparison_options(parser: argparse.ArgumentParser, command: str) -> None:
             choices=declared.choices,
             help=f"{declared.help} (pytest: {declared.flag})",
         )
-    parser.add_argument("--atol", type=float)
-    parser.add_argument("--rtol", type=float)
-    parser.add_argument("--check-error-stat", choices=STAT_CHECKS)
-    parser.add_argument("--rule", choices=RULES)
+    for name, (_, attributes) in _TOLERANCE_OPTIONS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", **attributes)
     parser.add_argument("--runner", help="Polygraphy JSON: which runner (default: the first)")
     parser.add_argument("-v", "--verbose", action="count", default=0)
     parser.add_argument(
