@@ -6,12 +6,13 @@ settings object to whoever needs it. A bad value is a usage error (exit 4) namin
 
 from __future__ import annotations
 
+import functools
 import shlex
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -19,6 +20,7 @@ from ..engine import Tolerance
 from ..errors import RunnerOptionError, ToleranceError, UnknownFrameworkError
 from ..runners import canonical_framework, check_framework_name
 from ..session.devices import parse_device
+from ..session.option_table import option as declared_option
 from ..session.option_table import resolve, session_values
 from ..session.settings import (
     ToleranceSettings,
@@ -42,7 +44,6 @@ class Settings:
     tolerances: ToleranceSettings
     update_goldens: bool
     update_goldens_missing: bool  # write goldens that do not exist; leave the others alone
-    update_flag: str  # "--trt-update-goldens", what a printed command writes
     repeat_options: tuple[str, ...]  # what a printed pytest command must repeat (ids, places)
     prune_goldens: bool
     strict_goldens: bool  # unused goldens fail the session
@@ -66,15 +67,12 @@ class Settings:
     calibration: CalibrationSettings | None = None  # the tolerance file, --trt-calibrate
     device: str | None = None  # --trt-device, ini trtcompare_device (`_device`)
     worker: str | None = None  # this process's pytest-xdist worker id ('gw3'), else None
+    update_flag: ClassVar[str] = UPDATE_GOLDENS  # what a printed command writes
 
     @property
     def artifacts_mode(self) -> str:
         """--trt-artifacts > ini trtcompare_artifacts_mode > failed."""
         return str(resolve("artifacts", None, self.values))
-
-
-def _usage(message: str) -> pytest.UsageError:
-    return pytest.UsageError(message)
 
 
 def _path(config: pytest.Config, option: str, ini: str | None = None) -> Path | None:
@@ -85,6 +83,17 @@ def _path(config: pytest.Config, option: str, ini: str | None = None) -> Path | 
     return (config.rootpath / str(text)).resolve() if text else None
 
 
+def _flag(config: pytest.Config, name: str, parse: Callable[[Any], Any]) -> Any:
+    """Option `name`'s flag value through `parse`, None where not given; a ValueError of
+    `parse` is a usage error naming the flag and its value."""
+    declared = declared_option(name)
+    value = config.getoption(declared.attribute)
+    try:
+        return None if value is None else parse(value)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{declared.flag}={value}: {exc}") from None
+
+
 def _precisions(config: pytest.Config) -> tuple[str, ...]:
     given = config.getoption("trt_precision")
     if given:  # --trt-precision fp16 --trt-precision bf16: both
@@ -92,27 +101,20 @@ def _precisions(config: pytest.Config) -> tuple[str, ...]:
     try:
         return parse_precisions(str(config.getini("trtcompare_precisions")))
     except ValueError as exc:
-        raise _usage(f"ini trtcompare_precisions: {exc}") from None
+        raise pytest.UsageError(f"ini trtcompare_precisions: {exc}") from None
 
 
-#: Tolerance fields the command line sets: field, option dest, flag.
-_TOLERANCE_FLAGS = (
-    ("atol", "trt_atol", "--trt-atol"),
-    ("rtol", "trt_rtol", "--trt-rtol"),
-    ("check", "trt_check_error_stat", "--trt-check-error-stat"),
-)
+def _tolerance_field(key: str, value: Any) -> Any:
+    """A tolerance flag's value, checked (under its own flag) as the Tolerance field `key`."""
+    return getattr(Tolerance(**{key: value}), key)
 
 
 def _tolerances(config: pytest.Config, calibration: CalibrationSettings) -> ToleranceSettings:
     command_line = {}
-    for name, dest, flag in _TOLERANCE_FLAGS:
-        value = config.getoption(dest)
+    for name, key in (("atol", "atol"), ("rtol", "rtol"), ("check_error_stat", "check")):
+        value = _flag(config, name, functools.partial(_tolerance_field, key))
         if value is not None:
-            try:
-                Tolerance(**{name: value})  # each value checked under its own flag
-            except ToleranceError as exc:
-                raise _usage(f"{flag}={value}: {exc}") from None
-            command_line[name] = value
+            command_line[key] = value
     try:
         table, ini_metrics = parse_ini_tolerances(config.getini("trtcompare_tolerances"))
         metrics = parse_metrics(config.getoption("trt_check") or [], "--trt-check")
@@ -126,7 +128,7 @@ def _tolerances(config: pytest.Config, calibration: CalibrationSettings) -> Tole
         )
         settings.resolve("fp32")
     except ToleranceError as exc:
-        raise _usage(str(exc)) from None
+        raise pytest.UsageError(str(exc)) from None
     return settings
 
 
@@ -136,12 +138,14 @@ def _frameworks(config: pytest.Config) -> tuple[str, ...] | None:
         return None
     given = [n.strip() for n in str(text).split(",") if n.strip()]
     if not given:  # `--trt-frameworks=` filtered nothing, silently
-        raise _usage("--trt-frameworks is empty: give one or more names (trt,onnxrt,torch ...)")
+        raise pytest.UsageError(
+            "--trt-frameworks is empty: give one or more names (trt,onnxrt,torch ...)"
+        )
     for name in given:
         try:
             check_framework_name(name)
         except UnknownFrameworkError as exc:
-            raise _usage(f"--trt-frameworks: {exc}") from None
+            raise pytest.UsageError(f"--trt-frameworks: {exc}") from None
     return tuple(dict.fromkeys(canonical_framework(name) for name in given))
 
 
@@ -151,7 +155,7 @@ def _values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
             lambda o: config.getoption(o.attribute), lambda o: str(config.getini(o.ini or ""))
         )
     except ValueError as exc:
-        raise _usage(str(exc)) from None
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _device(config: pytest.Config) -> str | None:
@@ -165,34 +169,13 @@ def _device(config: pytest.Config) -> str | None:
     try:
         return parse_device(text, where)
     except RunnerOptionError as exc:
-        raise _usage(str(exc)) from None
+        raise pytest.UsageError(str(exc)) from None
 
 
-def _suite(config: pytest.Config) -> str:
-    """ini trtcompare_suite, else the rootdir's folder name: the same on every machine and
-    shard of one suite (a checkout folder that differs, as Jenkins' `suite@2`, needs the ini)."""
-    return str(config.getini("trtcompare_suite")).strip() or config.rootpath.name
-
-
-def _overrides(config: pytest.Config) -> dict[str, Any]:
-    """--trt-input-shapes, --trt-seed, --trt-val-range, checked."""
-    found: dict[str, Any] = {}
-    for option, key, parse in (
-        ("trt_input_shapes", "input_shapes", parse_input_shapes),
-        ("trt_val_range", "val_range", parse_val_range),
-    ):
-        text = config.getoption(option)
-        if text is not None:
-            try:
-                found[key] = parse(str(text))
-            except ValueError as exc:
-                raise _usage(f"--{option.replace('_', '-')}={text}: {exc}") from None
-    seed = config.getoption("trt_seed")
-    if seed is not None:
-        if seed < 0:
-            raise _usage(f"--trt-seed={seed}: the seed must be >= 0")
-        found["seed"] = seed
-    return found
+def _seed(seed: int) -> int:
+    if seed < 0:
+        raise ValueError("the seed must be >= 0")
+    return seed
 
 
 #: Ini keys that item ids and golden paths depend on: a printed command repeats their -o.
@@ -204,17 +187,19 @@ def _check_writable(path: Path) -> None:
     tests (a CI job would pass without its report): not a folder, under folders (made if
     missing) and in one this user may write."""
     if path.is_dir():
-        raise _usage(f"--trt-report={path} is a directory; give a file name")
+        raise pytest.UsageError(f"--trt-report={path} is a directory; give a file name")
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
-        raise _usage(f"--trt-report={path}: {folder} is a file, not a folder")
+        raise pytest.UsageError(f"--trt-report={path}: {folder} is a file, not a folder")
     try:  # os.access says yes to root where the filesystem says no (/proc, read-only)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise _usage(f"--trt-report={path}: cannot write in {folder} ({exc.strerror})") from None
+        raise pytest.UsageError(
+            f"--trt-report={path}: cannot write in {folder} ({exc.strerror})"
+        ) from None
 
 
 def _check_folder(root: Path, config: pytest.Config) -> None:
@@ -223,7 +208,7 @@ def _check_folder(root: Path, config: pytest.Config) -> None:
     if blocked is not None:
         given = config.getoption("trtcompare_goldens_dir")
         where = f"--trt-goldens-dir={given}" if given else "ini trtcompare_goldens_dir"
-        raise _usage(f"{where}: {blocked} is a file, not a folder")
+        raise pytest.UsageError(f"{where}: {blocked} is a file, not a folder")
 
 
 def build_settings(config: pytest.Config) -> Settings:
@@ -255,7 +240,6 @@ def build_settings(config: pytest.Config) -> Settings:
         tolerances=_tolerances(config, calibration),
         update_goldens=bool(config.getoption("trtcompare_update_goldens")),
         update_goldens_missing=bool(config.getoption("trtcompare_update_goldens_missing")),
-        update_flag=UPDATE_GOLDENS,
         repeat_options=tuple(repeat),
         prune_goldens=bool(config.getoption("trtcompare_prune_goldens")),
         strict_goldens=bool(
@@ -273,10 +257,14 @@ def build_settings(config: pytest.Config) -> Settings:
         rootpath=Path(config.rootpath),
         library_tracebacks=config.option.tbstyle == "long" or int(config.option.verbose) >= 2,
         values=_values(config),
-        suite=_suite(config),
+        # ini trtcompare_suite, else the rootdir's folder name: the same on every machine and
+        # shard of one suite (a checkout folder that differs, as Jenkins' `suite@2`, needs it)
+        suite=str(config.getini("trtcompare_suite")).strip() or config.rootpath.name,
         drift=drift_settings(config),
         calibration=calibration,
         device=_device(config),
         worker=getattr(config, "workerinput", {}).get("workerid"),
-        **_overrides(config),
+        input_shapes=_flag(config, "input_shapes", parse_input_shapes),
+        val_range=_flag(config, "val_range", parse_val_range),
+        seed=_flag(config, "seed", _seed),
     )
