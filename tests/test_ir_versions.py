@@ -14,7 +14,7 @@ from onnx import helper
 
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import ModelLoadError
-from pytest_trtcompare.runners.onnx_versions import (
+from pytest_trtcompare.runners.onnx_runner import (
     ORT_TABLE,
     onnx_reference_versions,
     onnxruntime_versions,

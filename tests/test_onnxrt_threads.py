@@ -13,7 +13,7 @@ import pytest
 
 from pytest_trtcompare import runners
 from pytest_trtcompare.errors import RunnerOptionError
-from pytest_trtcompare.runners.onnxrt_options import QUIET_THREADS
+from pytest_trtcompare.runners.onnxrt import QUIET_THREADS
 
 from .onnx_models import layer_chain
 

@@ -58,7 +58,7 @@ _LAZY = {
     "node_scopes": "onnx_scopes",
     "scope_names": "onnx_scopes",
     "topological_sort": "float16_repair",
-    "session_options_key": "onnxrt_options",
+    "session_options_key": "onnxrt",
     "visible_device_count": "cuda",
 }
 
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
         scope_names,
         subgraph_scopes,
     )
-    from .onnxrt_options import session_options_key
+    from .onnxrt import session_options_key
     from .precision import convert_mixed, name_unnamed_nodes
     from .registry import (
         DEBUG_PRECISION_RUNNER,

@@ -15,8 +15,7 @@ import onnx
 from ..errors import ModelLoadError, PrecisionUnsupported
 from .float16_repair import implicit_inputs, topological_sort
 from .onnx_graph import value_spec
-from .onnx_runner import OnnxModelRunner
-from .onnx_versions import RuntimeVersions, onnx_reference_versions
+from .onnx_runner import OnnxModelRunner, RuntimeVersions, onnx_reference_versions
 
 
 def _in_order(graph: onnx.GraphProto) -> bool:
