@@ -4,21 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-from dataclasses import dataclass
 
 from .registry import libraries
-
-
-@dataclass(frozen=True)
-class FrameworkStatus:
-    name: str
-    distribution: str
-    version: str | None
-    reason: str | None  # why it is unavailable; None when available
-
-    @property
-    def available(self) -> bool:
-        return self.reason is None
 
 
 def _version(distributions: tuple[str, ...]) -> str | None:
@@ -28,21 +15,6 @@ def _version(distributions: tuple[str, ...]) -> str | None:
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
-
-
-def framework_status() -> list[FrameworkStatus]:
-    """Installed frameworks and, for the others, why not and how to install them."""
-    found = []
-    for library in libraries():
-        name, distribution = library.name, library.distributions[0]
-        if importlib.util.find_spec(name) is None:
-            reason = f"not installed ({library.install_hint})"
-            found.append(FrameworkStatus(name, distribution, None, reason))
-            continue
-        version = _version(library.distributions) or "unknown"
-        problem = _device_problem() if library.needs_cuda else None
-        found.append(FrameworkStatus(name, distribution, version, problem))
-    return found
 
 
 def _device_problem() -> str | None:
@@ -58,8 +30,17 @@ def _device_problem() -> str | None:
 
 
 def header_line() -> str:
-    statuses = framework_status()
-    have = ", ".join(f"{s.name} {s.version}" for s in statuses if s.available)
-    missing = "; ".join(f"{s.name}: {s.reason}" for s in statuses if not s.available)
-    line = f"trtcompare frameworks: {have or 'none'}"
-    return f"{line}; unavailable: {missing}" if missing else line
+    """Installed frameworks and, for the others, why not and how to install them."""
+    have, missing = [], []
+    for library in libraries():
+        if importlib.util.find_spec(library.name) is None:
+            missing.append(f"{library.name}: not installed ({library.install_hint})")
+            continue
+        version = _version(library.distributions) or "unknown"
+        problem = _device_problem() if library.needs_cuda else None
+        if problem is None:
+            have.append(f"{library.name} {version}")
+        else:
+            missing.append(f"{library.name}: {problem}")
+    line = f"trtcompare frameworks: {', '.join(have) or 'none'}"
+    return f"{line}; unavailable: {'; '.join(missing)}" if missing else line
