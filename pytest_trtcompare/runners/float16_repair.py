@@ -9,6 +9,7 @@ body; and it leaves `Cast(to=FLOAT)` nodes whose outputs it retyped to float16.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 
@@ -26,7 +27,7 @@ def repair(model: onnx.ModelProto) -> None:
     """Fix what the float16 converter leaves: Casts outside the body whose value they read,
     stale Cast targets and node order."""
     move_casts_into_bodies(model.graph)
-    for graph in _graphs(model.graph):
+    for graph in all_graphs(model.graph):
         types = {
             vi.name: vi.type.tensor_type.elem_type
             for vi in [*graph.value_info, *graph.input, *graph.output]
@@ -57,10 +58,8 @@ def move_casts_into_bodies(graph: onnx.GraphProto) -> None:
             body = homes[node.input[0]]
             nodes = list(body.node)
             at = next((i + 1 for i, n in enumerate(nodes) if node.input[0] in n.output), 0)
-            copy = onnx.NodeProto()
-            copy.CopyFrom(node)
             del body.node[:]
-            body.node.extend([*nodes[:at], copy, *nodes[at:]])
+            body.node.extend([*nodes[:at], copy.deepcopy(node), *nodes[at:]])
             graph.node.remove(node)
             for info in [vi for vi in graph.value_info if vi.name == node.output[0]]:
                 body.value_info.append(info)
@@ -75,18 +74,18 @@ def bodies(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
         yield from attribute.graphs
 
 
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+def all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
     """The graph and every subgraph inside it."""
     yield graph
     for node in graph.node:
         for sub in bodies(node):
-            yield from _graphs(sub)
+            yield from all_graphs(sub)
 
 
 def _body_values(graph: onnx.GraphProto) -> dict[str, onnx.GraphProto]:
     """Each name defined inside a subgraph of `graph` (at any depth) -> that subgraph."""
     homes: dict[str, onnx.GraphProto] = {}
-    for body in list(_graphs(graph))[1:]:
+    for body in list(all_graphs(graph))[1:]:
         names = [vi.name for vi in body.input] + [t.name for t in body.initializer]
         for name in [*names, *(out for node in body.node for out in node.output)]:
             homes[name] = body
@@ -164,9 +163,7 @@ def topological_sort(graph: onnx.GraphProto) -> None:
             ordered.extend(progress)
             break
         pending = progress
-    copies = [onnx.NodeProto() for _ in ordered]
-    for copy, node in zip(copies, ordered, strict=True):
-        copy.CopyFrom(node)
+    copies = [copy.deepcopy(node) for node in ordered]
     del graph.node[:]
     graph.node.extend(copies)
 

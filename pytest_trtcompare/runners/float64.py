@@ -13,12 +13,12 @@ which is why the anchor of an ONNX reference is onnx.reference.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
 
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .float16_repair import bodies
+from .float16_repair import all_graphs
 
 FLOAT, DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
 #: Nodes whose attribute names the type they make.
@@ -38,49 +38,30 @@ SUFFIX = "__fp64"
 
 def to_float64(model: onnx.ModelProto) -> onnx.ModelProto:
     """A float64 copy of `model` (see the module)."""
-    proto = onnx.ModelProto()
-    proto.CopyFrom(model)
+    proto = copy.deepcopy(model)
     graph = proto.graph
-    renamed = {}
-    casts = []
-    for value in graph.input:
-        if value.type.tensor_type.elem_type == FLOAT and not _is_initializer(graph, value.name):
-            renamed[value.name] = value.name + SUFFIX
-            casts.append(
-                helper.make_node(
-                    "Cast", [value.name], [renamed[value.name]], to=DOUBLE, name=renamed[value.name]
-                )
-            )
-    for sub in _graphs(graph):
+    weights = {init.name for init in graph.initializer}
+    renamed = {
+        value.name: value.name + SUFFIX
+        for value in graph.input
+        if value.type.tensor_type.elem_type == FLOAT and value.name not in weights
+    }
+    casts = [
+        helper.make_node("Cast", [old], [new], to=DOUBLE, name=new) for old, new in renamed.items()
+    ]
+    for sub in all_graphs(graph):
         _convert(sub)
     if renamed:
-        for sub in _graphs(graph):
+        for sub in all_graphs(graph):
             for node in sub.node:
                 node.input[:] = [renamed.get(name, name) for name in node.input]
-        nodes = [_copy(node) for node in graph.node]  # copies: del frees the originals
+        nodes = [copy.deepcopy(node) for node in graph.node]  # copies: del frees the originals
         del graph.node[:]
         graph.node.extend([*casts, *nodes])
     for value in [*graph.input, *graph.output]:  # an input may also be an output
         if value.name in renamed:
             value.type.tensor_type.elem_type = FLOAT  # _convert made it DOUBLE
     return proto
-
-
-def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
-    copy = onnx.NodeProto()
-    copy.CopyFrom(node)
-    return copy
-
-
-def _is_initializer(graph: onnx.GraphProto, name: str) -> bool:
-    return any(init.name == name for init in graph.initializer)
-
-
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    yield graph
-    for node in graph.node:
-        for sub in bodies(node):
-            yield from _graphs(sub)
 
 
 def _convert(graph: onnx.GraphProto) -> None:
@@ -94,20 +75,17 @@ def _convert(graph: onnx.GraphProto) -> None:
             value.type.tensor_type.elem_type = DOUBLE
     del graph.value_info[:]
     for node in graph.node:
-        _convert_node(node)
-
-
-def _convert_node(node: onnx.NodeProto) -> None:
-    typed = _TYPE_ATTRIBUTES.get(node.op_type)
-    for attribute in node.attribute:
-        if attribute.name == typed and attribute.i == FLOAT:
-            attribute.i = DOUBLE
-        elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == FLOAT:
-            array = numpy_helper.to_array(attribute.t).astype("float64")
-            attribute.t.CopyFrom(numpy_helper.from_array(array, attribute.t.name))
-        elif node.op_type == "Constant" and attribute.name in ("value_float", "value_floats"):
-            values = [attribute.f] if attribute.name == "value_float" else list(attribute.floats)
-            shape = () if attribute.name == "value_float" else (len(values),)
-            tensor = helper.make_tensor("value", DOUBLE, shape, values)
-            attribute.Clear()
-            attribute.CopyFrom(helper.make_attribute("value", tensor))
+        typed = _TYPE_ATTRIBUTES.get(node.op_type)
+        for attribute in node.attribute:
+            if attribute.name == typed and attribute.i == FLOAT:
+                attribute.i = DOUBLE
+            elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == FLOAT:
+                array = numpy_helper.to_array(attribute.t).astype("float64")
+                attribute.t.CopyFrom(numpy_helper.from_array(array, attribute.t.name))
+            elif node.op_type == "Constant" and attribute.name in ("value_float", "value_floats"):
+                scalar = attribute.name == "value_float"
+                values = [attribute.f] if scalar else list(attribute.floats)
+                shape = () if scalar else (len(values),)
+                tensor = helper.make_tensor("value", DOUBLE, shape, values)
+                attribute.Clear()
+                attribute.CopyFrom(helper.make_attribute("value", tensor))

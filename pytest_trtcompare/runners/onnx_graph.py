@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -129,8 +130,7 @@ def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[Laye
     """A copy whose graph outputs are every typed intermediate tensor, and those tensors in
     topological order with the node that produces each."""
     tensors = intermediate_tensors(model)
-    marked = onnx.ModelProto()
-    marked.CopyFrom(model)
+    marked = copy.deepcopy(model)
     existing = {vi.name for vi in marked.graph.output}
     producers = {name: node for node in model.graph.node for name in node.output if name}
     layers = []

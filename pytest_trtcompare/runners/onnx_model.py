@@ -145,9 +145,14 @@ def load_model(model: Any) -> LoadedModel:
     if isinstance(model, onnx.ModelProto):
         return LoadedModel(model, "<ModelProto>", _digest(model.SerializeToString()), None)
     if isinstance(model, (bytes, bytearray)):
-        return LoadedModel(
-            _parse(bytes(model), "<model bytes>"), "<model bytes>", _digest(bytes(model)), None
-        )
+        proto = onnx.ModelProto()
+        try:
+            proto.ParseFromString(bytes(model))
+        except Exception as exc:
+            raise ModelLoadError(f"<model bytes> is not a valid ONNX model ({exc})") from None
+        if not proto.graph.node and not proto.graph.output:
+            raise ModelLoadError("<model bytes> holds no ONNX graph")
+        return LoadedModel(proto, "<model bytes>", _digest(bytes(model)), None)
     if isinstance(model, (str, os.PathLike)):
         return _load_file(Path(model))
     raise ModelLoadError(
@@ -187,27 +192,3 @@ def _load_file(path: Path) -> LoadedModel:
         if loaded.source == str(path)
         else dataclasses.replace(loaded, source=str(path), path=path)
     )
-
-
-def _parse(data: bytes, source: str) -> onnx.ModelProto:
-    import onnx
-
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except Exception as exc:
-        raise ModelLoadError(f"{source} is not a valid ONNX model ({exc})") from None
-    if not proto.graph.node and not proto.graph.output:
-        raise ModelLoadError(f"{source} holds no ONNX graph")
-    return proto
-
-
-def check_model(loaded: LoadedModel) -> None:
-    """onnx.checker with the error naming the model."""
-    import onnx
-
-    try:
-        onnx.checker.check_model(loaded.proto)
-    except onnx.checker.ValidationError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelLoadError(f"model {loaded.source} fails onnx.checker: {first}") from None

@@ -6,6 +6,7 @@ in numpy on float16 (or ml_dtypes bfloat16) arrays, each result rounded to that 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,9 +67,7 @@ class OnnxReferenceRunner(OnnxModelRunner):
         from onnx.reference import ReferenceEvaluator
 
         if not _in_order(self.proto.graph):  # the evaluator runs nodes as listed
-            ordered = onnx.ModelProto()
-            ordered.CopyFrom(self.proto)  # never reorder the user's ModelProto
-            self.proto = ordered
+            self.proto = copy.deepcopy(self.proto)  # never reorder the user's ModelProto
             topological_sort(self.proto.graph)
 
         try:

@@ -16,6 +16,7 @@ result carries metadata (`MIXED_KEY`) that makes `convert` use it as is.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import json
@@ -32,7 +33,7 @@ from onnx import TensorProto, numpy_helper
 
 from .. import progress
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported
-from .float16_repair import bodies, remove_round_trips, repair
+from .float16_repair import all_graphs, bodies, remove_round_trips, repair
 from .float64 import to_float64
 from .labels import loaded_label
 from .onnx_model import LoadedModel
@@ -137,15 +138,16 @@ def convert_mixed(loaded: LoadedModel, precision: str, keep_fp32: Sequence[str])
 
 
 def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel:
-    if importlib.util.find_spec("modelopt") is not None:
-        converted = _modelopt_autocast(loaded.proto, "fp16", keep)
-        if converted is not None:
-            return ConvertedModel(converted, "fp16 by ModelOpt AutoCast (float32 I/O)")
+    converted = _modelopt_autocast(loaded.proto, "fp16", keep)
+    if converted is not None:
+        return ConvertedModel(converted, "fp16 by ModelOpt AutoCast (float32 I/O)")
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
     try:
         proto = convert_float_to_float16(
-            _named(_copy(loaded.proto)), keep_io_types=True, node_block_list=list(keep) or None
+            _named(copy.deepcopy(loaded.proto)),
+            keep_io_types=True,
+            node_block_list=list(keep) or None,
         )
     except Exception as exc:
         raise ModelLoadError(f"{loaded.source}: float16 conversion failed: {exc}") from None
@@ -214,26 +216,25 @@ def _to_bfloat16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedMode
         raise FrameworkUnavailable(
             "bf16 ONNX models need ml_dtypes: pip install pytest-trtcompare[bf16]"
         )
-    if importlib.util.find_spec("modelopt") is not None:
-        converted = _modelopt_autocast(loaded.proto, "bf16", keep)
-        if converted is not None:
-            return ConvertedModel(converted, "bf16 by ModelOpt AutoCast (float32 I/O)")
+    converted = _modelopt_autocast(loaded.proto, "bf16", keep)
+    if converted is not None:
+        return ConvertedModel(converted, "bf16 by ModelOpt AutoCast (float32 I/O)")
     fp16 = _to_float16(loaded, keep)
-    proto = _copy(fp16.proto)
-    originals = _float_tensors(loaded.proto)
+    proto = copy.deepcopy(fp16.proto)
+    originals = {  # by name: _all_tensors names the unnamed ones alike in both copies
+        t.name: t
+        for t in _all_tensors(copy.deepcopy(loaded.proto))
+        if t.data_type == TensorProto.FLOAT
+    }
     for tensor in _all_tensors(proto):
         if tensor.data_type == TensorProto.FLOAT16:
-            source = originals.get(tensor.name)
-            values = (
-                numpy_helper.to_array(source)
-                if source is not None
-                else (numpy_helper.to_array(tensor).astype(np.float32))
-            )
-            tensor.CopyFrom(_bf16_tensor(values, tensor.name))
-    for value_info in _value_infos(proto):
-        tensor_type = value_info.type.tensor_type
-        if tensor_type.elem_type == TensorProto.FLOAT16:
-            tensor_type.elem_type = TensorProto.BFLOAT16
+            source = originals.get(tensor.name, tensor)  # _bf16_tensor rounds from float32
+            tensor.CopyFrom(_bf16_tensor(numpy_helper.to_array(source), tensor.name))
+    for graph in all_graphs(proto.graph):
+        for value_info in [*graph.value_info, *graph.input, *graph.output]:
+            tensor_type = value_info.type.tensor_type
+            if tensor_type.elem_type == TensorProto.FLOAT16:
+                tensor_type.elem_type = TensorProto.BFLOAT16
     for node in _all_nodes(proto.graph):
         for attribute in node.attribute:
             if attribute.name == "to" and attribute.i == TensorProto.FLOAT16:
@@ -252,12 +253,6 @@ def _bf16_tensor(values: np.ndarray, name: str) -> TensorProto:
     return tensor
 
 
-def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    return copy
-
-
 def _all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
     for node in graph.node:
         yield node
@@ -273,19 +268,3 @@ def _all_tensors(model: onnx.ModelProto) -> Iterable[TensorProto]:
                 if not attribute.t.name:
                     attribute.t.name = f"{node.output[0]}:{attribute.name}"
                 yield attribute.t
-
-
-def _float_tensors(model: onnx.ModelProto) -> dict[str, TensorProto]:
-    tensors = {}
-    for tensor in _all_tensors(_copy(model)):
-        if tensor.data_type == TensorProto.FLOAT:
-            tensors[tensor.name] = tensor
-    return tensors
-
-
-def _value_infos(model: onnx.ModelProto) -> Iterable[onnx.ValueInfoProto]:
-    """The value infos of the main graph and of every subgraph (If / Loop / Scan bodies)."""
-    for graph in [model.graph, *(sub for node in _all_nodes(model.graph) for sub in bodies(node))]:
-        yield from graph.value_info
-        yield from graph.input
-        yield from graph.output
