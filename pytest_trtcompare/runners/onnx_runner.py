@@ -24,7 +24,7 @@ import onnx
 from onnx import helper
 
 from ..errors import ModelLoadError
-from .base import Layer, Runner, TensorSpec
+from .base import Runner, TensorSpec
 from .onnx_graph import graph_input_specs, with_all_outputs
 from .onnx_model import LoadedModel, load_model
 from .precision import convert
@@ -171,7 +171,6 @@ class OnnxModelRunner(Runner):
         converted = convert(fitted, precision)
         self.route = converted.route
         self.proto: onnx.ModelProto = converted.proto
-        self._layers: list[Layer] | None = None
         if outputs == "all":
             self.proto, self._layers = with_all_outputs(self.proto)
         self._specs = graph_input_specs(self.proto)

@@ -38,7 +38,7 @@ def node_scopes(model: onnx.ModelProto, modules: Collection[str]) -> list[tuple[
     for node in model.graph.node:
         props = {p.key: p.value for p in node.metadata_props}
         if SCOPES_KEY in props:
-            scopes.append(_dynamo_scopes(props[SCOPES_KEY], known))
+            scopes.append(tuple(Scope(n) for n in _dynamo_names(props[SCOPES_KEY]) if n in known))
         elif node.name.startswith("/"):
             scopes.append(_legacy_scopes(node.name, known))
         else:
@@ -55,12 +55,7 @@ def scope_names(model: onnx.ModelProto) -> set[str]:
     for node in model.graph.node:
         props = {p.key: p.value for p in node.metadata_props}
         if SCOPES_KEY in props:
-            try:
-                listed = ast.literal_eval(props[SCOPES_KEY])
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(listed, list):
-                names.update(n for n in listed[1:-1] if isinstance(n, str) and n)
+            names.update(name for name in _dynamo_names(props[SCOPES_KEY]) if name)
         elif node.name.startswith("/"):
             path = ""
             for part in node.name.split("/")[1:-1]:
@@ -69,14 +64,14 @@ def scope_names(model: onnx.ModelProto) -> set[str]:
     return names
 
 
-def _dynamo_scopes(text: str, known: set[str]) -> tuple[Scope, ...]:
+def _dynamo_names(text: str) -> list[str]:
+    """The module names of a dynamo exporter's scopes entry, between the root and the node."""
     try:
         names = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return ()
-    if not isinstance(names, list) or len(names) < 2:
-        return ()
-    return tuple(Scope(name) for name in names[1:-1] if isinstance(name, str) and name in known)
+        return []
+    listed = names[1:-1] if isinstance(names, list) else []
+    return [name for name in listed if isinstance(name, str)]
 
 
 def _legacy_scopes(name: str, known: set[str]) -> tuple[Scope, ...]:
@@ -94,18 +89,15 @@ def _legacy_scopes(name: str, known: set[str]) -> tuple[Scope, ...]:
 def _resolve(path: str, part: str, known: set[str]) -> tuple[str, int] | None:
     """(qualified name, call index) of one level of a legacy node name."""
     prefixes = [path[:i] for i in range(len(path), 0, -1) if i == len(path) or path[i] == "."]
-    for candidate, call in ((part, 0), *_unsuffixed(part)):
+    suffixed = _CALL_SUFFIX.match(part)  # a later call: `relu_1`
+    unsuffixed = [(suffixed.group(1), int(suffixed.group(2)))] if suffixed else []
+    for candidate, call in ((part, 0), *unsuffixed):
         # relative to the level above (`conv1`), to one of its parents (`downsample.0` under
         # `layer2.0.downsample`), or in full (`layer1.0` under `layer1`)
         for full in (*(f"{prefix}.{candidate}" for prefix in prefixes), candidate):
             if full in known and (not path or full.startswith(f"{path}.")):
                 return full, call
     return None
-
-
-def _unsuffixed(part: str) -> list[tuple[str, int]]:
-    match = _CALL_SUFFIX.match(part)
-    return [(match.group(1), int(match.group(2)))] if match else []
 
 
 def module_nodes(scopes: list[tuple[Scope, ...]]) -> dict[Scope, set[int]]:

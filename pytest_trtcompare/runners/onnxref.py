@@ -83,7 +83,7 @@ class OnnxReferenceRunner(OnnxModelRunner):
         return onnx_reference_versions()
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from onnx.reference.op_run import RuntimeTypeError
+        from onnx.reference.op_run import OpFunction, RuntimeTypeError
 
         names = self.wanted_outputs()
         try:
@@ -91,27 +91,23 @@ class OnnxReferenceRunner(OnnxModelRunner):
         except RuntimeTypeError as exc:
             if self.precision == "fp32":
                 raise
-            raise PrecisionUnsupported(self._type_error(exc)) from None
+            # name the ops the evaluator runs through their function bodies: those bodies keep
+            # float32 constants, so they fail in float16 / bfloat16 where a kernel would not
+            rt_nodes = self.evaluator.rt_nodes_
+            bodies = sorted({n.op_type for n in rt_nodes if isinstance(n, OpFunction)})
+            where = (
+                f"{', '.join(bodies)} (run through its onnx function body)"
+                if bodies
+                else "an op of the model"
+            )
+            raise PrecisionUnsupported(
+                f"onnxref {self.precision}: onnx's reference evaluator cannot run {where} in "
+                f"{self.precision} for model {self.loaded.source}: {str(exc).strip()}"
+            ) from None
         return {
             name: _owned(_unwrapped(value, self._kinds.get(name, "tensor")))
             for name, value in zip(names, values, strict=True)
         }
-
-    def _type_error(self, exc: Exception) -> str:
-        """Name the ops the evaluator runs through their function bodies: those bodies keep
-        float32 constants, so they fail in float16 / bfloat16 where a kernel would not."""
-        from onnx.reference.op_run import OpFunction
-
-        bodies = sorted({n.op_type for n in self.evaluator.rt_nodes_ if isinstance(n, OpFunction)})
-        where = (
-            f"{', '.join(bodies)} (run through its onnx function body)"
-            if bodies
-            else "an op of the model"
-        )
-        return (
-            f"onnxref {self.precision}: onnx's reference evaluator cannot run {where} in "
-            f"{self.precision} for model {self.loaded.source}: {str(exc).strip()}"
-        )
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "version": onnx.__version__, "device": "cpu"}

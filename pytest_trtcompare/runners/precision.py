@@ -143,11 +143,14 @@ def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel
         return ConvertedModel(converted, "fp16 by ModelOpt AutoCast (float32 I/O)")
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
+    proto = copy.deepcopy(loaded.proto)
+    # onnxruntime's converter before 1.24 names its Casts after the node (`<node>_input_cast0`),
+    # so two unnamed kept nodes (NMS in both branches of an If) would make two Casts of one
+    # output name: every node gets a name first
+    name_unnamed_nodes(list(_all_nodes(proto.graph)))
     try:
         proto = convert_float_to_float16(
-            _named(copy.deepcopy(loaded.proto)),
-            keep_io_types=True,
-            node_block_list=list(keep) or None,
+            proto, keep_io_types=True, node_block_list=list(keep) or None
         )
     except Exception as exc:
         raise ModelLoadError(f"{loaded.source}: float16 conversion failed: {exc}") from None
@@ -161,14 +164,6 @@ def _to_float16(loaded: LoadedModel, keep: Sequence[str] = ()) -> ConvertedModel
         "fp16 by onnxruntime.transformers.float16 (keep_io_types=True, float32 I/O)",
         (*keep, *(name for name in kept if name not in keep)),
     )
-
-
-def _named(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with a name for each unnamed node: onnxruntime's converter before 1.24 names
-    its Casts after the node (`<node>_input_cast0`), so two unnamed kept nodes (NMS in both
-    branches of an If) would make two Casts of one output name."""
-    name_unnamed_nodes(list(_all_nodes(model.graph)))
-    return model
 
 
 def name_unnamed_nodes(nodes: Sequence[onnx.NodeProto]) -> None:
