@@ -23,7 +23,7 @@ from pytest_trtcompare.engine.compare import compare_with_table
 from pytest_trtcompare.engine.tolerance_table import ToleranceTable
 from pytest_trtcompare.errors import ToleranceError
 from pytest_trtcompare.runners import create
-from pytest_trtcompare.runners.float64 import to_float64
+from pytest_trtcompare.runners.precision import to_float64
 from pytest_trtcompare.session.settings import ToleranceSettings
 
 from .pytester_helpers import XDIST_SLOW as XDIST

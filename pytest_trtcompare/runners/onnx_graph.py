@@ -104,42 +104,28 @@ def embedding_rows(graph: onnx.GraphProto) -> dict[str, int]:
     return found
 
 
-def intermediate_tensors(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    """Every node output in topological order, typed by shape inference (untyped ones skipped).
-
-    The graph's own outputs are included at the place their producer runs.
+def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[Layer]]:
+    """A copy whose graph outputs are every typed intermediate tensor, and those tensors in
+    topological order with the node that produces each: every node output typed by shape
+    inference (untyped ones skipped), the graph's own outputs at the place their producer runs.
     """
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     except Exception:  # shape inference is best effort: fall back to what the model says
         inferred = model
     typed = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output]}
-    seen: set[str] = set()
-    ordered = []
-    for node in model.graph.node:
-        for name in node.output:
-            if name and name not in seen and name in typed:
-                vi = typed[name]
-                if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
-                    ordered.append(vi)
-                    seen.add(name)
-    return ordered
-
-
-def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[Layer]]:
-    """A copy whose graph outputs are every typed intermediate tensor, and those tensors in
-    topological order with the node that produces each."""
-    tensors = intermediate_tensors(model)
     marked = copy.deepcopy(model)
     existing = {vi.name for vi in marked.graph.output}
-    producers = {name: node for node in model.graph.node for name in node.output if name}
-    layers = []
-    for vi in tensors:
-        if vi.name not in existing:
-            marked.graph.output.append(vi)
-        node = producers[vi.name]
-        dtype = numpy_dtype_name(vi.type.tensor_type.elem_type)
-        layers.append(
-            Layer(vi.name, node.name or vi.name, node.op_type, dtype, vi.name in existing)
-        )
+    layers: list[Layer] = []
+    seen: set[str] = set()
+    for node in model.graph.node:
+        for name in node.output:
+            vi = typed.get(name) if name and name not in seen else None
+            if vi is None or not vi.type.tensor_type.elem_type:  # untyped, or no tensor
+                continue
+            seen.add(name)
+            if name not in existing:
+                marked.graph.output.append(vi)
+            dtype = numpy_dtype_name(vi.type.tensor_type.elem_type)
+            layers.append(Layer(name, node.name or name, node.op_type, dtype, name in existing))
     return marked, layers

@@ -52,7 +52,7 @@ class OnnxReferenceRunner(OnnxModelRunner):
     framework = "onnxref"
     precisions = ("fp32", "fp16", "bf16")
     converted = ("fp16", "bf16")
-    float64 = True  # on runners/float64.py's conversion
+    float64 = True  # on runners/precision.py `to_float64`
     takes = ("onnx",)
     layer_names = "onnx"
 
