@@ -63,17 +63,6 @@ def _file_key(path: Path) -> FileKey | None:
     return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
-def _known(path: Path, key: FileKey) -> _KnownFile | None:
-    known = _FILES.get(key)
-    if known is None:
-        return None
-    if any(_file_key(path.parent / name) != seen for name, seen in known.external):
-        del _FILES[key]  # new weights beside an unchanged graph: another model
-        return None
-    _FILES.move_to_end(key)
-    return known
-
-
 def _remember(key: FileKey, known: _KnownFile) -> _KnownFile:
     _FILES[key] = known
     _FILES.move_to_end(key)
@@ -86,8 +75,12 @@ def _remember(key: FileKey, known: _KnownFile) -> _KnownFile:
     return known
 
 
-def _read(path: Path, key: FileKey) -> _KnownFile:
-    """Read a model file once: parse it, hash it and the weights files it names."""
+def _file(path: Path, key: FileKey) -> _KnownFile:
+    """A model file, read once: parsed, hashed with the weights files it names."""
+    known = _FILES.get(key)  # unless new weights beside an unchanged graph make another model
+    if known is not None and all(_file_key(path.parent / n) == s for n, s in known.external):
+        _FILES.move_to_end(key)
+        return known
     import onnx
 
     data = path.read_bytes()
@@ -116,7 +109,7 @@ def file_digest(path: Path) -> str:
     key = _file_key(path)
     if key is None:
         raise ModelLoadError(f"model file {str(path)!r} does not exist")
-    return (_known(path, key) or _read(path, key)).digest
+    return _file(path, key).digest
 
 
 def external_files(proto: onnx.ModelProto) -> list[str]:
@@ -169,7 +162,7 @@ def _load_file(path: Path) -> LoadedModel:
     if key is None:
         where = "" if path.is_absolute() else f" (relative to the working directory {Path.cwd()})"
         raise ModelLoadError(f"model file {str(path)!r} does not exist{where}")
-    known = _known(path, key) or _read(path, key)
+    known = _file(path, key)
     if known.problem is not None:
         raise ModelLoadError(
             f"model file {str(path)!r} is not a readable ONNX model ({known.problem})"
