@@ -21,12 +21,8 @@ _ORT_NODE = re.compile(r"running (\w+) node\. Name:'([^']*)'")
 
 def inference_error(runner: Any, feed: Mapping[str, Any], error: BaseException) -> InferenceError:
     """The InferenceError to raise from `error` (raise it `from error`)."""
-    parts = [f"{runner.name} failed running the model on {describe_feed(feed)}"]
-    node = _node_of(error)
-    if node:
-        parts.append(node)
-    parts.append(library_line(error))
-    text = ": ".join(parts)
+    head = f"{runner.name} failed running the model on {describe_feed(feed)}"
+    text = ": ".join(part for part in (head, _node_of(error), library_line(error)) if part)
     where = _library_frame(error)
     if where:
         text += f" ({where})"
