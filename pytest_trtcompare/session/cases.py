@@ -24,7 +24,6 @@ from ..engine import (
     Anchor,
     ComparisonResult,
     ToleranceTable,
-    compare_outputs,
     compare_with_table,
     outputs_checked_by,
 )
@@ -34,19 +33,21 @@ from ..errors import (
     RunnerSkip,
     TrtCompareError,
 )
-from ..goldens import Golden, GoldenError, GoldenMeta, load_reference
-from ..inputs import Feed, val_range_record
+from ..goldens import Golden
+from ..inputs import Feed
 from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from ..vocabulary import FP64
+from . import stored_runs
 from .expand import Case
-from .golden_check import GoldenAccess, check_golden, inputs_problem
-from .layer_runs import compare_layers, golden_layer_plan
+from .golden_check import GoldenAccess
+from .layer_runs import compare_layers
 from .layout import counted
 from .option_table import comparison_options, resolve
 from .outcome import Kind, Outcome, compared
 from .runs import RunnerCache, _freeze, make_feeds, numbered
 from .settings import ToleranceSettings
 from .spec import CompareSpec
+from .stored_runs import reported_before, shown, timed
 
 _REFERENCE_CACHE = 8  # reference outputs kept (per model, shape set and inputs)
 
@@ -89,7 +90,7 @@ class CaseRunner:
         self._feeds: dict[Hashable, list[Feed]] = {}
         self._expected: OrderedDict[Hashable, list[dict[str, np.ndarray]]] = OrderedDict()
         self._expected_ms: dict[Hashable, float | None] = {}  # the reference's inference time
-        self._saved: dict[Path, Golden] = {}
+        self.saved: dict[Path, Golden] = {}
         self._exports: dict[Hashable, Any] = {}  # model key -> the ONNX model twins follow
         self._twins: dict[int, Any] = {}  # id(reference runner) -> its twin of the export
 
@@ -137,7 +138,7 @@ class CaseRunner:
         count = len(self._feeds[key])
         if spec.inputs is not None and spec.iterations > 1 and count != spec.iterations:
             raise InputDataError(
-                f"inputs={_shown(spec.inputs)} holds {counted(count, 'feed')} and "
+                f"inputs={shown(spec.inputs)} holds {counted(count, 'feed')} and "
                 f"iterations={spec.iterations}: iterations= draws synthetic inputs; with "
                 "inputs= every feed it holds is an iteration (leave iterations= out)"
             )
@@ -235,9 +236,15 @@ class CaseRunner:
         """Target against the reference framework on every feed."""
         return _guarded(lambda: self._run(spec, case))
 
+    def run_golden(
+        self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
+    ) -> Outcome:
+        """golden=True: the target against the stored golden, or (updating) write it."""
+        return _guarded(lambda: stored_runs.run_golden(self, spec, case, path, goldens))
+
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
         if spec.reference_path is not None:
-            return self._run_saved(spec, case, Path(spec.reference_path))
+            return stored_runs.run_saved(self, spec, case, Path(spec.reference_path))
         if self.calibrate > spec.iterations and spec.inputs is None:
             spec = dataclasses.replace(spec, iterations=self.calibrate)
         reference_ms = None
@@ -268,7 +275,7 @@ class CaseRunner:
         for index, (feed, want) in enumerate(zip(feeds, expected, strict=True)):
             got = numbered(target.infer, feed, index, len(feeds))
             result = self.compare(spec)(got, want, table, names=names, anchor=anchors[index])
-            if _reported_before(result, closest):  # its arrays are the artifacts'
+            if reported_before(result, closest):  # its arrays are the artifacts'
                 kept, closest = (got, want), result
             results.append(result)
         times = (median_ms(target.inference_times[mark:]), reference_ms)
@@ -290,7 +297,7 @@ class CaseRunner:
             return TorchLayers(target, reference, proto)
         return as_twin(target, reference)
 
-    def _as_export(self, spec: CompareSpec, case: Case, target: Any) -> Any:
+    def as_export(self, spec: CompareSpec, case: Case, target: Any) -> Any:
         """A twin (a framework's own model beside an ONNX model) fed and named as the export,
         where no reference runner gives the names: against a golden or saved outputs."""
         if runners.framework_of(case.target) not in spec.models or not _is_onnx(spec.model):
@@ -358,7 +365,7 @@ class CaseRunner:
         self, spec: CompareSpec, case: Case, target: Any, reference: Any, feeds: list[Feed]
     ) -> Outcome:
         """outputs="all": the grouped, memory-bounded road of `compare_layers`, per feed."""
-        mode = self._layers_mode(spec)
+        mode = self.layers_mode(spec)
         results, failing = [], None
         marks = [len(runner.inference_times) for runner in (target, reference)]
         for feed in feeds:
@@ -382,20 +389,7 @@ class CaseRunner:
         )
         return self._settled(spec, case, results, (target, reference), failing, feeds, times)
 
-    def _golden_result(
-        self, spec: CompareSpec, target: Any, outputs: Any, stored: Any, tolerance: Any
-    ) -> ComparisonResult:
-        """The target against its golden (or saved outputs); per layer (outputs="all") as
-        compare_layers reports: the target's order, float tensors, the first divergence, over
-        the tensors the golden holds."""
-        if spec.outputs != "all":
-            return self.compare(spec)(outputs, stored, tolerance)
-        names, view = golden_layer_plan(target, stored, spec.layer_dtypes or "float")
-        result = compare_outputs(outputs, stored, tolerance, names=names)
-        view = dataclasses.replace(view, mode=self._layers_mode(spec))
-        return dataclasses.replace(result, per_layer=True, layers=view)
-
-    def _layers_mode(self, spec: CompareSpec) -> str:
+    def layers_mode(self, spec: CompareSpec) -> str:
         """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""
         return str(resolve("layers", spec.layers, self.option_values))
 
@@ -416,104 +410,6 @@ class CaseRunner:
             )
         return None
 
-    def _run_saved(self, spec: CompareSpec, case: Case, path: Path) -> Outcome:
-        """reference='outputs.json' (or a golden, .npz, test data): Polygraphy's
-        --load-outputs. Every iteration saved is compared, each on the inputs saved with it,
-        else on the feed of `inputs=` of the same iteration."""
-        try:
-            saved = self._saved.get(path) or load_reference(path)
-        except GoldenError as exc:  # missing, unreadable: named as the marker's argument
-            raise InputDataError(f"reference={path.name!r}: {exc}") from None
-        self._saved[path] = saved
-        target = self._as_export(spec, case, self.runner(spec, case.target, case.precision, case))
-        iterations = saved.iterations
-        if saved.inputs:
-            feeds = [iteration.inputs for iteration in iterations]
-        elif spec.inputs is not None:
-            feeds = self.feeds(spec, target, case)
-            if len(feeds) != len(iterations):
-                raise InputDataError(
-                    f"reference={path.name!r} holds {counted(len(iterations), 'iteration')} "
-                    f"of outputs, inputs={_shown(spec.inputs)} {counted(len(feeds), 'feed')}: "
-                    "give the inputs the outputs were made from (polygraphy run --save-inputs "
-                    "with the same --iterations)"
-                )
-        else:
-            raise InputDataError(
-                f"reference={path.name!r} holds no inputs: give the inputs its outputs were made "
-                "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
-            )
-        problem = inputs_problem(None, feeds, case.shapes, iterations=len(feeds))
-        if problem is not None:  # the inputs the outputs were made from decide the shapes
-            raise InputDataError(f"reference={path.name!r}: {problem.replace('stored', 'saved')}")
-        own = {
-            layer.tensor for layer in getattr(target, "layers", None) or [] if layer.model_output
-        }
-        if spec.outputs == "all" and own and set(iterations[0].outputs) <= own:
-            raise InputDataError(
-                f"reference={path.name!r} holds the model's outputs only "
-                f"({', '.join(iterations[0].outputs)}); outputs='all' compares every layer: save "
-                "every tensor (polygraphy run --onnx-outputs mark all --save-outputs)"
-            )
-        mark = len(target.inference_times)
-        results, kept, closest = [], None, None
-        for index, (feed, iteration) in enumerate(zip(feeds, iterations, strict=True)):
-            got = numbered(target.infer, feed, index, len(feeds))
-            tolerance = self.tolerance(spec, case)
-            result = self._golden_result(spec, target, got, iteration.outputs, tolerance)
-            if _reported_before(result, closest):
-                kept, closest = (got, iteration.outputs), result
-            results.append(result)
-        return compared(
-            results,
-            source="compare_frameworks",
-            target=timed(target.describe(), median_ms(target.inference_times[mark:])),
-            reference={"runner": f"saved {path.name}"},
-            arrays=kept,
-        )
-
-    def run_golden(
-        self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
-    ) -> Outcome:
-        """golden=True: the target against the stored golden, or (updating) write it."""
-        return _guarded(lambda: self._run_golden(spec, case, path, goldens))
-
-    def _run_golden(
-        self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
-    ) -> Outcome:
-        # first the runner: what cannot run here skips, whether or not its golden exists
-        target = self._as_export(spec, case, self.runner(spec, case.target, case.precision, case))
-        mark = len(target.inference_times)
-        outcome = check_golden(
-            goldens,
-            path,
-            target.infer,  # on the golden's stored inputs, else on the case's feeds
-            self.tolerance(spec, case),
-            inputs=lambda: self.feeds(spec, target, case),  # one per iteration, each stored
-            fits=lambda stored: inputs_problem(
-                target.input_specs() if target.checks_feed else None,
-                stored,
-                case.shapes,
-                # iterations=N, else as many as the saved inputs= hold
-                iterations=len(self.feeds(spec, target, case)) if spec.inputs else spec.iterations,
-            ),
-            meta=GoldenMeta(
-                name=None,  # compare_frameworks(golden=True) keeps the test's one golden
-                precision=case.precision,
-                seed=spec.seed,
-                shapes={k: list(v) for k, v in (case.shapes or {}).items()},
-                val_range=val_range_record(spec.val_range),
-            ),
-            target=target,
-            compare=lambda got, want, tolerance: self._golden_result(
-                spec, target, got, want, tolerance
-            ),
-        )
-        milliseconds = median_ms(target.inference_times[mark:])
-        if not outcome.target or milliseconds is None:
-            return outcome
-        return dataclasses.replace(outcome, target=timed(dict(outcome.target), milliseconds))
-
 
 def _compare(
     actual: Any,
@@ -526,28 +422,6 @@ def _compare(
 ) -> ComparisonResult:
     table = tolerance if isinstance(tolerance, ToleranceTable) else ToleranceTable(tolerance)
     return compare_with_table(actual, expected, table, names=names, anchor=anchor, **options)
-
-
-def timed(description: dict[str, Any], milliseconds: float | None) -> dict[str, Any]:
-    """A runner's describe() with the median of its inference times in a test (ms)."""
-    if milliseconds is None:
-        return description
-    return {**description, "inference_ms": milliseconds}
-
-
-def _reported_before(result: ComparisonResult, other: ComparisonResult | None) -> bool:
-    """Whether Outcome.worst names `result` rather than the earlier iteration `other`: the
-    first failing one, else the one closest to failing."""
-    if other is None:
-        return True
-    return other.passed and (not result.passed or result.margin > other.margin)
-
-
-def _shown(inputs: Any) -> str:
-    """The marker's inputs= as a message shows it: a path's name, else the kind given."""
-    if isinstance(inputs, (str, os.PathLike)):
-        return repr(Path(inputs).name)
-    return f"({type(inputs).__name__})"
 
 
 def _is_onnx(model: Any) -> bool:
