@@ -159,11 +159,16 @@ def scrub(text: str, work: Path) -> str:
         flags=re.M,
     )
     text = re.sub(r"gw\d", "gwN", text)
+    text = re.sub(r" =+$", " ==", text, flags=re.M)  # a summary line's width follows its time
+    text = re.sub(r"^metadata: .*$", "metadata <...>", text, flags=re.M)  # pytest-metadata's
+    text = re.sub(r"^[.EsFx]+ +\[100%\]$", "<progress>", text, flags=re.M)  # xdist's order
     return text
 
 
 def json_scrubbed(path: Path) -> str:
-    timing = re.compile(r"(_ms|duration|time|seconds|created|timestamp|date|host|python|version)")
+    timing = re.compile(
+        r"(_ms|duration|time|seconds|created|timestamp|date|host|python|version|suite|written)"
+    )
 
     def walk(value: object) -> object:
         if isinstance(value, dict):
