@@ -28,7 +28,7 @@ safetensors' own loaders read the same files (tests/test_goldens_safetensors.py)
 from __future__ import annotations
 
 import io
-import json
+import math
 import re
 import struct
 from collections.abc import Mapping
@@ -43,6 +43,10 @@ from .legacy import (
     ForeignSafetensorsError,
     GoldenError,
     Header,
+    _field,
+    canonical,
+    check_end,
+    check_shape,
     checksum,
     nesting,
     parse_json,
@@ -79,7 +83,6 @@ _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 _OUR_KEYS = {"format", "meta", "outputs", "inputs", "stored_as_u8"}
 ITERATIONS = "iterations"  # in our metadata where a golden holds more than one
 _TENSOR_KEYS = {"data_offsets", "dtype", "shape"}
-_MAX_RANK = 64
 _FOREIGN_HEADER_LIMIT = 100 << 20  # safetensors' own limit on a header's size
 START = b'{"__metadata__":{'  # every golden's header starts so (sorted keys)
 
@@ -102,10 +105,6 @@ def _numpy_dtype(name: str) -> np.dtype:
         low_precision: np.dtype = np.dtype(getattr(ml_dtypes, name))
         return low_precision
     return np.dtype(name)
-
-
-def canonical(document: Any) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _code(array: np.ndarray, where: str) -> str:
@@ -205,12 +204,7 @@ def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
     document = _parse(handle.read(length), source)
     metadata, ours = _check_metadata(document, source)
     tensors, dtypes = _check_tensors(document, metadata, ours, 8 + length, source)
-    end = max((t["offset"] + t["nbytes"] for t in tensors), default=8 + length)
-    if size != end:
-        raise GoldenError(
-            f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
-            f"header describes {end})"
-        )
+    check_end(size, max((t["offset"] + t["nbytes"] for t in tensors), default=8 + length), source)
     iterations = ours.get(ITERATIONS, 1)
     return Header(FORMAT_VERSION, ours["meta"], tensors, 8 + length, dtypes, iterations)
 
@@ -239,10 +233,6 @@ def _parse(header: bytes, source: str) -> dict[str, Any]:
     if not isinstance(expected, str) or xxhash.xxh3_64_hexdigest(canonical(document)) != expected:
         raise GoldenError(f"{source}: corrupt golden (the header's checksum does not match)")
     return document
-
-
-def _field(source: str, where: str, name: str, problem: str) -> GoldenError:
-    return GoldenError(f"{source}: corrupt golden (header field {name!r}{where}: {problem})")
 
 
 def _check_metadata(document: dict[str, Any], source: str) -> tuple[dict[str, str], Any]:
@@ -317,12 +307,7 @@ def _check_tensors(
         dtype_name = ours["stored_as_u8"].get(key, NUMPY_NAMES[code])
         if dtype_name in AS_U8 and code != "U8":
             raise _field(source, where, "dtype", f"{code!r} for a tensor stored as U8")
-        if (
-            not isinstance(shape, list)
-            or len(shape) > _MAX_RANK
-            or not all(type(d) is int and d >= 0 for d in shape)
-        ):
-            raise _field(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
+        check_shape(shape, source, where)
         if not (
             isinstance(offsets, list)
             and len(offsets) == 2
@@ -332,11 +317,8 @@ def _check_tensors(
             problem = f"{offsets!r} is not [begin, end] in integers >= 0"
             raise _field(source, where, "data_offsets", problem)
         dtype = _numpy_dtype(dtype_name)
-        count = 1
-        for dim in shape:  # Python ints: no overflow
-            count *= dim
         nbytes = offsets[1] - offsets[0]
-        if count * dtype.itemsize != nbytes:
+        if math.prod(shape) * dtype.itemsize != nbytes:  # Python ints: no overflow
             problem = f"{offsets} ({nbytes} bytes) for shape {shape} of {code}"
             raise _field(source, where, "data_offsets", problem)
         digest = metadata.get(SUM_PREFIX + key)

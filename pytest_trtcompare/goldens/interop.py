@@ -47,33 +47,31 @@ def polygraphy_runs(path: Path) -> list[tuple[str, list[dict[str, np.ndarray]]]]
         for runner, iterations in entries:
             for iteration in iterations:
                 raw = iteration.get("outputs", iteration) if isinstance(iteration, Mapping) else {}
-                outputs = {}
-                for name, value in raw.items():
-                    array = _array(value)
-                    if array is not None:
-                        outputs[str(name)] = array
+                arrays = {str(name): _array(value) for name, value in raw.items()}
+                outputs = {name: a for name, a in arrays.items() if a is not None}
                 runs.setdefault(str(runner), []).append(outputs)
     if not runs:
         raise GoldenError(f"{path}: no runner results in this Polygraphy JSON")
     return list(runs.items())
 
 
-def _runner_iterations(path: Path, runner: str | None = None) -> list[dict[str, np.ndarray]]:
-    """One runner's outputs of every iteration (default: the first runner)."""
+def _runner_iterations(
+    path: Path, runner: str | None = None
+) -> tuple[str, list[dict[str, np.ndarray]]]:
+    """One runner's name and outputs of every iteration (default: the first runner)."""
     runs = dict(polygraphy_runs(path))
     name = runner if runner is not None else next(iter(runs))
     if name not in runs:
         raise GoldenError(f"{path}: no runner {name!r}; it has {sorted(runs)}")
-    return runs[name]
+    return name, runs[name]
 
 
 def read_polygraphy_outputs(
     path: Path, runner: str | None = None, iteration: int = 0
 ) -> dict[str, np.ndarray]:
     """One runner's outputs of one iteration (default: the first runner, iteration 0)."""
-    iterations = _runner_iterations(path, runner)
+    name, iterations = _runner_iterations(path, runner)
     if iteration >= len(iterations):
-        name = runner if runner is not None else next(iter(dict(polygraphy_runs(path))))
         raise GoldenError(f"{path}: runner {name!r} has {len(iterations)} iteration(s)")
     return iterations[iteration]
 
@@ -95,9 +93,10 @@ def _encode(array: np.ndarray) -> dict[str, Any]:
     return {"array": base64.b64encode(buffer.getvalue()).decode(), TYPE_MARKER: "ndarray"}
 
 
-def polygraphy_outputs_json(
-    iterations: Sequence[Mapping[str, np.ndarray]], runner: str = DEFAULT_RUNNER_NAME
-) -> bytes:
+def write_polygraphy_outputs(
+    path: Path, iterations: Sequence[Mapping[str, np.ndarray]], runner: str = DEFAULT_RUNNER_NAME
+) -> None:
+    """Outputs as `polygraphy run --load-outputs` reads them."""
     results = [
         {
             "outputs": {
@@ -111,14 +110,7 @@ def polygraphy_outputs_json(
         for outputs in iterations
     ]
     document = {"lst": [[runner, results]], TYPE_MARKER: "RunResults"}
-    return json.dumps(document, indent=4).encode()
-
-
-def write_polygraphy_outputs(
-    path: Path, iterations: Sequence[Mapping[str, np.ndarray]], runner: str = DEFAULT_RUNNER_NAME
-) -> None:
-    """Outputs as `polygraphy run --load-outputs` reads them."""
-    atomic_write_bytes(Path(path), polygraphy_outputs_json(iterations, runner))
+    atomic_write_bytes(Path(path), json.dumps(document, indent=4).encode())
 
 
 def write_polygraphy_inputs(path: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> None:
@@ -166,7 +158,7 @@ def load_reference(
             f"{path}: not a format of saved outputs that trtcompare reads ({READABLE})"
         )
     if path.suffix == ".json" or (path.is_dir() and any(path.glob("*.json"))):
-        iterations = _runner_iterations(path, runner)
+        _, iterations = _runner_iterations(path, runner)
         return _with_iterations(iterations, [{}] * len(iterations), {"source": "polygraphy"}, path)
     if path.is_dir():
         try:

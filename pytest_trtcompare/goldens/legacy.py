@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,6 +123,10 @@ def aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
+def canonical(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
 def dtype_text(array: np.ndarray, where: str) -> str:
     dtype = array.dtype
     if dtype.name in ML_DTYPES:
@@ -152,8 +157,7 @@ def encode_header(entries: list[tuple[str, str, np.ndarray]], meta: Mapping[str,
         for tensor in tensors:
             tensor["offset"] = offset
             offset += aligned(int(tensor["nbytes"]))
-        body = {"format": FORMAT_VERSION, "meta": dict(meta), "tensors": tensors}
-        new_header = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        new_header = canonical({"format": FORMAT_VERSION, "meta": dict(meta), "tensors": tensors})
         if new_header == header:
             break
         header = new_header
@@ -216,6 +220,21 @@ def _field(source: str, where: str, name: str, problem: str) -> GoldenError:
     return GoldenError(f"{source}: corrupt golden (header field {name!r}{where}: {problem})")
 
 
+def check_shape(shape: Any, source: str, where: str) -> None:
+    rank_ok = isinstance(shape, list) and len(shape) <= _MAX_RANK
+    if not rank_ok or not all(type(d) is int and d >= 0 for d in shape):
+        raise _field(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
+
+
+def check_end(size: int, end: int, source: str) -> None:
+    """The file exactly as long as its header says."""
+    if size != end:
+        raise GoldenError(
+            f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
+            f"header describes {end})"
+        )
+
+
 def _check_document(
     document: Any, version: int, source: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[np.dtype]]:
@@ -246,13 +265,7 @@ def _check_document(
         if (group, name) in seen:
             raise _field(source, where, "name", f"{group} {name!r} appears twice")
         seen.add((group, name))
-        shape = tensor["shape"]
-        if (
-            not isinstance(shape, list)
-            or len(shape) > _MAX_RANK
-            or not all(type(d) is int and d >= 0 for d in shape)
-        ):
-            raise _field(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
+        check_shape(tensor["shape"], source, where)
         for key in ("offset", "nbytes"):
             if type(tensor[key]) is not int or tensor[key] < 0:
                 raise _field(source, where, key, f"{tensor[key]!r} is not an integer >= 0")
@@ -280,16 +293,9 @@ def _check_layout(
     end = body_start
     for tensor, dtype in zip(tensors, dtypes, strict=True):
         where = f" of tensor {tensor['name']!r}"
-        count = 1
-        for dim in tensor["shape"]:
-            count *= dim
-        if count * dtype.itemsize != tensor["nbytes"]:
-            raise _field(
-                source,
-                where,
-                "nbytes",
-                f"{tensor['nbytes']} for shape {tensor['shape']} of {dtype}",
-            )
+        if math.prod(tensor["shape"]) * dtype.itemsize != tensor["nbytes"]:  # Python ints
+            problem = f"{tensor['nbytes']} for shape {tensor['shape']} of {dtype}"
+            raise _field(source, where, "nbytes", problem)
         if tensor["offset"] != end:
             raise _field(source, where, "offset", f"{tensor['offset']}, expected {end}")
         end += aligned(tensor["nbytes"])
@@ -298,8 +304,4 @@ def _check_layout(
                 f"{source}: truncated golden (tensor {tensor['name']!r} runs past the end of the "
                 f"file: {size} bytes)"
             )
-    if size != end:
-        raise GoldenError(
-            f"{source}: {'truncated' if size < end else 'corrupt'} golden ({size} bytes, its "
-            f"header describes {end})"
-        )
+    check_end(size, end, source)

@@ -134,19 +134,13 @@ def _entries(iterations: list[Iteration]) -> list[tuple[str, str, np.ndarray]]:
                     f"iteration {index} has {group} {list(arrays)}, iteration 0 has "
                     f"{list(names)}: a golden's iterations hold the same tensors"
                 )
-            entries += _group_entries(iteration_group(group, index), arrays)
-    return entries
-
-
-def _group_entries(group: str, arrays: Mapping[str, Any]) -> list[tuple[str, str, np.ndarray]]:
-    entries = []
-    for name, value in arrays.items():
-        array = np.asarray(value)
-        if array.dtype.byteorder == ">":
-            array = array.astype(array.dtype.newbyteorder("<"))
-        if not array.flags.c_contiguous:  # (np.ascontiguousarray makes 0-d arrays 1-d)
-            array = array.copy(order="C")
-        entries.append((group, str(name), array))
+            for name, value in arrays.items():
+                array = np.asarray(value)
+                if array.dtype.byteorder == ">":
+                    array = array.astype(array.dtype.newbyteorder("<"))
+                if not array.flags.c_contiguous:  # (np.ascontiguousarray makes 0-d arrays 1-d)
+                    array = array.copy(order="C")
+                entries.append((iteration_group(group, index), str(name), array))
     return entries
 
 
@@ -179,7 +173,9 @@ def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> An
     """The checked header of a golden of any format (told by its first bytes)."""
     start = handle.read(8 + 17)
     handle.seek(0)
-    if start and any(size < len(m) and m.startswith(start) for m in _MAGICS):
+    if start and any(
+        size < len(m) and m.startswith(start) for m in (legacy.MAGIC, legacy.MAGIC_V1)
+    ):
         raise GoldenError(f"{source}: truncated golden ({size} bytes, cut in its magic)")
     if start.startswith(legacy.MAGIC_V1[:-1]):  # formats 1 and 2
         return legacy.read_header(handle, size, source)
@@ -201,9 +197,6 @@ def _read_format_header(handle: io.BufferedReader, size: int, source: str) -> An
         f"{start[8:].decode('ascii', 'backslashreplace')!r} after its 8 length bytes where a "
         f"golden has {safetensors_format.START.decode()!r})"
     )
-
-
-_MAGICS = (legacy.MAGIC, legacy.MAGIC_V1)
 
 
 def _cut_in_length(start: bytes) -> bool:
@@ -326,10 +319,8 @@ def _lock(path: Path) -> Any:
 
     folder = Path(tempfile.gettempdir()) / "pytest-trtcompare-locks"
     folder.mkdir(exist_ok=True)
-    key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[
-        :20
-    ]  # (resolve() fails on a loop)
-    return FileLock(str(folder / f"{key}.lock"))
+    key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()  # (resolve() fails on a loop)
+    return FileLock(str(folder / f"{key[:20]}.lock"))
 
 
 def iter_goldens(folder: Path) -> Iterator[Path]:
@@ -411,17 +402,8 @@ class GoldenStats:
         getattr(self, outcome).append(str(path))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "created": self.created,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "used": sorted(self.used),
-            "old_format": sorted(self.old_format),
-        }
+        return {k: sorted(v) if isinstance(v, set) else v for k, v in vars(self).items()}
 
     def merge(self, data: Mapping[str, Any]) -> None:
-        self.created += data.get("created", [])
-        self.updated += data.get("updated", [])
-        self.unchanged += data.get("unchanged", [])
-        self.used.update(data.get("used", []))
-        self.old_format.update(data.get("old_format", []))
+        for name, mine in vars(self).items():  # lists extended, sets updated, in place
+            (mine.extend if isinstance(mine, list) else mine.update)(data.get(name, []))
