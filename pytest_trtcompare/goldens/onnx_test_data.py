@@ -6,22 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import InputDataError
-
-
-def _read_tensor(path: Path) -> Any:
-    from onnx import TensorProto  # onnx only when test data is read (pytest start-up)
-
-    tensor = TensorProto()
-    try:
-        tensor.ParseFromString(path.read_bytes())
-    except Exception as exc:
-        raise InputDataError(f"{path}: not a serialized ONNX TensorProto ({exc})") from None
-    return tensor
 
 
 def load_onnx_test_data(
@@ -31,7 +19,7 @@ def load_onnx_test_data(
 
     Tensors are named by their TensorProto name, else by `names` (the model's inputs) in order.
     """
-    from onnx import numpy_helper  # onnx only when test data is read (pytest start-up)
+    from onnx import TensorProto, numpy_helper  # onnx only when test data is read (pytest start-up)
 
     sets = sorted(p for p in directory.glob("test_data_set_*") if p.is_dir()) or [directory]
     feeds = []
@@ -41,7 +29,11 @@ def load_onnx_test_data(
             raise InputDataError(f"{data_set}: no {prefix}_N.pb files")
         feed: dict[str, np.ndarray] = {}
         for position, file in enumerate(files):
-            tensor = _read_tensor(file)
+            tensor = TensorProto()
+            try:
+                tensor.ParseFromString(file.read_bytes())
+            except Exception as exc:
+                raise InputDataError(f"{file}: not a serialized ONNX TensorProto ({exc})") from None
             name = tensor.name or (names[position] if names and position < len(names) else None)
             if name is None:
                 raise InputDataError(

@@ -48,15 +48,12 @@ def _decode_array(dct: dict[str, Any], source: str) -> np.ndarray:
     return np.asarray(values[0])
 
 
-def _hook(source: str) -> Any:
-    def object_pairs(pairs: list[tuple[str, Any]]) -> Any:
-        dct = dict(pairs)
-        legacy = {k for k, v in dct.items() if isinstance(v, str) and v == LEGACY_TYPE_MARKER}
-        if dct.get(TYPE_MARKER) == "ndarray" or legacy & _LEGACY_ARRAY_KEYS:
-            return _decode_array(dct, source)
-        return dct
-
-    return object_pairs
+def _object(pairs: list[tuple[str, Any]], source: str) -> Any:
+    dct = dict(pairs)
+    legacy = {k for k, v in dct.items() if isinstance(v, str) and v == LEGACY_TYPE_MARKER}
+    if dct.get(TYPE_MARKER) == "ndarray" or legacy & _LEGACY_ARRAY_KEYS:
+        return _decode_array(dct, source)
+    return dct
 
 
 def load_json(path: Path) -> Any:
@@ -69,7 +66,7 @@ def load_json(path: Path) -> Any:
     except UnicodeDecodeError:
         raise InputDataError(f"{source}: not JSON text (a binary file)") from None
     try:
-        return json.loads(text, object_pairs_hook=_hook(source))
+        return json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, source))
     except json.JSONDecodeError as exc:
         raise InputDataError(f"{source}: not valid JSON ({exc})") from None
     except RecursionError:

@@ -41,6 +41,7 @@ from ..engine import num
 from ..errors import ToleranceError
 from ..session.layout import abbreviate, counted, wrap
 from ..vocabulary import STAT_CHECKS
+from .drift import sortable
 
 FILE_NAME = "trtcompare-tolerances.toml"
 #: How much larger than the worst observed error the suggestion is.
@@ -332,7 +333,7 @@ def calibration_lines(
         f"atol = {made.factor:g}x the worst abs error, rounded up to 2 digits; rtol 0",
         width,
     )
-    ordered = sorted(observed.items(), key=lambda kv: (-_sortable(kv[1].margin), kv[0]))
+    ordered = sorted(observed.items(), key=lambda kv: (-sortable(kv[1].margin), kv[0]))
     shown = ordered[: None if verbosity > 0 else 20]
     rows = [_row(key, worst, made) for key, worst in shown]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADS[:-1])]
@@ -394,7 +395,3 @@ def _headroom(margin: float) -> str:
     if not math.isfinite(margin):
         return "none"
     return f"{num(1 / margin, 3)}x"
-
-
-def _sortable(margin: float) -> float:
-    return margin if not math.isnan(margin) else -1.0

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..engine import num
-from .summary import Record
+from .summary import Record, table
 
 #: The defaults: a margin that doubles, or passes half of the tolerance.
 RATIO = 2.0
@@ -80,7 +80,7 @@ def drift(
         if why:
             found.drifted.append(Drifted(key, baseline[key], record.margin, why))
     found.gone = sorted(key for key in baseline if key not in seen)
-    found.drifted.sort(key=lambda d: (-_sortable(d.now), d.key))
+    found.drifted.sort(key=lambda d: (-sortable(d.now), d.key))
     return found
 
 
@@ -100,7 +100,8 @@ def _why(before: float, now: float, ratio: float, limit: float) -> str:
     return ""
 
 
-def _sortable(margin: float) -> float:
+def sortable(margin: float) -> float:
+    """A margin to sort by, NaN last among the closest to failing first."""
     return margin if not math.isnan(margin) else -1.0
 
 
@@ -117,19 +118,11 @@ def drift_lines(found: Drift, baseline: str, width: int, verbosity: int = 0) -> 
             (num(d.before, 3), num(d.now, 3), d.why, f"{d.key[0]} :: {d.key[1]}")
             for d in found.drifted
         ]
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADS)]
-        texts = [
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in [_HEADS, *rows]
-        ]
+        texts = table([_HEADS, *rows])
         if all(len(text) <= width for text in texts):
             lines += texts
         else:  # too wide: each output's name on its line, its figures under it (no cut)
-            figures = [row[:3] for row in [_HEADS[:3], *rows]]
-            shown = [
-                "  ".join(c.ljust(w) for c, w in zip(f, widths[:3], strict=True)).rstrip()
-                for f in figures
-            ]
+            shown = table([row[:3] for row in [_HEADS, *rows]])
             lines.append(_HEADS[3])
             lines.append("    " + shown[0])
             for row, text in zip(rows, shown[1:], strict=True):

@@ -53,12 +53,7 @@ def merged(runs: Iterable[Mapping[str, ModuleRun]]) -> dict[str, ModuleRun]:
     modules: dict[str, ModuleRun] = {}
     for run in runs:
         for name, module in run.items():
-            mine = modules.get(name)
-            if mine is None:
-                modules[name] = ModuleRun(
-                    module.folder, set(module.selected), set(module.deselected), module.narrowed
-                )
-                continue
+            mine = modules.setdefault(name, ModuleRun(module.folder, narrowed=module.narrowed))
             mine.selected |= module.selected
             mine.deselected |= module.deselected
             mine.narrowed = mine.narrowed and module.narrowed

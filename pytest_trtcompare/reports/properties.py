@@ -59,7 +59,9 @@ def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple
                 properties.append((f"{prefix}.{name}", json_number(value)))
         record_json = _ENCODER.encode(record_fields(record))
         if reads_back_the_same(vars(record)):
-            keep_built(record_json, record)
+            if len(_BUILT) >= _BUILT_MAX:  # records whose reports were never read back
+                _BUILT.clear()
+            _BUILT[record_json] = record
         properties.append((prefix + RECORD_SUFFIX, record_json))
     return properties
 
@@ -71,12 +73,6 @@ _ENCODER = json.JSONEncoder(sort_keys=True)
 #: only those that JSON gives back as the same values (see `reads_back_the_same`).
 _BUILT: dict[str, Any] = {}
 _BUILT_MAX = 1024
-
-
-def keep_built(record_json: str, record: Any) -> None:
-    if len(_BUILT) >= _BUILT_MAX:  # records whose reports were never read back
-        _BUILT.clear()
-    _BUILT[record_json] = record
 
 
 def read_records(items: Iterable[tuple[str, Any]], parse: Callable[[str], Any]) -> list[Any]:
@@ -96,28 +92,26 @@ def reads_back_the_same(fields: Mapping[str, Any]) -> bool:
     would make floats, but the count of iterations; not Inf or NaN, which travel as text;
     not numpy's floats), figures of those, no metrics (their tuples would come back as
     lists), and sources of str in key order."""
-    for key, value in fields.items():
-        kind = type(value)
-        if kind is float:
-            if not math.isfinite(value):
-                return False
-        elif key == "figures":  # floats and None, as the fields
-            if not reads_back_the_same(value):
-                return False
-        elif key == "tolerance_sources":
-            if type(value) is not dict or list(value) != sorted(value):  # JSON sorts keys
-                return False
-            if not all(type(k) is str and type(v) is str for k, v in value.items()):
-                return False
-        elif key == "metrics":
-            if value != ():
-                return False
-        elif key == "iterations":  # an int JSON gives back as it is (not one of NUMBERS)
-            if kind is not int:
-                return False
-        elif kind is not str and kind is not bool and value is not None:
-            return False
-    return True
+    return all(_reads_back(key, value) for key, value in fields.items())
+
+
+def _reads_back(key: str, value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if key == "figures":  # floats and None, as the fields
+        return reads_back_the_same(value)
+    if key == "tolerance_sources":  # JSON sorts keys
+        return (
+            type(value) is dict
+            and list(value) == sorted(value)
+            and all(type(k) is str and type(v) is str for k, v in value.items())
+        )
+    if key == "metrics":
+        return bool(value == ())
+    if key == "iterations":  # an int JSON gives back as it is (not one of NUMBERS)
+        return kind is int
+    return kind is str or kind is bool or value is None
 
 
 #: the record's fields that are numbers, beside its figures

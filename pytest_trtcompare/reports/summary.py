@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,11 +144,7 @@ def records(
 
 
 def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
-    return read_records(properties, _parsed)
-
-
-def _parsed(value: str) -> Record:
-    return record_of(json.loads(value))
+    return read_records(properties, lambda value: record_of(json.loads(value)))
 
 
 def record_of(fields: dict[str, Any]) -> Record:
@@ -191,7 +187,7 @@ def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> 
         return _quiet(ordered, width)
     shown = ordered if verbosity > 0 else ordered[:20]
     rows = [(num(r.margin, 3), _verdict(r), _name(r), _figures(r), _tolerance(r)) for r in shown]
-    lines = _one_line_rows(rows)
+    lines = table([_HEADS, *rows])
     if max(map(len, lines)) > width:
         lines = _two_line_rows(rows, width)
     if len(ordered) > len(shown):
@@ -215,13 +211,12 @@ def _name(r: Record) -> str:
     return f"{r.test} :: {r.node or r.output}"
 
 
-def _one_line_rows(rows: list[_Row]) -> list[str]:
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_HEADS)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(_HEADS, widths, strict=True)).rstrip()]
-    lines += [
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows (the heads first) in columns as wide as their widest cell, 2 spaces apart."""
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    return [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
-    return lines
 
 
 def _two_line_rows(rows: list[_Row], width: int) -> list[str]:

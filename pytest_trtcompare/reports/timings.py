@@ -27,11 +27,11 @@ def _runs(record: Any) -> Iterator[tuple[str, float]]:
 def timing_properties(items: Iterable[Any]) -> list[tuple[str, Any]]:
     """trtcompare.<runner>.inference_ms of the target and the reference of a test's first
     record: the median of the runner's inference times in the test (ms)."""
-    found = []
-    for record in items:
-        for runner, value in _runs(record):
-            found.append((f"{PROPERTY}.{runner}.inference_ms", value))
-    return found
+    return [
+        (f"{PROPERTY}.{runner}.inference_ms", value)
+        for record in items
+        for runner, value in _runs(record)
+    ]
 
 
 def inference_times(items: Iterable[Any]) -> dict[str, dict[str, Any]]:
