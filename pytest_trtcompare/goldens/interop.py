@@ -27,16 +27,6 @@ from .store import LEGACY_SUFFIX, SUFFIX, Golden, GoldenError, Iteration, read_g
 DEFAULT_RUNNER_NAME = "pytest-trtcompare"
 
 
-def _array(value: Any) -> np.ndarray | None:
-    """An ndarray from a decoded LazyArray / ndarray entry (None if it is neither)."""
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, Mapping) and isinstance(value.get("values"), np.ndarray):
-        values: np.ndarray = value["values"]
-        return values
-    return None
-
-
 def polygraphy_runs(path: Path) -> list[tuple[str, list[dict[str, np.ndarray]]]]:
     """[(runner name, [outputs per iteration])] from a RunResults file or iteration directory."""
     runs: dict[str, list[dict[str, np.ndarray]]] = {}
@@ -47,8 +37,11 @@ def polygraphy_runs(path: Path) -> list[tuple[str, list[dict[str, np.ndarray]]]]
         for runner, iterations in entries:
             for iteration in iterations:
                 raw = iteration.get("outputs", iteration) if isinstance(iteration, Mapping) else {}
-                arrays = {str(name): _array(value) for name, value in raw.items()}
-                outputs = {name: a for name, a in arrays.items() if a is not None}
+                # each decoded ndarray, or LazyArray's {"values": ndarray}; others left out
+                arrays = {
+                    str(n): v.get("values") if isinstance(v, Mapping) else v for n, v in raw.items()
+                }
+                outputs = {name: a for name, a in arrays.items() if isinstance(a, np.ndarray)}
                 runs.setdefault(str(runner), []).append(outputs)
     if not runs:
         raise GoldenError(f"{path}: no runner results in this Polygraphy JSON")

@@ -3,10 +3,10 @@
 The byte format (checksums, strict header) lives in format.py, the old `.golden` formats that
 are still read in legacy.py. A golden is looked for at its `.safetensors` path first, then at
 the old `.golden` beside it (stored_file); writing it removes that old file once the new one
-is in place. No pickle, no timestamps, no
-compression: the same data gives the same bytes. Writes go to a temp file in the same folder,
-are fsynced and renamed over the old file (or over a symlink to it), under a lock, so a reader
-sees the old golden or the new one, never a part of either.
+is in place. No pickle, no timestamps, no compression: the same data gives the same bytes.
+Writes go to a temp file in the same folder, are fsynced and renamed over the old file (or
+over a symlink to it), under a lock, so a reader sees the old golden or the new one, never a
+part of either.
 """
 
 from __future__ import annotations
@@ -346,17 +346,15 @@ def _file_kind(path: Path) -> str:
         if exc.errno == errno.ENOTDIR:
             return _UNDER_A_FILE
         return f"unreadable ({exc.strerror or exc})"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # a link to /dev/null, /dev/zero
-        return "a device file"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    kinds = {
+        stat.S_ISREG: "file",
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a device file",  # a link to /dev/null, /dev/zero
+        stat.S_ISBLK: "a device file",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((kind for test, kind in kinds.items() if test(mode)), "not a regular file")
 
 
 _UNDER_A_FILE = "under a file"

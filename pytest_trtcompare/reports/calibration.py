@@ -123,10 +123,6 @@ def round_up(value: float, digits: int = 2) -> float:
     return float(rounded * step)
 
 
-def suggestion(observed: Observed, factor: float = FACTOR) -> dict[str, float]:
-    return {"atol": round_up(observed.abs_error * factor), "rtol": 0.0}
-
-
 @dataclass(frozen=True)
 class Entry:
     """One output's calibrated tolerance and how it was made."""
@@ -177,8 +173,7 @@ def suggest(
         made.entries = {k: e for k, e in earlier.entries.items() if k[0] not in tests}
     for key, worst in observed.items():
         if worst.problem is None:
-            bounds = suggestion(worst, factor)
-            made.entries[key] = Entry(**bounds, made_from=made_from, date=made.date)
+            made.entries[key] = Entry(round_up(worst.abs_error * factor), 0.0, made_from, made.date)
     return made
 
 
@@ -335,13 +330,10 @@ def calibration_lines(
     )
     ordered = sorted(observed.items(), key=lambda kv: (-sortable(kv[1].margin), kv[0]))
     shown = ordered[: None if verbosity > 0 else 20]
-    rows = [_row(key, worst, made) for key, worst in shown]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADS[:-1])]
-    figures = [
-        "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True))
-        for row in [_HEADS, *rows]
-    ]
-    names = [row[-1] for row in [_HEADS, *rows]]
+    rows = [_HEADS, *(_row(key, worst, made) for key, worst in shown)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADS) - 1)]
+    figures = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) for r in rows]
+    names = [row[-1] for row in rows]
     if all(len(f + "  " + n) <= width for f, n in zip(figures, names, strict=True)):
         lines += [f"{f}  {n}".rstrip() for f, n in zip(figures, names, strict=True)]
     else:

@@ -175,7 +175,10 @@ def merge(reports: Sequence[Report], root: Path) -> Merged:
     replaced: dict[tuple[str, str], list[str]] = {}
     same = 0
     for report in ordered:
-        for test, records in _by_test(report.records).items():
+        tests: dict[str, list[Record]] = {}
+        for record in report.records:
+            tests.setdefault(record.nodeid or record.test, []).append(record)
+        for test, records in tests.items():
             if test in by_test:
                 if by_test[test][1] == records:
                     same += 1
@@ -211,13 +214,6 @@ def merge(reports: Sequence[Report], root: Path) -> Merged:
         same=same,
         unrun=sorted(t for m in modules.values() for t in m.deselected),
     )
-
-
-def _by_test(records: Sequence[Record]) -> dict[str, list[Record]]:
-    found: dict[str, list[Record]] = {}
-    for record in records:
-        found.setdefault(record.nodeid or record.test, []).append(record)
-    return found
 
 
 def merged_json(merged_reports: Merged, version: str, root: Path) -> str:
