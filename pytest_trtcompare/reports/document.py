@@ -194,19 +194,13 @@ def merge(reports: Sequence[Report], root: Path) -> Merged:
     )
     for module in modules.values():
         module.deselected -= module.selected  # deselected by one shard, run by another
-    layers: dict[str, dict[str, Any]] = {}
-    runners: dict[str, Any] = {}
-    builds: dict[str, Any] = {}
-    for report in ordered:
-        layers.update({layer.get("nodeid") or layer["test"]: layer for layer in report.layers})
-        runners.update(report.runners)
-        builds.update({f"{report.path}:{worker}": b for worker, b in report.builds.items()})
+    layers = {layer.get("nodeid") or layer["test"]: layer for r in ordered for layer in r.layers}
     return Merged(
         suite=suites.pop() if suites else "",
         records=[record for _, records in by_test.values() for record in records],
         layers=list(layers.values()),
-        runners=runners,
-        builds=builds,
+        runners={key: info for r in ordered for key, info in r.runners.items()},
+        builds={f"{r.path}:{worker}": b for r in ordered for worker, b in r.builds.items()},
         modules=modules,
         passed={test for test, (_, passed) in outcome.items() if passed},
         used={path for report in reports for path in report.used},

@@ -137,13 +137,11 @@ def record_fields(record: Any) -> dict[str, Any]:
 
 
 def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: json_number(v)
-        if isinstance(v, float)
-        else [jsonable(m) for m in v]
-        if k == "metrics"
-        else jsonable(v)
-        if k == "figures"
-        else v
-        for k, v in data.items()
+    fields: dict[str, Any] = {
+        k: json_number(v) if isinstance(v, float) else v for k, v in data.items()
     }
+    if "metrics" in fields:
+        fields["metrics"] = [jsonable(m) for m in fields["metrics"]]
+    if "figures" in fields:
+        fields["figures"] = jsonable(fields["figures"])
+    return fields

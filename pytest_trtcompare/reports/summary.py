@@ -275,14 +275,12 @@ def _quiet(ordered: list[Record], width: int) -> list[str]:
 def _figures(r: Record) -> str:
     """The worst errors, in digits enough to compare with the bounds as they do; what
     failed instead where no error size says it (NaN, a shape, a missing output)."""
-    if r.failure is not None:
-        text = r.failure
-    else:
-        text = (
-            f"abs {against(r.max_abs_error, r.atol, 3)}  rel {against(r.max_rel_error, r.rtol, 3)}"
-        )
-    values = (_metric_value(m) for m in r.metrics)
-    return "  ".join([text, *values])  # digits enough to differ from the bound
+    text = (
+        r.failure
+        if r.failure is not None
+        else f"abs {against(r.max_abs_error, r.atol, 3)}  rel {against(r.max_rel_error, r.rtol, 3)}"
+    )
+    return "  ".join([text, *map(_metric_value, r.metrics)])  # digits enough to differ from bounds
 
 
 def _metric_value(m: Mapping[str, Any]) -> str:

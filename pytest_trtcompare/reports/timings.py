@@ -16,12 +16,8 @@ from .properties import PROPERTY
 
 def _runs(record: Any) -> Iterator[tuple[str, float]]:
     """(runner, ms) of the target and the reference of a record, where each ran."""
-    for runner, value in (
-        (record.target, record.target_ms),
-        (record.reference, record.reference_ms),
-    ):
-        if runner is not None and value is not None:
-            yield runner, value
+    pairs = ((record.target, record.target_ms), (record.reference, record.reference_ms))
+    return ((runner, ms) for runner, ms in pairs if runner is not None and ms is not None)
 
 
 def timing_properties(items: Iterable[Any]) -> list[tuple[str, Any]]:
