@@ -40,6 +40,7 @@ import xxhash
 from .legacy import (
     GROUPS,
     MAX_DEPTH,
+    ML_DTYPES,
     ForeignSafetensorsError,
     GoldenError,
     Header,
@@ -99,7 +100,7 @@ def _tensor_label(group: str, name: str) -> str:
 
 
 def _numpy_dtype(name: str) -> np.dtype:
-    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", *AS_U8):
+    if name in ML_DTYPES:
         import ml_dtypes
 
         low_precision: np.dtype = np.dtype(getattr(ml_dtypes, name))

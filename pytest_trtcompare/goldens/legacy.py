@@ -171,12 +171,10 @@ def read_header(handle: io.BufferedReader, size: int, source: str) -> Header:
     """Read and check the header of an open golden of `size` bytes; GoldenError otherwise."""
     magic = handle.read(len(MAGIC))
     if magic == MAGIC:
-        version, prefix = 2, handle.read(34)
-        match = _PREFIX.match(prefix)
+        version, match = 2, _PREFIX.match(handle.read(34))
     elif magic[: len(MAGIC_V1)] == MAGIC_V1:
         handle.seek(len(MAGIC_V1))
-        version, prefix = 1, handle.read(17)
-        match = _PREFIX_V1.match(prefix)
+        version, match = 1, _PREFIX_V1.match(handle.read(17))
     else:
         raise GoldenError(f"{source}: {foreign(magic, size)}")
     if match is None:

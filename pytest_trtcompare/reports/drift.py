@@ -123,9 +123,7 @@ def drift_lines(found: Drift, baseline: str, width: int, verbosity: int = 0) -> 
             lines += texts
         else:  # too wide: each output's name on its line, its figures under it (no cut)
             shown = table([row[:3] for row in [_HEADS, *rows]])
-            lines.append(_HEADS[3])
-            lines.append("    " + shown[0])
-            for row, text in zip(rows, shown[1:], strict=True):
+            for row, text in zip([_HEADS, *rows], shown, strict=True):
                 lines += [row[3], "    " + text]
     for label, keys in (("new", found.new), ("gone", found.gone)):
         if keys and verbosity > 0:

@@ -60,20 +60,15 @@ def merged(runs: Iterable[Mapping[str, ModuleRun]]) -> dict[str, ModuleRun]:
     return modules
 
 
-def judged(module: ModuleRun, passed: set[str]) -> bool:
-    """Whether the module's goldens can be judged: every test of it known, run and passed."""
-    if module.narrowed or not module.selected:
-        return False
-    return module.deselected <= module.selected and module.selected <= passed
-
-
 def unused_goldens(
     modules: Mapping[str, ModuleRun], passed: set[str], used: set[str]
 ) -> tuple[list[str], list[str]]:
     """(the unused goldens of the judged modules, the modules not judged), paths as str."""
     unused, not_judged = [], []
     for name, module in modules.items():
-        if not judged(module, passed):
+        # its goldens are judged where every test of it is known, run and passed
+        known = module.deselected <= module.selected <= passed
+        if module.narrowed or not module.selected or not known:
             not_judged.append(name)
             continue
         ran = {_in_module(nodeid) for nodeid in module.selected}
