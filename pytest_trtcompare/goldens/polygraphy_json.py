@@ -77,10 +77,6 @@ def iterate_json(path: Path) -> Iterator[Any]:
     """A file (a list of iterations, or one) or Polygraphy 0.53's directory of per-iteration
     `<index>.json` files, in index order."""
     path = Path(path)
-    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
-    for file in files:
+    for file in sorted(path.glob("*.json")) if path.is_dir() else [path]:
         obj = load_json(file)
-        if isinstance(obj, list):
-            yield from obj
-        else:
-            yield obj
+        yield from obj if isinstance(obj, list) else [obj]
