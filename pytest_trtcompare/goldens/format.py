@@ -44,11 +44,11 @@ from .legacy import (
     ForeignSafetensorsError,
     GoldenError,
     Header,
-    _field,
     canonical,
     check_end,
     check_shape,
     checksum,
+    corrupt,
     nesting,
     parse_json,
     raw_bytes,
@@ -237,32 +237,32 @@ def _parse(header: bytes, source: str) -> dict[str, Any]:
 def _check_metadata(document: dict[str, Any], source: str) -> tuple[dict[str, str], Any]:
     metadata = document["__metadata__"]
     if OURS not in metadata:
-        raise _field(source, "", "__metadata__", f"no {OURS!r} entry")
+        raise corrupt(source, "", "__metadata__", f"no {OURS!r} entry")
     for key, value in metadata.items():
         if not isinstance(value, str):
-            raise _field(source, "", "__metadata__", f"{key!r} is not a string")
+            raise corrupt(source, "", "__metadata__", f"{key!r} is not a string")
     try:
         ours = parse_json(metadata[OURS])
     except ValueError as exc:
-        raise _field(source, "", OURS, str(exc).removeprefix("is ")) from None
+        raise corrupt(source, "", OURS, str(exc).removeprefix("is ")) from None
     if not isinstance(ours, dict) or set(ours) - {ITERATIONS} != _OUR_KEYS:
         found = sorted(ours) if isinstance(ours, dict) else type(ours).__name__
-        raise _field(source, "", OURS, f"keys {found}")
+        raise corrupt(source, "", OURS, f"keys {found}")
     iterations = ours.get(ITERATIONS, 2)
     if type(iterations) is not int or iterations < 2:
-        raise _field(source, "", ITERATIONS, f"{iterations!r} is not a count of iterations > 1")
+        raise corrupt(source, "", ITERATIONS, f"{iterations!r} is not a count of iterations > 1")
     if ours["format"] != FORMAT_VERSION or isinstance(ours["format"], bool):
-        raise _field(source, "", "format", f"{ours['format']!r} in a format 3 file")
+        raise corrupt(source, "", "format", f"{ours['format']!r} in a format 3 file")
     for key in ("meta", "stored_as_u8"):
         if not isinstance(ours[key], dict):
-            raise _field(source, "", key, f"a {type(ours[key]).__name__}, not an object")
+            raise corrupt(source, "", key, f"a {type(ours[key]).__name__}, not an object")
     for group in GROUPS:
         names = ours[group]
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-            raise _field(source, "", group, f"{names!r} is not a list of names")
+            raise corrupt(source, "", group, f"{names!r} is not a list of names")
         if len(set(names)) != len(names):
             twice = next(n for n in names if names.count(n) > 1)
-            raise _field(source, "", group, f"{twice!r} appears twice")
+            raise corrupt(source, "", group, f"{twice!r} appears twice")
     return metadata, ours
 
 
@@ -289,10 +289,10 @@ def _check_tensors(
     sums = {SUM_PREFIX + key for key in listed}
     extra = sorted(set(metadata) - sums - {OURS})
     if extra:
-        raise _field(source, "", "__metadata__", f"unexpected entry {extra[0]!r}")
+        raise corrupt(source, "", "__metadata__", f"unexpected entry {extra[0]!r}")
     for key in ours["stored_as_u8"]:
         if key not in listed or ours["stored_as_u8"][key] not in AS_U8:
-            raise _field(source, "", "stored_as_u8", f"{key!r}: {ours['stored_as_u8'][key]!r}")
+            raise corrupt(source, "", "stored_as_u8", f"{key!r}: {ours['stored_as_u8'][key]!r}")
     tensors, dtypes = [], []
     for key in listed:
         entry, where = document[key], f" of tensor {key!r}"
@@ -301,10 +301,10 @@ def _check_tensors(
             raise GoldenError(f"{source}: corrupt golden (tensor {key!r} has keys {got})")
         code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
         if not isinstance(code, str) or code not in NUMPY_NAMES:
-            raise _field(source, where, "dtype", f"{code!r} is not a type goldens hold")
+            raise corrupt(source, where, "dtype", f"{code!r} is not a type goldens hold")
         dtype_name = ours["stored_as_u8"].get(key, NUMPY_NAMES[code])
         if dtype_name in AS_U8 and code != "U8":
-            raise _field(source, where, "dtype", f"{code!r} for a tensor stored as U8")
+            raise corrupt(source, where, "dtype", f"{code!r} for a tensor stored as U8")
         check_shape(shape, source, where)
         if not (
             isinstance(offsets, list)
@@ -313,17 +313,17 @@ def _check_tensors(
             and offsets[0] <= offsets[1]
         ):
             problem = f"{offsets!r} is not [begin, end] in integers >= 0"
-            raise _field(source, where, "data_offsets", problem)
+            raise corrupt(source, where, "data_offsets", problem)
         dtype = _numpy_dtype(dtype_name)
         nbytes = offsets[1] - offsets[0]
         if math.prod(shape) * dtype.itemsize != nbytes:  # Python ints: no overflow
             problem = f"{offsets} ({nbytes} bytes) for shape {shape} of {code}"
-            raise _field(source, where, "data_offsets", problem)
+            raise corrupt(source, where, "data_offsets", problem)
         digest = metadata.get(SUM_PREFIX + key)
         if digest is None:
             raise GoldenError(f"{source}: corrupt golden (tensor {key!r} has no checksum)")
         if not _HEX16.match(digest):
-            raise _field(source, where, SUM_PREFIX + key, f"{digest!r} is not 16 hex digits")
+            raise corrupt(source, where, SUM_PREFIX + key, f"{digest!r} is not 16 hex digits")
         group, _, name = key.partition("/")
         tensors.append(
             {
@@ -352,7 +352,7 @@ def _check_layout(tensors: list[dict[str, Any]], body_start: int, source: str) -
                 f"begins at {begin}, expected {expected} (the tensors' data must follow one "
                 "another without gaps or overlaps)"
             )
-            raise _field(source, f" of tensor {key!r}", "data_offsets", problem)
+            raise corrupt(source, f" of tensor {key!r}", "data_offsets", problem)
         end += tensor["nbytes"]
 
 

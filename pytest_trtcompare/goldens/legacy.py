@@ -214,14 +214,14 @@ def foreign(start: bytes, size: int) -> str:
     return "not a pytest-trtcompare golden, or a corrupt one (bad magic bytes)"
 
 
-def _field(source: str, where: str, name: str, problem: str) -> GoldenError:
+def corrupt(source: str, where: str, name: str, problem: str) -> GoldenError:
     return GoldenError(f"{source}: corrupt golden (header field {name!r}{where}: {problem})")
 
 
 def check_shape(shape: Any, source: str, where: str) -> None:
     rank_ok = isinstance(shape, list) and len(shape) <= _MAX_RANK
     if not rank_ok or not all(type(d) is int and d >= 0 for d in shape):
-        raise _field(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
+        raise corrupt(source, where, "shape", f"{shape!r} is not a list of integers >= 0")
 
 
 def check_end(size: int, end: int, source: str) -> None:
@@ -240,12 +240,12 @@ def _check_document(
         found = sorted(document) if isinstance(document, dict) else type(document).__name__
         raise GoldenError(f"{source}: corrupt golden (header keys {found})")
     if document["format"] != version or isinstance(document["format"], bool):
-        raise _field(source, "", "format", f"{document['format']!r} in a format {version} file")
+        raise corrupt(source, "", "format", f"{document['format']!r} in a format {version} file")
     if not isinstance(document["meta"], dict):
-        raise _field(source, "", "meta", f"a {type(document['meta']).__name__}, not an object")
+        raise corrupt(source, "", "meta", f"a {type(document['meta']).__name__}, not an object")
     tensors = document["tensors"]
     if not isinstance(tensors, list):
-        raise _field(source, "", "tensors", f"a {type(tensors).__name__}, not a list")
+        raise corrupt(source, "", "tensors", f"a {type(tensors).__name__}, not a list")
     keys = _TENSOR_KEYS | ({"xxh3"} if version == 2 else set())
     seen: set[tuple[str, str]] = set()
     dtypes = []
@@ -256,29 +256,31 @@ def _check_document(
             raise GoldenError(f"{source}: corrupt golden (tensor {index} has keys {got})")
         group, name = tensor["group"], tensor["name"]
         if group not in GROUPS:
-            raise _field(source, where, "group", f"{group!r} is not one of {', '.join(GROUPS)}")
+            raise corrupt(source, where, "group", f"{group!r} is not one of {', '.join(GROUPS)}")
         if not isinstance(name, str) or not name:
-            raise _field(source, where, "name", f"{name!r} is not a non-empty string")
+            raise corrupt(source, where, "name", f"{name!r} is not a non-empty string")
         where = f" of tensor {name!r}"
         if (group, name) in seen:
-            raise _field(source, where, "name", f"{group} {name!r} appears twice")
+            raise corrupt(source, where, "name", f"{group} {name!r} appears twice")
         seen.add((group, name))
         check_shape(tensor["shape"], source, where)
         for key in ("offset", "nbytes"):
             if type(tensor[key]) is not int or tensor[key] < 0:
-                raise _field(source, where, key, f"{tensor[key]!r} is not an integer >= 0")
+                raise corrupt(source, where, key, f"{tensor[key]!r} is not an integer >= 0")
         if version == 2 and not (isinstance(tensor["xxh3"], str) and _HEX16.match(tensor["xxh3"])):
-            raise _field(source, where, "xxh3", f"{tensor['xxh3']!r} is not 16 hex digits")
+            raise corrupt(source, where, "xxh3", f"{tensor['xxh3']!r} is not 16 hex digits")
         dtype_name = tensor["dtype"]
         try:
             dtype = dtype_from_name(dtype_name) if isinstance(dtype_name, str) else None
         except ValueError:
             dtype = None
         if dtype is None or (dtype.name not in ML_DTYPES and dtype.kind not in "biuf"):
-            raise _field(source, where, "dtype", f"{dtype_name!r} is not a bool, int or float type")
+            raise corrupt(
+                source, where, "dtype", f"{dtype_name!r} is not a bool, int or float type"
+            )
         if dtype.byteorder == ">":
             problem = f"{dtype_name!r} is big-endian; goldens are little-endian"
-            raise _field(source, where, "dtype", problem)
+            raise corrupt(source, where, "dtype", problem)
         dtypes.append(dtype)
     return document["meta"], tensors, dtypes
 
@@ -293,9 +295,9 @@ def _check_layout(
         where = f" of tensor {tensor['name']!r}"
         if math.prod(tensor["shape"]) * dtype.itemsize != tensor["nbytes"]:  # Python ints
             problem = f"{tensor['nbytes']} for shape {tensor['shape']} of {dtype}"
-            raise _field(source, where, "nbytes", problem)
+            raise corrupt(source, where, "nbytes", problem)
         if tensor["offset"] != end:
-            raise _field(source, where, "offset", f"{tensor['offset']}, expected {end}")
+            raise corrupt(source, where, "offset", f"{tensor['offset']}, expected {end}")
         end += aligned(tensor["nbytes"])
         if end > size:
             raise GoldenError(
