@@ -86,7 +86,8 @@ def _format_2(array: np.ndarray, path: Path) -> tuple[Callable[[], Any], Callabl
 
     def save() -> None:
         outputs = as_output_mapping({"y": array}, "golden")
-        entries = store._entries({name: item.array for name, item in outputs.items()}, {})
+        arrays = {name: item.array for name, item in outputs.items()}
+        entries = store._entries([store.Iteration(arrays, {})])
         head = legacy.encode_header(entries, {})
 
         def write(handle: Any) -> None:
