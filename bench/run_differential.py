@@ -161,6 +161,13 @@ def scrub(text: str, work: Path) -> str:
     text = re.sub(r"gw\d", "gwN", text)
     text = re.sub(r" =+$", " ==", text, flags=re.M)  # a summary line's width follows its time
     text = re.sub(r"^metadata: .*$", "metadata <...>", text, flags=re.M)  # pytest-metadata's
+    # wrapped where the times' digits end: unwrapped
+    text = re.sub(
+        r"^(inference time, median per test:.*)((?:\n  .*)*)",
+        lambda m: m.group(1) + m.group(2).replace("\n ", ""),
+        text,
+        flags=re.M,
+    )
     text = re.sub(r"^[.EsFx]+ +\[100%\]$", "<progress>", text, flags=re.M)  # xdist's order
     return text
 
