@@ -95,8 +95,7 @@ class ForwardSignature:
             return list(self.positional_names)
         if self.required:
             return self.required
-        first = [p.name for p in self.parameters if not p.keyword_only][:1]
-        return first
+        return [p.name for p in self.parameters if not p.keyword_only][:1]
 
     def annotated_dtype(self, name: str) -> str | None:
         """The dtype a parameter's annotation names (`torch.LongTensor` -> int64), if any."""
@@ -207,16 +206,12 @@ def _signature_text(name: str, signature: inspect.Signature, limit: int = 160) -
             parts.append(f"**{p.name}")
         elif p.default is p.empty:
             parts.append(p.name)
-        else:
-            parts.append(f"{p.name}={_default_text(p.default)}")
+        else:  # a long default as '...'
+            default = repr(p.default)
+            parts.append(f"{p.name}={default if len(default) <= 12 else '...'}")
     if not slash_done:
         parts.append("/")
     text = f"{name}({', '.join(parts)})"
     if len(text) > limit:
         text = text[: limit - 5].rsplit(", ", 1)[0] + ", ...)"
     return text
-
-
-def _default_text(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 12 else "..."

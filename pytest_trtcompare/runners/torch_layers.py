@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,16 +22,6 @@ import numpy as np
 from ..errors import ModelLoadError
 from .base import Layer
 from .torch_outputs import flatten_outputs, to_numpy
-
-
-@dataclass(frozen=True)
-class Tap:
-    name: str  # the output's name: module path, '#k' for later calls, ':leaf' for tuples
-    module: str  # the module's qualified name
-    call: int  # 0 for the first call of the module in one forward
-    op: str  # the module's class name
-    dtype: str
-    shape: tuple[int, ...]
 
 
 class ModuleTaps:
@@ -51,13 +40,14 @@ class ModuleTaps:
                 "); give the eager module, the one before torch.jit.script or torch.jit.trace"
             )
         self._modules = [(name, child) for name, child in module.named_modules() if name]
-        self._taps: list[Tap] = []
+        self._taps: list[Layer] = []  # the recorded outputs, in call order
         self._taken: dict[str, np.ndarray] = {}
 
     @contextlib.contextmanager
     def recording(self, wanted: set[str] | None) -> Iterator[None]:
-        """Within the block, a forward records every submodule's output: its Tap always, its
-        values when `wanted` is None or names it."""
+        """Within the block, a forward records every submodule's output: its Layer always
+        (named by module path, '#k' for later calls, ':leaf' for tuples), its values when
+        `wanted` is None or names it."""
         calls: Counter[str] = Counter()
         self._taps, self._taken = [], {}
 
@@ -76,7 +66,7 @@ class ModuleTaps:
                     continue
                 dtype = str(value.dtype).removeprefix("torch.")
                 shape = tuple(getattr(value, "shape", ()))
-                self._taps.append(Tap(name, path, call, type(module).__name__, dtype, shape))
+                self._taps.append(Layer(name, path, type(module).__name__, dtype, shape=shape))
                 if wanted is None or name in wanted:
                     self._taken[name] = to_numpy(value)
 
@@ -96,13 +86,9 @@ class ModuleTaps:
         taken, self._taken = self._taken, {}
         return taken
 
-    @property
-    def taps(self) -> list[Tap]:
-        return list(self._taps)
-
     def layers(self, outputs: list[tuple[str, Any]], model_outputs: list[str]) -> list[Layer]:
         """The recorded outputs in call order, then the model's own outputs."""
-        found = [Layer(t.name, t.module, t.op, t.dtype, shape=t.shape) for t in self._taps]
+        found = list(self._taps)
         for name, value in outputs:
             if name in model_outputs:
                 dtype = str(getattr(value, "dtype", "float32")).removeprefix("torch.")

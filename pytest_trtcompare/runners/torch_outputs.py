@@ -73,8 +73,8 @@ def _leaves(
             for index, (key, val) in enumerate(cache):
                 yield (*path, str(index), "key"), key
                 yield (*path, str(index), "value"), val
-        elif _is_encoder_decoder_cache(leaf):  # transformers' EncoderDecoderCache (T5, BART)
-            for part in ("self_attention_cache", "cross_attention_cache"):
+        elif all(_cache_layers(getattr(leaf, part, None)) is not None for part in _CACHE_PARTS):
+            for part in _CACHE_PARTS:  # transformers' EncoderDecoderCache (T5, BART)
                 yield from _leaves(pytree, {part: getattr(leaf, part)}, path)
         elif dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
             fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
@@ -83,22 +83,19 @@ def _leaves(
             yield path, NotATensor(".".join(path) or "the output", leaf)
 
 
+_CACHE_PARTS = ("self_attention_cache", "cross_attention_cache")
+
+
 class NotATensor:
     """An output leaf the runner cannot compare; an error only if it is to be compared."""
 
     def __init__(self, where: str, value: Any) -> None:
+        short = text if len(text := repr(value)) <= 60 else text[:57] + "..."
         self.error = InvalidOutputError(
-            f"output {where!r} is {type(value).__name__} ({_short(value)}), not a tensor: the "
+            f"output {where!r} is {type(value).__name__} ({short}), not a tensor: the "
             "torch runner compares tensors, numbers, and tuples, lists, dicts or dataclasses of "
             "them; outputs=[...] selects the ones to compare"
         )
-
-
-def _is_encoder_decoder_cache(value: Any) -> bool:
-    return all(
-        _cache_layers(getattr(value, part, None)) is not None
-        for part in ("self_attention_cache", "cross_attention_cache")
-    )
 
 
 def _key_text(key: Any) -> str:
@@ -120,11 +117,6 @@ def _cache_layers(value: Any) -> list[tuple[Any, Any]] | None:
     if isinstance(keys, list) and isinstance(values, list) and len(keys) == len(values):
         return list(zip(keys, values, strict=True))
     return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def to_numpy(tensor: Any) -> np.ndarray:

@@ -42,52 +42,41 @@ _DTYPES = {
 }
 
 
-def import_torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        raise FrameworkUnavailable(
-            "torch is not installed: pip install pytest-trtcompare[torch]"
-        ) from None
-    return torch
-
-
 def _device_name(torch: Any, device: Any) -> str:
-    """'cuda:0' from 'cuda:0', 0 or a torch.device; a RunnerOptionError for anything else."""
+    """'cuda:0' from 'cuda:0', 0 or a torch.device; a RunnerOptionError for anything else
+    (and for `meta`: no values); FrameworkUnavailable (a skip) for a device this torch cannot
+    use here (no CUDA, an MPS or XLA device on a build without it)."""
     if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
-        return f"cuda:{device}"  # torch's meaning of a bare index
-    if isinstance(device, (str, torch.device)):
+        name = f"cuda:{device}"  # torch's meaning of a bare index
+    elif isinstance(device, (str, torch.device)):
         try:
-            return str(torch.device(device))
+            name = str(torch.device(device))
         except (RuntimeError, ValueError) as exc:
             problem = str(exc).strip().splitlines()[0]
             raise RunnerOptionError(
                 f"torch runner: device={device!r} is not a torch device ({problem}); give "
                 "'cpu', 'cuda' or 'cuda:N'"
             ) from None
-    raise RunnerOptionError(
-        f"torch runner: device={device!r} ({type(device).__name__}) is not a torch device; "
-        "give 'cpu', 'cuda' or 'cuda:N'"
-    )
-
-
-def _check_usable(torch: Any, device: str) -> None:
-    """FrameworkUnavailable (a skip) for a device this torch cannot use here (no CUDA, an
-    MPS or XLA device on a build without it); RunnerOptionError for `meta` (no values)."""
-    if device == "meta":
+    else:
+        raise RunnerOptionError(
+            f"torch runner: device={device!r} ({type(device).__name__}) is not a torch device; "
+            "give 'cpu', 'cuda' or 'cuda:N'"
+        )
+    if name == "meta":
         raise RunnerOptionError(
             "torch runner: device='meta' holds no values to compare; give 'cpu', 'cuda' or 'cuda:N'"
         )
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise FrameworkUnavailable(f"torch {torch.__version__} sees no CUDA device for {device!r}")
-    if not device.startswith(("cpu", "cuda")):
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise FrameworkUnavailable(f"torch {torch.__version__} sees no CUDA device for {name!r}")
+    if not name.startswith(("cpu", "cuda")):
         try:
-            torch.empty(0, device=device)
+            torch.empty(0, device=name)
         except Exception as exc:  # NotImplementedError (MPS, XLA), AssertionError (XPU) ...
             problem = str(exc).strip().splitlines()[0].split(". ")[0]
             raise FrameworkUnavailable(
-                f"torch {torch.__version__} cannot use device {device!r} here ({problem})"
+                f"torch {torch.__version__} cannot use device {name!r} here ({problem})"
             ) from None
+    return name
 
 
 #: Hugging Face inputs that index a table, and the config field that says its rows.
@@ -160,10 +149,14 @@ class TorchRunner(Runner):
         outputs: str | Sequence[str] | None = None,
     ) -> None:
         super().__init__(precision)
-        torch = import_torch()
+        try:
+            import torch
+        except ImportError:
+            raise FrameworkUnavailable(
+                "torch is not installed: pip install pytest-trtcompare[torch]"
+            ) from None
         self.torch = torch
         device = _device_name(torch, device)
-        _check_usable(torch, device)
         if precision == "tf32" and not device.startswith("cuda"):
             raise PrecisionUnsupported("tf32 is a CUDA matmul mode; the torch runner is on CPU")
         if outputs is not None and outputs != "all" and not isinstance(outputs, (list, tuple)):
@@ -173,13 +166,15 @@ class TorchRunner(Runner):
         self._model = model
         self._modes_fixed = False
         self.module = self._prepare(model)
-        self.signature = ForwardSignature.of(self._forward(), _names("input_names", input_names))
+        forward = self.module.forward if isinstance(self.module, torch.nn.Module) else self.module
+        self.signature = ForwardSignature.of(forward, _names("input_names", input_names))
         self.signature.check_input_names()
         output_names = _names("output_names", output_names)
         self._output_names = list(output_names) if output_names else None
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
         given = specs_from(input_specs)
-        self._specs = given or self._guessed_specs(model)
+        # without input_specs: the inputs forward needs, as _guessed_spec guesses them
+        self._specs = given or [self._guessed_spec(model, n) for n in self.signature.input_names()]
         self.dtypes_guessed = not given
         self.checks_feed = bool(given)
         self._produced: list[str] | None = None  # output names, known after the first run
@@ -226,16 +221,10 @@ class TorchRunner(Runner):
             return torch.nn.Parameter(cast, requires_grad=tensor.requires_grad)
         return cast
 
-    def _forward(self) -> Any:
-        return self.module.forward if isinstance(self.module, self.torch.nn.Module) else self.module
-
-    def _guessed_specs(self, model: Any) -> list[TensorSpec]:
-        """Without input_specs: the inputs forward needs, float32 of unknown rank, unless the
-        model says better (a Hugging Face model's `dummy_inputs` dtypes, `config.vocab_size`
-        as the range of its token ids)."""
-        return [self._guessed_spec(model, name) for name in self.signature.input_names()]
-
     def _guessed_spec(self, model: Any, name: str) -> TensorSpec:
+        """An input's spec without input_specs: float32 of unknown rank, unless the model says
+        better (a Hugging Face model's `dummy_inputs` dtypes, `config.vocab_size` as the range
+        of its token ids)."""
         try:
             dummy = getattr(model, "dummy_inputs", None)  # a property that builds tensors
         except Exception:
@@ -291,10 +280,6 @@ class TorchRunner(Runner):
             return [layer.tensor for layer in self._layers]
         names = self._output_names or self._produced or []
         return [n for n in names if self._requested is None or n in self._requested]
-
-    @property
-    def layers(self) -> list[Layer] | None:
-        return None if self._layers is None else list(self._layers)
 
     def discover_layers(self, feed: Mapping[str, Any]) -> None:
         """outputs="all": run once to learn which submodules produce tensors, in call order."""
