@@ -18,48 +18,28 @@ from ..errors import FrameworkUnavailable
 #: Every name is bound on first use: importing the plugin (every pytest run where it is
 #: installed) imports no numpy and no framework (the onnx modules import onnx).
 _LAZY = {
-    "Layer": "base",
-    "Runner": "base",
-    "TensorSpec": "base",
-    "check_feed": "base",
-    "median_ms": "base",
-    "shape_fits": "base",
-    "header_line": "frameworks",
-    "IsolatedRunner": "isolated",
-    "RunnerCrashed": "isolated",
-    "LoadedModel": "onnx_model",
-    "file_digest": "onnx_model",
-    "load_model": "onnx_model",
-    "ENTRY_POINT_GROUP": "registry",
-    "FRAMEWORK_ALIASES": "registry",
-    "runners_that": "registry",
-    "libraries": "registry",
-    "framework_of": "registry",
-    "capabilities": "registry",
-    "Library": "registry",
-    "DEBUG_PRECISION_RUNNER": "registry",
-    "FLOAT64_ONNX_RUNNER": "registry",
-    "DEFAULT_REFERENCE": "registry",
-    "canonical_framework": "registry",
-    "check_framework_name": "registry",
-    "check_runner_options": "registry",
-    "create_local": "registry",
-    "known_runners": "registry",
-    "runner_factory": "registry",
-    "runner_options": "registry",
-    "Scope": "onnx_scopes",
-    "convert_mixed": "precision",
-    "name_unnamed_nodes": "precision",
-    "graph_input_specs": "onnx_graph",
-    "module_entries": "onnx_scopes",
-    "module_exits": "onnx_scopes",
-    "module_nodes": "onnx_scopes",
-    "subgraph_scopes": "onnx_scopes",
-    "node_scopes": "onnx_scopes",
-    "scope_names": "onnx_scopes",
-    "topological_sort": "float16_repair",
-    "session_options_key": "onnxrt",
-    "visible_device_count": "cuda",
+    name: module
+    for module, names in {
+        "base": "Layer Runner TensorSpec check_feed median_ms shape_fits",
+        "frameworks": "header_line",
+        "isolated": "IsolatedRunner RunnerCrashed",
+        "onnx_model": "LoadedModel file_digest load_model",
+        "registry": (
+            "ENTRY_POINT_GROUP FRAMEWORK_ALIASES runners_that libraries framework_of capabilities "
+            "Library DEBUG_PRECISION_RUNNER FLOAT64_ONNX_RUNNER DEFAULT_REFERENCE "
+            "canonical_framework check_framework_name check_runner_options create_local "
+            "known_runners runner_factory runner_options"
+        ),
+        "onnx_scopes": (
+            "Scope module_entries module_exits module_nodes subgraph_scopes node_scopes scope_names"
+        ),
+        "precision": "convert_mixed name_unnamed_nodes",
+        "onnx_graph": "graph_input_specs",
+        "float16_repair": "topological_sort",
+        "onnxrt": "session_options_key",
+        "cuda": "visible_device_count",
+    }.items()
+    for name in names.split()
 }
 
 

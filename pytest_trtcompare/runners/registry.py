@@ -133,12 +133,6 @@ def runners_that(predicate: Callable[[type[Runner]], bool]) -> list[str]:
     return [name for name in known_runners() if predicate(capabilities(name))]
 
 
-def _load(target: str) -> Callable[..., Runner]:
-    module_name, _, attribute = target.partition(":")
-    factory: Callable[..., Runner] = getattr(importlib.import_module(module_name), attribute)
-    return factory
-
-
 #: The registered entry points by the sys.path they were read under: reading them scans every
 #: installed distribution (milliseconds each time), and a marker is checked per test.
 _ENTRY_POINTS: dict[tuple[str, ...], tuple[importlib.metadata.EntryPoint, ...]] = {}
@@ -169,10 +163,7 @@ def check_framework_name(name: str) -> None:
         if module and sep and function:
             return
         raise UnknownFrameworkError(f"{name!r} is not 'callable:package.module:function'")
-    if (
-        canonical_framework(name) not in _BUILTIN
-        and canonical_framework(name) not in known_runners()
-    ):
+    if canonical_framework(name) not in known_runners():  # the built-in ones among them
         aliases = ", ".join(f"{alias} = {runner}" for alias, runner in FRAMEWORK_ALIASES.items())
         raise UnknownFrameworkError(
             f"unknown framework {name!r}; known frameworks: "
@@ -184,12 +175,15 @@ def check_framework_name(name: str) -> None:
 def runner_factory(name: str) -> Callable[..., Runner]:
     check_framework_name(name)
     name = canonical_framework(name)
+    factory: Callable[..., Runner]
     if name in _BUILTIN:
-        return _load(_BUILTIN[name].target)
+        module_name, _, attribute = _BUILTIN[name].target.partition(":")
+        factory = getattr(importlib.import_module(module_name), attribute)
+        return factory
     for entry_point in _entry_points():
         if entry_point.name == name:
             try:
-                factory: Callable[..., Runner] = entry_point.load()
+                factory = entry_point.load()
             except Exception as exc:  # a broken third-party package: it cannot run here
                 raise FrameworkUnavailable(
                     f"runner {name!r} ({entry_point.value}) failed to import: "
@@ -263,7 +257,12 @@ def create_local(name: str, model: Any = None, precision: str = "fp32", **option
             runner = factory(name.removeprefix("callable:"), precision, **options)
         else:
             runner = runner_factory(name)(model, precision, **options)
-    details = _described(runner)
+    try:
+        details = runner.describe()
+    except Exception as exc:  # a third-party runner's failure is not ours
+        details = {"describe": f"failed: {type(exc).__name__}: {exc}"}
+    if not isinstance(details, dict):
+        details = {"describe": details}
     _log.info(
         "built %s runner of %s at %s (device %s) in %.2f s",
         framework,
@@ -274,12 +273,3 @@ def create_local(name: str, model: Any = None, precision: str = "fp32", **option
     )
     _log.debug("%s runner of %s at %s: %s", framework, label, precision, details)
     return runner
-
-
-def _described(runner: Runner) -> dict[str, Any]:
-    """The runner's describe() for a log record; a third-party runner's failure is not ours."""
-    try:
-        details = runner.describe()
-    except Exception as exc:
-        return {"describe": f"failed: {type(exc).__name__}: {exc}"}
-    return details if isinstance(details, dict) else {"describe": details}
