@@ -26,7 +26,7 @@ from .labels import loaded_label
 from .onnx_graph import graph_input_specs
 from .onnx_model import LoadedModel, load_model
 from .trt_build import BuildSpec, build_engine
-from .trt_io import EngineIO, numpy_dtype
+from .trt_io import EngineIO
 
 _log = logging.getLogger(__name__)
 ShapeProfile = Mapping[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]
@@ -49,10 +49,18 @@ def import_tensorrt() -> Any:
     return tensorrt
 
 
-def profile_from_shape_sets(shape_sets: Sequence[Mapping[str, Sequence[int]]]) -> dict[str, Any]:
-    """min / opt / max per input spanning all shape sets (opt: the last set, usually largest)."""
+def _profile(shapes: Any) -> dict[str, Any]:
+    """min / opt / max per input: as given (a mapping), or spanning all shape sets (opt: the
+    last set, usually largest)."""
+    if not shapes:
+        return {}
+    if isinstance(shapes, Mapping):
+        return {
+            name: tuple(tuple(int(d) for d in s) for s in value) for name, value in shapes.items()
+        }
+    shape_sets: list[Mapping[str, Sequence[int]]] = list(shapes)
     profile: dict[str, Any] = {}
-    for name in shape_sets[0] if shape_sets else {}:
+    for name in shape_sets[0]:
         shapes = [tuple(int(d) for d in s[name]) for s in shape_sets if name in s]
         lo = tuple(min(dims) for dims in zip(*shapes, strict=True))
         hi = tuple(max(dims) for dims in zip(*shapes, strict=True))
@@ -111,7 +119,7 @@ class TensorRTRunner(Runner):
         self.logger = trt.Logger(trt.Logger.WARNING)
         trt.init_libnvinfer_plugins(self.logger, "")  # plugin layers: parse and deserialize
         self.gpu = self.cuda.device_name(self.device_index)
-        self.profile = self._profile(shapes)
+        self.profile = _profile(shapes)
         self.mark_all = outputs == "all"
         self._layers: list[Layer] | None = None
         self.route = "prebuilt engine"
@@ -138,29 +146,7 @@ class TensorRTRunner(Runner):
         if isinstance(outputs, (list, tuple)):
             self._outputs = [n for n in self._outputs if n in outputs]
 
-    def _profile(self, shapes: Any) -> dict[str, Any]:
-        if not shapes:
-            return {}
-        if isinstance(shapes, Mapping):
-            return {
-                name: tuple(tuple(int(d) for d in s) for s in value)
-                for name, value in shapes.items()
-            }
-        return profile_from_shape_sets(list(shapes))
-
     # -- building ---------------------------------------------------------------------------
-    def _cache_key(self) -> str:
-        assert self.loaded is not None
-        parts = [
-            self.loaded.digest,
-            self.precision,
-            json.dumps(self.profile, sort_keys=True),
-            self.trt.__version__,
-            self.gpu,
-            str(self.mark_all),
-        ]
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
-
     def _cached_or_built(
         self, engine_cache: Any, timing_cache: Any, workspace: int | None
     ) -> bytes:
@@ -170,30 +156,21 @@ class TensorRTRunner(Runner):
 
         from ..atomic import atomic_write_bytes
 
+        assert self.loaded is not None
         cache_dir = Path(engine_cache)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        cached = cache_dir / f"{self._cache_key()}.engine"
+        key = [self.loaded.digest, self.precision, json.dumps(self.profile, sort_keys=True)]
+        key += [self.trt.__version__, self.gpu, str(self.mark_all)]
+        digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
+        cached = cache_dir / f"{digest}.engine"
         # xdist workers share the cache: one builds, the others wait and load its engine
-        assert self.loaded is not None
-        label = loaded_label(self.loaded)
+        where = (loaded_label(self.loaded), self.precision, cached.name, cache_dir)
         with FileLock(str(cached.with_suffix(".lock"))):
             if cached.is_file():
                 self.route = f"cached engine {cached.name}"
-                _log.info(
-                    "engine cache hit: %s at %s, %s in %s",
-                    label,
-                    self.precision,
-                    cached.name,
-                    cache_dir,
-                )
+                _log.info("engine cache hit: %s at %s, %s in %s", *where)
                 return cached.read_bytes()
-            _log.info(
-                "engine cache miss: %s at %s, building %s in %s",
-                label,
-                self.precision,
-                cached.name,
-                cache_dir,
-            )
+            _log.info("engine cache miss: %s at %s, building %s in %s", *where)
             plan = self._build(timing_cache, workspace)
             atomic_write_bytes(cached, plan)
         return plan
@@ -225,9 +202,6 @@ class TensorRTRunner(Runner):
         return plan
 
     # -- running ----------------------------------------------------------------------------
-    def _numpy_dtype(self, name: str) -> np.dtype:
-        return numpy_dtype(self.engine.get_tensor_dtype(name), name)
-
     def input_specs(self) -> list[TensorSpec]:
         if self.loaded is not None:
             return graph_input_specs(self.loaded.proto)
@@ -235,7 +209,7 @@ class TensorRTRunner(Runner):
         for name in self._inputs:
             dims = self.engine.get_tensor_shape(name)
             shape = tuple(int(dims[i]) if dims[i] >= 0 else None for i in range(len(dims)))
-            specs.append(TensorSpec(name, str(self._numpy_dtype(name)), shape))
+            specs.append(TensorSpec(name, str(self.io.dtypes[name]), shape))
         return specs
 
     def output_names(self) -> list[str]:

@@ -49,7 +49,8 @@ class BuildSpec:
 def build_engine(trt: Any, logger: Any, spec: BuildSpec) -> bytes:
     """A serialized engine (bytes); sets spec.route and, with mark_all, spec.layers."""
     loaded = spec.loaded
-    flag = weak_typing_flag(trt, spec.precision)
+    flag_name = {"fp16": "FP16", "bf16": "BF16"}.get(spec.precision)  # weak typing's flags
+    flag = getattr(trt.BuilderFlag, flag_name, None) if flag_name else None
     proto, strongly_typed = loaded.proto, False
     if spec.precision in ("fp16", "bf16") and flag is None:  # no weak typing (TensorRT 11)
         converted = convert(loaded, spec.precision)
@@ -91,11 +92,6 @@ def build_engine(trt: Any, logger: Any, spec: BuildSpec) -> bytes:
     if cache is not None and spec.timing_cache is not None:
         atomic_write_bytes(spec.timing_cache, bytes(memoryview(cache.serialize())))
     return bytes(memoryview(plan))
-
-
-def weak_typing_flag(trt: Any, precision: str) -> Any:
-    flag_name = {"fp16": "FP16", "bf16": "BF16"}.get(precision)
-    return getattr(trt.BuilderFlag, flag_name, None) if flag_name else None
 
 
 def _parse(parser: Any, loaded: LoadedModel, proto: Any) -> None:
