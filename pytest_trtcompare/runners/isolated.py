@@ -34,8 +34,7 @@ import numpy as np
 from .. import progress
 from ..errors import ModelLoadError, RunnerOptionError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
-from .isolated_serve import ROOT_LOGGER, pack, serve, shape_of, unpack
-from .isolated_torch import export_to_file, needs_export
+from .isolated_serve import ROOT_LOGGER, export_to_file, needs_export, pack, serve, shape_of, unpack
 from .labels import model_label
 from .registry import framework_of
 
@@ -46,13 +45,6 @@ _handles = itertools.count(1)
 
 class RunnerCrashed(TrtCompareError):
     """The isolated runner's process died or hung; the message says how, with its stderr."""
-
-
-def _handle_worker_record(fields: dict[str, Any]) -> None:
-    record = logging.makeLogRecord(fields)
-    logger = logging.getLogger(record.name)
-    if logger.isEnabledFor(record.levelno):
-        logger.handle(record)
 
 
 class _Worker:
@@ -80,7 +72,7 @@ class _Worker:
         return self.process is not None and self.process.is_alive()
 
     def kill(self) -> None:
-        if self.process is not None and self.process.is_alive():
+        if self.alive:
             self.process.kill()
             self.process.join(5)
 
@@ -100,8 +92,10 @@ class _Worker:
                 self.process.join(5)
         self.kill()
         self.forget()
-        if not _WORKERS:  # no runner left in any worker: nor is a spare wanted
-            _stop_spare()
+        while not _WORKERS and _spare:  # no runner left in any worker: nor is a spare wanted
+            spare = _spare.pop()
+            spare.stop()
+            _log.debug("stopped the spare isolated worker pid %s", spare.pid)
 
     def crash_text(self, runner: str, what: str) -> str:
         code = self.process.exitcode if self.process is not None else None
@@ -122,7 +116,10 @@ class _Worker:
             message = self.connection.recv()
             if message[0] != "log":
                 return message
-            _handle_worker_record(message[1])
+            record = logging.makeLogRecord(message[1])
+            logger = logging.getLogger(record.name)
+            if logger.isEnabledFor(record.levelno):
+                logger.handle(record)
         return None
 
     def request(
@@ -199,19 +196,6 @@ def _fresh_worker(key: Hashable) -> _Worker:
     return worker
 
 
-def _stop_spare() -> None:
-    while _spare:
-        spare = _spare.pop()
-        spare.stop()
-        _log.debug("stopped the spare isolated worker pid %s", spare.pid)
-
-
-def _worker_key(name: str, precision: str, options: dict[str, Any]) -> Hashable:
-    """Which runners share a worker: only a grouping (each runner is built from its own
-    spec), so options that read alike may share one."""
-    return (name, precision, repr(sorted(options.items(), key=lambda item: item[0])))
-
-
 def live_workers() -> list[int]:
     """The pids of this process's isolated workers that are running."""
     return [worker.pid for worker in [*_WORKERS.values(), *_spare] if worker.alive]
@@ -241,15 +225,20 @@ class IsolatedRunner(Runner):
                 f"runner {name!r}: timeout={timeout!r}; it takes seconds > 0 (or None: no limit)"
             )
         _check_sendable(name, options)
+        import onnx
+
         self.inner = name
         self.timeout = timeout
         self._spec = {
             "name": name,
-            "model": _sendable(model),
+            # a ModelProto as bytes (cheaper and version-proof); the rest is sent as it is
+            "model": model.SerializeToString() if isinstance(model, onnx.ModelProto) else model,
             "precision": precision,
             "options": options,
         }
-        self._key = _worker_key(name, precision, options)
+        # which runners share a worker: only a grouping (each runner is built from its own
+        # spec), so options that read alike may share one
+        self._key: Hashable = (name, precision, repr(sorted(options.items(), key=lambda i: i[0])))
         self._label = model_label(name, model)
         self._handle = next(_handles)
         self._lost = False  # its worker died: the next one is a replacement
@@ -420,13 +409,6 @@ def _check_sendable(name: str, options: dict[str, Any]) -> None:
                 f"worker ({type(exc).__name__}: {exc}); {instead}, or run this runner with "
                 "isolate=False (or without --trt-isolate)"
             ) from None
-
-
-def _sendable(model: Any) -> Any:
-    """ModelProto as bytes (cheaper and version-proof); the rest is sent as it is."""
-    import onnx
-
-    return model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
 
 
 def _rebuild(type_name: str, text: str) -> Exception:

@@ -1,4 +1,5 @@
-"""The isolated worker's side (runners/isolated.py starts it) and how arrays cross the pipe.
+"""The isolated worker's side (runners/isolated.py starts it) and how arrays and torch modules
+cross the pipe.
 
 One worker process serves every runner of one (framework, precision, options) in a session:
 it builds a runner per model when asked ("build", handle, spec), answers "infer" and
@@ -6,24 +7,36 @@ it builds a runner per model when asked ("build", handle, spec), answers "infer"
 (dtype, shape, raw bytes), or, above 16 MiB, as raw files in a private temp folder (each
 read once and removed); ml_dtypes' dtypes (bfloat16, float8, int4), whose numpy string is
 only '<V2', cross by name. Object arrays never cross and nothing is unpickled into an array.
+
+A torch module the spawned process cannot unpickle (a class defined inside a function, as
+torch twins often are) crosses as an ExportedProgram. `torch.export` needs example inputs, so
+such a module is exported at the first feed, after the runner's own cast to its precision and
+device, with every dimension `Dim.AUTO` (other batch sizes and sequence lengths run the same
+program; dims of size 1 are grown to 2 for the export so that they are not specialised), and
+saved with `torch.export.save` to the worker's private folder. The worker loads it and runs
+it through the torch runner.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import pickle
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..engine import dtype_from_name
-from ..errors import TrtCompareError
+from ..errors import ModelLoadError, TrtCompareError
 from .base import Runner
 
 FILE_THRESHOLD = 16 << 20
 ROOT_LOGGER = "pytest_trtcompare"
+#: The model field of a worker spec that names a saved ExportedProgram.
+EXPORTED = "torch.export file"
 
 
 def pack(arrays: dict[str, Any], folder: Path, prefix: str) -> dict[str, Any]:
@@ -104,18 +117,14 @@ class _LogRelay(logging.Handler):
             self.handleError(record)
 
 
-def _relay_logs(connection: Any, level: int) -> None:
-    logger = logging.getLogger(ROOT_LOGGER)
-    logger.setLevel(level)
-    logger.addHandler(_LogRelay(connection))
-    logger.propagate = False  # the parent decides where records go
-
-
 def serve(connection: Any, stderr_path: str, folder: str, log_level: int) -> None:
     """The worker: build runners when asked, answer their requests until told to stop."""
     with open(stderr_path, "ab", buffering=0) as stderr:
         os.dup2(stderr.fileno(), 2)
-    _relay_logs(connection, log_level)
+    logger = logging.getLogger(ROOT_LOGGER)
+    logger.setLevel(log_level)
+    logger.addHandler(_LogRelay(connection))
+    logger.propagate = False  # the parent decides where records go
     built: dict[int, Runner] = {}
     calls = 0
     while True:
@@ -156,7 +165,6 @@ def serve(connection: Any, stderr_path: str, folder: str, log_level: int) -> Non
 
 
 def _build(spec: dict[str, Any]) -> Runner:
-    from .isolated_torch import load_exported
     from .registry import create_local
 
     model = load_exported(spec["model"])
@@ -174,3 +182,78 @@ def shape_of(runner: Runner) -> tuple[Any, ...]:
         getattr(runner, "signature", None),  # a torch runner's ForwardSignature
         getattr(runner, "dtypes_guessed", False),
     )
+
+
+def needs_export(name: str, model: Any) -> bool:
+    """A torch module or ExportedProgram that pickle cannot send to a spawned process."""
+    if name != "torch" or type(model).__module__.split(".")[0] == "builtins":
+        return False
+    try:
+        pickle.dumps(model)
+    except Exception:  # local classes, lambdas, open handles ...
+        return True
+    return False
+
+
+def export_to_file(runner: Any, feed: dict[str, Any], folder: Path) -> tuple[str, str]:
+    """Export the local torch runner's prepared module for this feed; the worker's model.
+
+    The feed binds to forward as the runner binds it (keywords where it can), so the program
+    takes the same names: the worker's runner binds its feeds the same way."""
+    torch = runner.torch
+    args, kwargs = runner.signature.bind(
+        {name: runner._to_tensor(value) for name, value in feed.items()}, runner.name
+    )
+
+    def auto(arg: Any) -> Any:
+        return {dim: torch.export.Dim.AUTO for dim in range(arg.ndim)} if arg.ndim else None
+
+    dynamic: Any = tuple(auto(arg) for arg in args)
+    if kwargs:
+        dynamic = {name: auto(value) for name, value in kwargs.items()}
+        if args:  # a dict must name the positional ones too
+            names = [p.name for p in runner.signature.parameters][: len(args)]
+            dynamic.update({name: auto(arg) for name, arg in zip(names, args, strict=False)})
+    # torch.export specialises dims of size 0 / 1 to constants: export with those grown to 2
+    # (the program still runs size 1), falling back to the feed as is where 2 cannot be.
+    grown = (
+        tuple(_grown(torch, arg) for arg in args),
+        {name: _grown(torch, value) for name, value in kwargs.items()},
+    )
+    try:
+        try:
+            program = torch.export.export(
+                runner.module, grown[0], kwargs=grown[1], dynamic_shapes=dynamic
+            )
+        except Exception:
+            program = torch.export.export(
+                runner.module, tuple(args), kwargs=kwargs, dynamic_shapes=dynamic
+            )
+    except Exception as exc:
+        raise ModelLoadError(
+            f"torch runner: the module cannot be pickled for the isolated worker (its class "
+            f"is local to a function) and torch.export failed on it "
+            f"({type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}); define the "
+            "module's class at module level, or run it with isolate=False"
+        ) from None
+    path = folder / "module.pt2"
+    with warnings.catch_warnings():  # "No complete tensor found in the group": CPU weights
+        warnings.filterwarnings("ignore", message="No complete tensor found")
+        torch.export.save(program, str(path))
+    return (EXPORTED, str(path))
+
+
+def _grown(torch: Any, tensor: Any) -> Any:
+    for dim, size in enumerate(tensor.shape):
+        if size == 1:
+            tensor = torch.cat([tensor, tensor], dim=dim)
+    return tensor
+
+
+def load_exported(model: Any) -> Any:
+    """The worker's side: an ExportedProgram from its file; any other model as it came."""
+    if isinstance(model, tuple) and len(model) == 2 and model[0] == EXPORTED:
+        import torch
+
+        return torch.export.load(model[1])
+    return model
