@@ -21,10 +21,8 @@ from .base import Runner, TensorSpec, specs_from
 def resolve_callable(target: Any) -> tuple[Callable[..., Any], str]:
     """(function, its dotted name) from a callable or a 'module:function' string."""
     if callable(target):
-        return (
-            target,
-            f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', repr(target))}",
-        )
+        qualname = getattr(target, "__qualname__", repr(target))
+        return target, f"{getattr(target, '__module__', '?')}:{qualname}"
     if isinstance(target, str) and ":" in target:
         module_name, _, attribute = target.partition(":")
         try:

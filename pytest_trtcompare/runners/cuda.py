@@ -222,22 +222,14 @@ def load_cuda_api() -> CudaApi:
     except RuntimeError as exc:  # the binding's own reason, e.g. cudaErrorInsufficientDriver
         raise FrameworkUnavailable(f"no usable CUDA device ({exc}): TensorRT needs a GPU") from None
     if count < 1:
-        if not _driver_present():
-            raise FrameworkUnavailable(
-                "no CUDA driver (libcuda) on this machine: TensorRT needs a GPU"
-            )
-        raise FrameworkUnavailable("no CUDA device visible: TensorRT needs a GPU")
+        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+            try:
+                ctypes.CDLL(name)
+            except OSError:
+                continue
+            raise FrameworkUnavailable("no CUDA device visible: TensorRT needs a GPU")
+        raise FrameworkUnavailable("no CUDA driver (libcuda) on this machine: TensorRT needs a GPU")
     return api
-
-
-def _driver_present() -> bool:
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            continue
-    return False
 
 
 def visible_device_count(framework: str = "trt") -> int:

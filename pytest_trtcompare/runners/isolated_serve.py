@@ -165,9 +165,14 @@ def serve(connection: Any, stderr_path: str, folder: str, log_level: int) -> Non
 
 
 def _build(spec: dict[str, Any]) -> Runner:
+    """The spec's runner: of its model as it came, or of an ExportedProgram from its file."""
     from .registry import create_local
 
-    model = load_exported(spec["model"])
+    model = spec["model"]
+    if isinstance(model, tuple) and len(model) == 2 and model[0] == EXPORTED:
+        import torch
+
+        model = torch.export.load(model[1])
     return create_local(spec["name"], model, spec["precision"], **spec["options"])
 
 
@@ -248,12 +253,3 @@ def _grown(torch: Any, tensor: Any) -> Any:
         if size == 1:
             tensor = torch.cat([tensor, tensor], dim=dim)
     return tensor
-
-
-def load_exported(model: Any) -> Any:
-    """The worker's side: an ExportedProgram from its file; any other model as it came."""
-    if isinstance(model, tuple) and len(model) == 2 and model[0] == EXPORTED:
-        import torch
-
-        return torch.export.load(model[1])
-    return model
