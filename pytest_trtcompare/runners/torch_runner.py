@@ -376,14 +376,12 @@ class TorchRunner(Runner):
         return found
 
     def describe(self) -> dict[str, Any]:
+        dtype = _DTYPES[self.precision]
         route = {
             "fp32": "float32 weights and inputs"
             + (", TF32 off" if self.device.type == "cuda" else ""),
             "tf32": "float32 weights and inputs, TF32 matmul on",
-            "fp16": "module.to(float16), float inputs cast to float16",
-            "bf16": "module.to(bfloat16), float inputs cast to bfloat16",
-            "fp64": "module.to(float64), float inputs cast to float64",
-        }[self.precision]
+        }.get(self.precision, f"module.to({dtype}), float inputs cast to {dtype}")
         return {
             **super().describe(),
             "version": self.torch.__version__,

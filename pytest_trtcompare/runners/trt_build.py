@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..atomic import atomic_write_bytes
 from ..errors import ModelLoadError, PrecisionUnsupported
 from .base import Layer
 from .onnx_model import LoadedModel
 from .precision import convert
+from .trt_io import TRT_TO_ML_DTYPES, TRT_TO_NUMPY
 
 _log = logging.getLogger(__name__)
 
@@ -115,16 +118,7 @@ def _parse(parser: Any, loaded: LoadedModel, proto: Any) -> None:
 
 
 #: TensorRT tensor types as numpy dtype names (what a per-layer comparison filters on).
-_DTYPE_NAMES = {
-    "FLOAT": "float32",
-    "HALF": "float16",
-    "BF16": "bfloat16",
-    "FP8": "float8_e4m3fn",
-    "INT8": "int8",
-    "UINT8": "uint8",
-    "INT32": "int32",
-    "INT64": "int64",
-}
+_DTYPE_NAMES = {**{k: np.dtype(v).name for k, v in TRT_TO_NUMPY.items()}, **TRT_TO_ML_DTYPES}
 
 
 def mark_layerwise(trt: Any, network: Any) -> list[Layer]:
