@@ -224,7 +224,24 @@ class IsolatedRunner(Runner):
             raise RunnerOptionError(
                 f"runner {name!r}: timeout={timeout!r}; it takes seconds > 0 (or None: no limit)"
             )
-        _check_sendable(name, options)
+        # an option the worker cannot receive (pickle refuses it, as it refuses an
+        # onnxruntime.SessionOptions): a RunnerOptionError naming it, not a TypeError at the
+        # first send
+        for key, value in options.items():
+            try:
+                pickle.dumps(value)
+            except Exception as exc:  # pickle raises TypeError, PicklingError, AttributeError ...
+                instead = (
+                    "give session_options as a dict of its settings, e.g. "
+                    "{'intra_op_num_threads': 1}, which can be sent"
+                    if key == "session_options"
+                    else "give the option as values pickle can send"
+                )
+                raise RunnerOptionError(
+                    f"runner {name!r}: option {key}={value!r} cannot be sent to an isolated "
+                    f"worker ({type(exc).__name__}: {exc}); {instead}, or run this runner with "
+                    "isolate=False (or without --trt-isolate)"
+                ) from None
         import onnx
 
         self.inner = name
@@ -238,7 +255,7 @@ class IsolatedRunner(Runner):
         }
         # which runners share a worker: only a grouping (each runner is built from its own
         # spec), so options that read alike may share one
-        self._key: Hashable = (name, precision, repr(sorted(options.items(), key=lambda i: i[0])))
+        self._key: Hashable = (name, precision, repr(sorted(options.items())))
         self._label = model_label(name, model)
         self._handle = next(_handles)
         self._lost = False  # its worker died: the next one is a replacement
@@ -388,27 +405,6 @@ class IsolatedRunner(Runner):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _check_sendable(name: str, options: dict[str, Any]) -> None:
-    """A RunnerOptionError for an option the worker cannot receive (pickle refuses it, as
-    it refuses an onnxruntime.SessionOptions), naming it, instead of a TypeError at the
-    first send."""
-    for key, value in options.items():
-        try:
-            pickle.dumps(value)
-        except Exception as exc:  # pickle raises TypeError, PicklingError, AttributeError ...
-            instead = (
-                "give session_options as a dict of its settings, e.g. "
-                "{'intra_op_num_threads': 1}, which can be sent"
-                if key == "session_options"
-                else "give the option as values pickle can send"
-            )
-            raise RunnerOptionError(
-                f"runner {name!r}: option {key}={value!r} cannot be sent to an isolated "
-                f"worker ({type(exc).__name__}: {exc}); {instead}, or run this runner with "
-                "isolate=False (or without --trt-isolate)"
-            ) from None
 
 
 def _rebuild(type_name: str, text: str) -> Exception:

@@ -96,11 +96,7 @@ FRAMEWORK_ALIASES = {alias: name for name, entry in _BUILTIN.items() for alias i
 
 def libraries() -> list[Library]:
     """The libraries of the built-in runners, in the registry's order, each once."""
-    found: dict[str, Library] = {}
-    for entry in _BUILTIN.values():
-        if entry.library is not None:
-            found.setdefault(entry.library.name, entry.library)
-    return list(found.values())
+    return list(dict.fromkeys(e.library for e in _BUILTIN.values() if e.library is not None))
 
 
 def framework_of(name: str) -> str:
