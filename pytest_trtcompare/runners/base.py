@@ -255,14 +255,9 @@ class Runner(abc.ABC):
     layer_names: ClassVar[str | None] = None
 
     def __init__(self, precision: str = "fp32") -> None:
-        if precision == FP64:
-            if not self.float64:
-                raise PrecisionUnsupported(
-                    f"{self.framework} runs {', '.join(self.precisions)}, not fp64"
-                )
-        elif precision not in PRECISIONS:
+        if precision != FP64 and precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
-        elif precision not in self.precisions:
+        if not (self.float64 if precision == FP64 else precision in self.precisions):
             raise PrecisionUnsupported(
                 f"{self.framework} runs {', '.join(self.precisions)}, not {precision}"
             )

@@ -291,11 +291,9 @@ class TorchRunner(Runner):
         """A module the user left in training mode runs in eval mode (dropout off, batch
         norm statistics read, not updated) and is given back in the modes it had: switching
         costs far less than copying the module."""
-        module = self.module
-        if self._modes_fixed or not isinstance(module, self.torch.nn.Module):
-            yield
-            return
-        modes = [(m, m.training) for m in module.modules()]  # one walk: a first use counts it
+        module, modes = self.module, []
+        if not self._modes_fixed and isinstance(module, self.torch.nn.Module):
+            modes = [(m, m.training) for m in module.modules()]  # one walk: a first use counts it
         if not any(training for _, training in modes):
             yield
             return
