@@ -87,9 +87,7 @@ if TYPE_CHECKING:
         runner_options,
         runners_that,
     )
-    from .registry import (
-        create_local as create_local,
-    )
+    from .registry import create_local as create_local
 
 __all__ = [
     "DEBUG_PRECISION_RUNNER",

@@ -112,11 +112,9 @@ class CudaBindingsApi(TorchHandout):
         return int(count)
 
     def device_name(self, index: int) -> str:
-        props = self._check(self.rt.cudaGetDeviceProperties(index))
-        name = props.name
-        return (name.decode(errors="replace") if isinstance(name, bytes) else str(name)).rstrip(
-            "\x00"
-        )
+        name = self._check(self.rt.cudaGetDeviceProperties(index)).name
+        name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+        return name.rstrip("\x00")
 
     def set_device(self, index: int) -> None:
         self._check(self.rt.cudaSetDevice(index))

@@ -24,6 +24,7 @@ import os
 import pickle
 import threading
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +152,9 @@ def serve(connection: Any, stderr_path: str, folder: str, log_level: int) -> Non
                 specs_for = getattr(runner, "specs_for", None)
                 connection.send(("specs", specs_for(message[2]) if specs_for else []))
                 continue
-            if message[3] is None:
+            selection = message[3]
+            with nullcontext() if selection is None else runner.select_outputs(selection):
                 outputs = runner.infer(unpack(message[2]))
-            else:
-                with runner.select_outputs(message[3]):
-                    outputs = runner.infer(unpack(message[2]))
             calls += 1
             packed = pack(outputs, Path(folder), f"out{calls}")
             seconds = runner.inference_times[-1]  # the framework's time, not the pipe's
