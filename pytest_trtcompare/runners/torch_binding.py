@@ -64,21 +64,17 @@ class ForwardSignature:
                     )
                 )
         text = _signature_text(getattr(target, "__name__", "forward"), signature)
-        return cls(tuple(parameters), var_positional, var_keyword, text, names)
-
-    def check_input_names(self) -> None:
-        """RunnerOptionError where `input_names=` gives more positional inputs than
-        `forward` takes (no `*args`)."""
-        if self.positional_names is None or not self.known or self.var_positional:
-            return
-        keyword = {p.name for p in self.parameters if not p.positional_only}
-        positional = [name for name in self.positional_names if name not in keyword]
-        room = [p.name for p in self.parameters if not p.keyword_only]
-        if len(positional) > len(room):
+        # a RunnerOptionError where input_names= gives more positional inputs than forward
+        # takes (no *args)
+        keyword = {p.name for p in parameters if not p.positional_only}
+        positional = [name for name in names or () if name not in keyword]
+        room = [p.name for p in parameters if not p.keyword_only]
+        if len(positional) > len(room) and not var_positional:
             raise RunnerOptionError(
-                f"torch runner: input_names={list(self.positional_names)}: {positional} go by "
-                f"position, but {self.text} takes {len(room)} input(s) by position"
+                f"torch runner: input_names={list(names or ())}: {positional} go by "
+                f"position, but {text} takes {len(room)} input(s) by position"
             )
+        return cls(tuple(parameters), var_positional, var_keyword, text, names)
 
     @property
     def required(self) -> list[str]:
@@ -100,10 +96,7 @@ class ForwardSignature:
     def annotated_dtype(self, name: str) -> str | None:
         """The dtype a parameter's annotation names (`torch.LongTensor` -> int64), if any."""
         annotation = next((p.annotation for p in self.parameters if p.name == name), "")
-        for word, dtype in _ANNOTATED_DTYPES:
-            if word in annotation:
-                return dtype
-        return None
+        return next((dtype for word, dtype in _ANNOTATED_DTYPES if word in annotation), None)
 
     def bind(self, feed: Mapping[str, Any], runner: str) -> tuple[list[Any], dict[str, Any]]:
         """(args, kwargs) for the call; FeedError for a missing required or an unknown name."""

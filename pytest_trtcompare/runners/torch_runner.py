@@ -168,7 +168,6 @@ class TorchRunner(Runner):
         self.module = self._prepare(model)
         forward = self.module.forward if isinstance(self.module, torch.nn.Module) else self.module
         self.signature = ForwardSignature.of(forward, _names("input_names", input_names))
-        self.signature.check_input_names()
         output_names = _names("output_names", output_names)
         self._output_names = list(output_names) if output_names else None
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
