@@ -24,7 +24,7 @@ import os
 import pickle
 import threading
 import warnings
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +70,9 @@ def _pack_value(name: str, value: Any, folder: Path, prefix: str) -> Any:
 def _dtype_token(dtype: np.dtype) -> str:
     """numpy's own dtypes by their exact string ('<f4'); ml_dtypes' (bfloat16, float8, int4),
     whose string ('<V2', '<f1') numpy cannot read back, by name."""
-    try:
+    with suppress(TypeError):
         if np.dtype(dtype.str) == dtype:
             return str(dtype.str)
-    except TypeError:
-        pass
     return str(dtype.name)
 
 

@@ -311,8 +311,7 @@ class TorchRunner(Runner):
             yield
             return
         saved = (backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32)
-        tf32 = self.precision == "tf32"
-        backends.cuda.matmul.allow_tf32 = backends.cudnn.allow_tf32 = tf32
+        backends.cuda.matmul.allow_tf32 = backends.cudnn.allow_tf32 = self.precision == "tf32"
         try:
             yield
         finally:
