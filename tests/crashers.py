@@ -32,6 +32,12 @@ def hang(feed):
     return {}
 
 
+def hang_after_a_word(feed):
+    print("stuck in a custom kernel", file=sys.stderr, flush=True)
+    time.sleep(3600)
+    return {}
+
+
 def crash_on_negative(feed):
     """Crashes only for negative inputs: the next item must get a fresh worker."""
     if float(np.asarray(feed["x"]).min()) < 0:

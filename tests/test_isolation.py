@@ -68,6 +68,15 @@ def test_a_hang_is_cut_off_by_the_timeout():
     runner.close()
 
 
+def test_a_hang_names_what_the_worker_wrote_to_stderr():
+    runner = _isolated("hang_after_a_word", timeout=2)
+    with pytest.raises(RunnerCrashed) as info:
+        runner.infer(FEED)
+    assert "timed out after 2 s while running; the end of its stderr:\n" in str(info.value)
+    assert str(info.value).endswith("stuck in a custom kernel")
+    runner.close()
+
+
 def test_the_next_call_gets_a_fresh_worker():
     runner = _isolated("crash_on_negative")
     with pytest.raises(RunnerCrashed, match="SIGSEGV"):

@@ -156,7 +156,7 @@ class _Worker:
                 self.forget()
                 raise RunnerCrashed(
                     f"runner {runner} timed out after {timeout:g} s while {doing}"
-                    + (text.split(";", 1)[1] if ";" in text else "")
+                    + "".join(text.partition(";")[1:])  # its stderr's end, if it wrote some
                 )
             if waiting is not None:
                 waiting.poll()
