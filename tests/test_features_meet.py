@@ -216,7 +216,7 @@ def test_trtcompare_polygraphy_round_trip_keeps_every_iteration(tmp_path, monkey
     )
     assert code == 2
     assert err == (
-        "trtcompare: one.json holds 1 feeds, out.json 2 iterations of pytest-trtcompare: give "
+        "trtcompare: one.json holds 1 feed, out.json 2 iterations of pytest-trtcompare: give "
         "the inputs they were made from, or --iteration to take one\n"
     )
     assert not (tmp_path / "x.safetensors").exists()
@@ -234,7 +234,7 @@ def test_trtcompare_polygraphy_round_trip_keeps_every_iteration(tmp_path, monkey
     code, _, err = trtcompare(capsys, "diff", "single.json", "g.safetensors")
     assert code == 2
     assert err == (
-        "trtcompare: single.json holds 1 iterations, g.safetensors holds 2: diff compares "
+        "trtcompare: single.json holds 1 iteration, g.safetensors holds 2: diff compares "
         "them iteration by iteration\n"
     )
     # check: saved outputs of every iteration against the golden, as pytest checks it

@@ -338,6 +338,25 @@ def test_golden_fixture(golden):
 )
 def test_negative_multiplier(comparison):
     pass
+
+
+def _contrib_op():  # onnxruntime runs com.microsoft's Gelu; onnx.reference knows no such op
+    from onnx import TensorProto, helper
+
+    spec = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("x", "y")]
+    graph = helper.make_graph(
+        [helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")], "g", spec[:1], spec[1:]
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+@pytest.mark.compare_frameworks(
+    model=_contrib_op(), frameworks=["callable:fp64mods:identity", "onnxrt"], reference="onnxrt",
+    tolerance=FP64, options={{"callable": {{"input_specs": {{"x": ("float32", (2, 4))}}}}}},
+)
+def test_no_float64_model(comparison):
+    pass
 """
 
 
@@ -374,4 +393,11 @@ def test_misuse_is_an_error_naming_why(pytester, exports, xdist):
     result.stdout.fnmatch_lines(
         ["ERROR test_misuse.py::test_negative_multiplier* - *threshold of check='fp64' must be*"]
     )
+    words = " ".join(text.split())  # the float64 conversion's run fails: said as the check's
+    assert (
+        "ModelLoadError: fp64 check: the float64 run of the reference's model failed: "
+        "onnx.reference cannot load model <ModelProto>: Node type 'Gelu' from domain "
+        "'com.microsoft' is unknown, known functions: []; a reference that runs float64 itself "
+        "needs no float64 ONNX model: torch (e.g. reference='torch', models={'torch': module})"
+    ) in words
     assert not list(pytester.path.rglob("*.safetensors"))  # no golden written by the misuse

@@ -191,6 +191,32 @@ def test_bad_marker_threshold_is_an_error_of_its_test_naming_it(pytester):
 
 
 @pytest.mark.parametrize("xdist", XDIST)
+def test_a_misspelt_tolerance_field_is_named_not_its_neighbour(pytester, xdist):
+    """{"atol": ..., "rtoll": ...} names 'rtoll', not 'atol' as an output's tolerance."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.compare_frameworks(
+            model="model.onnx", frameworks=["onnxrt"], tolerance={"atol": 1e-3, "rtoll": 1e-3}
+        )
+        def test_marker(comparison):
+            pass
+        """
+    )
+    result = pytester.runpytest(*xdist)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_marker: @pytest.mark.compare_frameworks(tolerance=...): tolerance: 'rtoll' is "
+            "not a tolerance field; did you mean 'rtol'?"
+        ]
+    )
+    _no_crash(result)
+
+
+@pytest.mark.parametrize("xdist", XDIST)
 def test_bad_thresholds_in_calls_fail_those_tests_clearly(pytester, xdist):
     pytester.makepyfile(
         """

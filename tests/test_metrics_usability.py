@@ -342,6 +342,14 @@ def test_kl_of_shifted_logits_is_not_negative():
             "tolerance[1]: expected a Tolerance or a mapping of fields, got 'abc'",
         ),
         ({"atl": 1e-3, "rtol": 0}, "did you mean 'atol'?"),
+        # a field misspelt beside a right one: not a table of outputs 'atol' and 'rtoll'
+        ({"atol": 1e-3, "rtoll": 1e-3}, "tolerance: 'rtoll' is not a tolerance field; did you"),
+        ({"atol": 1e-3, "zzz": 1}, "tolerance: 'zzz' is not a tolerance field; fields: atol,"),
+        (
+            {"atol": 1e-3, "logits": {"atol": 1e-2}},
+            "tolerance['atol']: expected a Tolerance or a mapping of fields, got 0.001 ('atol' "
+            "is a field: beside outputs, the default's fields go under '': {'': {'atol': 0.001}",
+        ),
     ],
 )
 def test_non_tolerance_values_are_named_sensibly(spec, message):

@@ -40,6 +40,7 @@ from ..goldens import (
 )
 from ..session import option_table
 from ..session.golden_check import check_golden
+from ..session.layout import counted
 from ..session.option_table import comparison_options
 from ..session.outcome import Kind, compared
 from ..session.settings import ToleranceSettings
@@ -171,7 +172,7 @@ def _diff(args: argparse.Namespace) -> int:
         table.override(fields, strict=True, source="option")
     if len(a.iterations) != len(b.iterations):
         raise TrtCompareError(
-            f"{args.a} holds {len(a.iterations)} iterations, {args.b} holds "
+            f"{args.a} holds {counted(len(a.iterations), 'iteration')}, {args.b} holds "
             f"{len(b.iterations)}: diff compares them iteration by iteration"
         )
     results = [
@@ -289,7 +290,8 @@ def _import_polygraphy(args: argparse.Namespace) -> int:
         feeds = [feeds[args.iteration] if args.iteration < len(feeds) else {}]
     elif len(feeds) != len(outputs):
         raise TrtCompareError(
-            f"{args.inputs} holds {len(feeds)} feeds, {args.outputs} {len(outputs)} iterations "
+            f"{args.inputs} holds {counted(len(feeds), 'feed')}, {args.outputs} "
+            f"{counted(len(outputs), 'iteration')} "
             f"of {runner}: give the inputs they were made from, or --iteration to take one"
         )
     meta = GoldenMeta(source="polygraphy", runner=runner)

@@ -23,6 +23,7 @@ from .layer_report import unmatched_line
 from .layers import LAYER_DTYPES, LayerView, listed
 from .metrics import format_pair
 from .outputs import ElementError, OutputComparison
+from .report import all_within
 from .results import ComparisonResult, OutputMismatchError
 from .staging import STAGING
 from .statistic import RECORD_KEYS, Statistic, recorded, register_statistic
@@ -71,6 +72,7 @@ __all__ = [
     "ToleranceSpec",
     "ToleranceTable",
     "against",
+    "all_within",
     "as_named_array",
     "as_output_mapping",
     "assert_outputs_close",

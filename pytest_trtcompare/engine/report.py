@@ -79,7 +79,12 @@ def _summary_line(result: ResultView) -> str:
         parts.append(f"missing in actual: {', '.join(result.missing_in_actual)}")
     if result.missing_in_expected:
         parts.append(f"missing in expected: {', '.join(result.missing_in_expected)}")
-    return "; ".join(parts) if parts else f"all {len(result.outputs)} outputs within tolerance"
+    return "; ".join(parts) or all_within(len(result.outputs))
+
+
+def all_within(count: int) -> str:
+    """A passing comparison's line: 'all 3 outputs within tolerance', '1 output within ...'."""
+    return f"all {count} outputs within tolerance" if count != 1 else "1 output within tolerance"
 
 
 def format_result(result: ResultView, verbosity: int = 0) -> str:

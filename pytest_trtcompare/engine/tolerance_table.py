@@ -72,6 +72,12 @@ def _as_tolerance(value: Any, base: Tolerance, where: str, source: str = "call")
     key = where.removeprefix("tolerance[").removesuffix("]")
     if isinstance(value, str) and value in CHECKS:  # ["kl"]
         problem += f" (a check name: write {{'check': {value!r}}})"
+    elif isinstance(value, (int, float, str)) and key.strip("'\"") in FIELD_NAMES:
+        key = key.strip("'\"")  # {"atol": 1e-3, "logits": {...}}: the default's field
+        problem += (
+            f" ({key!r} is a field: beside outputs, the default's fields go under '': "
+            f"{{'': {{{key!r}: {value!r}}}, ...}})"
+        )
     elif isinstance(value, (int, float, str)) and key[:1] in "'\"" and key.strip("'\""):
         key = key.strip("'\"")  # {"atl": 1e-3}: a field name misspelt?
         close = difflib.get_close_matches(key, sorted(FIELD_NAMES), n=1)
@@ -196,6 +202,20 @@ def _override_once(
     return changed
 
 
+def _check_misspelt_fields(spec: Mapping[str, Any]) -> None:
+    """{"atol": 1e-3, "rtoll": 1e-3}: fields of one tolerance, one misspelt, rather than a
+    table keyed by output name (whose values are tolerances, never plain numbers)."""
+    plain = [k for k, v in spec.items() if not isinstance(v, (Tolerance, Mapping, list, tuple))]
+    misspelt = [k for k in plain if k not in FIELD_NAMES]
+    if misspelt and len(misspelt) < len(plain):
+        name = str(misspelt[0])
+        close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1)
+        hint = (
+            f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
+        )
+        raise ToleranceError(f"tolerance: {name!r} is not a tolerance field; {hint}")
+
+
 def is_field_mapping(spec: Mapping[str, Any]) -> bool:
     """{"atol": 1e-3, ...}: fields of one tolerance, not a table keyed by output name."""
     return bool(spec) and all(
@@ -274,6 +294,7 @@ class ToleranceTable:
         elif isinstance(spec, Mapping) and is_field_mapping(spec):
             default = _as_tolerance(spec, below, "tolerance", source)  # {"atol": 1e-3}
         elif isinstance(spec, Mapping):
+            _check_misspelt_fields(spec)
             if "" in spec:
                 default = _as_entry(spec[""], below, "tolerance['']", source)
             base = split_entry(default)[0] or DEFAULT

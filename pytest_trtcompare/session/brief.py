@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ..engine import ComparisonResult, OutputComparison, num
+from ..engine import ComparisonResult, OutputComparison, all_within, num
 from .outcome import Kind, Outcome, runner_name
 
 
@@ -44,7 +44,7 @@ def result_line(result: ComparisonResult) -> str:
         parts.append(f"missing in actual: {', '.join(result.missing_in_actual)}")
     if result.missing_in_expected:
         parts.append(f"missing in expected: {', '.join(result.missing_in_expected)}")
-    return "; ".join(parts) or f"all {len(result.outputs)} outputs within tolerance"
+    return "; ".join(parts) or all_within(len(result.outputs))
 
 
 def output_line(out: OutputComparison, label: str | None = None) -> str:

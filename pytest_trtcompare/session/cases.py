@@ -29,7 +29,9 @@ from ..engine import (
 )
 from ..errors import (
     FP64Unavailable,
+    InferenceError,
     InputDataError,
+    ModelLoadError,
     RunnerSkip,
     TrtCompareError,
 )
@@ -194,19 +196,24 @@ class CaseRunner:
         framework = spec.reference_framework
         assert framework is not None
         model = spec.model_for(framework)
+        converted = _takes_onnx(framework) and _is_onnx(model)  # run by onnxref at float64
         try:
-            if _takes_onnx(framework) and _is_onnx(model):
+            if converted:
                 anchor = self.runners.get(
                     runners.FLOAT64_ONNX_RUNNER, model, FP64, outputs=spec.outputs
                 )
             else:
                 anchor = self.reference(spec, FP64, case)
+            float64, _ = self._outputs(anchor, feeds)
         except RunnerSkip as exc:  # a user's choice that cannot work: an error, not a skip
             raise FP64Unavailable(
                 f"fp64 check: the reference {framework} cannot run float64 ({exc}); the check "
                 f"needs a reference that can: {_float64_references()}"
             ) from None
-        float64, _ = self._outputs(anchor, feeds)
+        except (InferenceError, ModelLoadError) as exc:
+            if not converted:
+                raise
+            raise _float64_model_failed(exc) from exc
         if case.precision == "fp32":
             reduced = expected
         else:
@@ -430,6 +437,20 @@ def _is_onnx(model: Any) -> bool:
     if isinstance(model, (str, os.PathLike)):
         return Path(model).suffix.lower() != ".xml"
     return isinstance(model, (bytes, bytearray)) or type(model).__name__ == "ModelProto"
+
+
+def _float64_model_failed(exc: InferenceError | ModelLoadError) -> TrtCompareError:
+    """The fp64 check's run of the ONNX model converted to float64 failed: said as the
+    check's, with the references that need no such model."""
+    own = runners.runners_that(lambda runner: runner.float64 and "onnx" not in runner.takes)
+    error = type(exc)(
+        f"fp64 check: the float64 run of the reference's model failed: {str(exc).rstrip('.')}; "
+        f"a reference that runs float64 itself needs no float64 ONNX model: {' or '.join(own)} "
+        "(e.g. reference='torch', models={'torch': module})"
+    )
+    if isinstance(error, InferenceError) and isinstance(exc, InferenceError):
+        error.details = exc.details  # the library's traceback, for --tb=long
+    return error
 
 
 def _guarded(run: Any) -> Outcome:
