@@ -47,6 +47,7 @@ from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
 from .drift_command import add_parser as add_drift
 from .merge import add_parser as add_merge
+from .run import add_parser as add_run
 from .tolerances import add_parser as add_tolerances
 
 
@@ -402,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--runner-name", default="pytest-trtcompare")
     exp.set_defaults(run=_export_polygraphy)
 
+    add_run(commands)
     add_debug_precision(commands)
     add_merge(commands)
     add_drift(commands)

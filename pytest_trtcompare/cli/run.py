@@ -1,0 +1,292 @@
+"""`trtcompare run MODEL`: `polygraphy run`'s comparison from the shell, made as a
+compare_frameworks test makes it, and `--gen-test FILE` to write that test.
+
+The flags become the marker's arguments (`marker_arguments`): the first framework flag is the
+reference (Polygraphy compares every runner with the first), the others the targets, each
+at every precision flag given (fp32 without one); `--load-outputs` makes saved outputs the
+reference. Each case then runs through session/cases.py `CaseRunner`, as a test item does,
+and prints what pytest prints for it. Exit 0 when every case agrees, 1 when one does not, 2
+on a usage or model error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import runners
+from ..engine import STAT_CHECKS
+from ..errors import TrtCompareError
+from ..session.settings import parse_input_shapes, parse_val_range
+
+#: Precision flags (TensorRT's builder flags in Polygraphy; here every target's precision).
+PRECISIONS = ("tf32", "fp16", "bf16")
+#: Flags of polygraphy run that this command does not offer, and why.
+NOT_OFFERED = {
+    "--tf": "TensorFlow models are not supported (ONNX, torch, OpenVINO IR, TensorRT)",
+    "--pluginref": "the plugin CPU reference is Polygraphy's own; use --onnxref",
+    "--int8": "INT8 needs calibration data, which trtcompare run does not take; compare a "
+    "quantized (QDQ) ONNX model instead",
+    "--fp8": "FP8 needs a quantized (QDQ) ONNX model: compare that one",
+    "--use-dla": "DLA is not supported",
+    "--calibration-cache": "INT8 calibration is not supported",
+    "--trt-config-script": "give TensorRT builder options as runner options in a test",
+    "--data-loader-script": "not offered yet: save the inputs as Polygraphy JSON and give "
+    "--load-inputs",
+    "--save-inputs": "not offered yet: write the test with --gen-test and use goldens",
+    "--save-outputs": "not offered yet: write the test with --gen-test and use goldens",
+    "--gen-script": "its counterpart here is --gen-test FILE (a pytest test)",
+}
+
+
+class _Framework(argparse.Action):
+    """A framework flag: appended in the order given (the first is the reference); a module
+    runner's as 'NAME=MODULE:FACTORY'."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        name = str(option).removeprefix("--")
+        chosen = list(getattr(namespace, "frameworks", None) or [])
+        chosen.append(name if values is None else f"{name}={values}")
+        namespace.frameworks = chosen
+
+
+def add_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="compare frameworks on a model from the shell, as polygraphy run does: exit 0 "
+        "when the outputs agree, 1 when they do not, 2 on a usage or model error",
+    )
+    run.add_argument("model", help="the ONNX model (or OpenVINO IR .xml for --openvino)")
+    for name in runners.known_runners():  # polygraphy run's --onnxrt, --trt; ours beside them
+        run.add_argument(
+            f"--{name}",
+            nargs="?",
+            metavar="MODULE:FACTORY",
+            action=_Framework,
+            help=f"run {name} (a module's runner: on the module FACTORY() of MODULE makes)",
+        )
+    for precision in PRECISIONS:
+        run.add_argument(f"--{precision}", action="store_true", help=f"targets at {precision}")
+    for field in ("atol", "rtol"):
+        run.add_argument(
+            f"--{field}", nargs="+", metavar="[NAME:]VALUE", help=f"{field}; NAME:VALUE per output"
+        )
+    run.add_argument("--check-error-stat", nargs="+", metavar="[NAME:]STAT")
+    run.add_argument("--input-shapes", "--inputs", nargs="+", metavar="NAME:[D,...]")
+    run.add_argument("--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--iterations", type=int, default=1)
+    run.add_argument("--load-inputs", help="Polygraphy --save-inputs JSON to feed")
+    run.add_argument(
+        "--load-outputs", help="saved outputs as the reference (Polygraphy JSON, a golden, .npz)"
+    )
+    run.add_argument("--onnx-outputs", nargs="+", help="'mark all': per layer; else the names")
+    run.add_argument("--no-shape-check", action="store_true", help="shape_check='relaxed'")
+    run.add_argument(
+        "--use-subprocess", action="store_true", help="run each runner in a worker process"
+    )
+    run.add_argument("--gen-test", metavar="FILE", help="write the pytest test, do not run")
+    run.add_argument("-v", "--verbose", action="count", default=0)
+    for flag, why in NOT_OFFERED.items():
+        run.add_argument(flag, nargs="*", action=_NotOffered, help=argparse.SUPPRESS, why=why)
+    run.set_defaults(run=_run, frameworks=[])
+
+
+class _NotOffered(argparse.Action):
+    """A polygraphy run flag this command does not offer: named with the reason."""
+
+    def __init__(self, *args: Any, why: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.why = why
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        parser.error(f"{option} (polygraphy run) is not offered: {self.why}")
+
+
+def _per_output(values: list[str] | None, parse: Any, flag: str) -> dict[str, Any]:
+    """Polygraphy's '--atol 1e-5 logits:1e-3': {'': 1e-5, 'logits': 1e-3}."""
+    found: dict[str, Any] = {}
+    for value in values or ():
+        name, _, text = value.rpartition(":")
+        try:
+            found[name] = parse(text)
+        except ValueError:
+            raise TrtCompareError(f"{flag} {value}: {text!r} is not a value") from None
+    return found
+
+
+def _stat(text: str) -> str:
+    if text not in STAT_CHECKS:
+        raise ValueError(text)
+    return text
+
+
+def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], list[Any]]:
+    """(the compare_frameworks arguments, the precisions, the shape sets) of the flags."""
+    frameworks = list(args.frameworks)
+    if not frameworks and not args.load_outputs:
+        flags = [f"--{name}" for name in runners.known_runners()]
+        raise TrtCompareError(
+            f"no framework to run: give one or more of {', '.join(flags)} (the first is the "
+            "reference)"
+        )
+    kwargs: dict[str, Any] = {"model": args.model}
+    names, models = [], {}
+    for name, _, value in (f.partition("=") for f in frameworks):
+        if value and runners.capabilities(name).layer_names == "modules":  # --torch mod:make
+            models[name] = value
+        elif value:
+            raise TrtCompareError(f"--{name} takes no value (got {value!r}): it runs the model")
+        names.append(name)
+    if models:
+        kwargs["models"] = models
+    if args.load_outputs:
+        kwargs["reference"] = args.load_outputs
+    elif len(names) > 1:
+        kwargs["reference"] = names[0]
+    kwargs["frameworks"] = names
+    tolerance: dict[str, dict[str, Any]] = {}
+    for field, values, parse in (
+        ("atol", args.atol, float),
+        ("rtol", args.rtol, float),
+        ("check", args.check_error_stat, _stat),
+    ):
+        for output, value in _per_output(values, parse, f"--{field}").items():
+            tolerance.setdefault(output, {})[field] = value
+    if tolerance:
+        kwargs["tolerance"] = tolerance[""] if list(tolerance) == [""] else tolerance
+    if args.seed is not None:
+        kwargs["seed"] = args.seed
+    if args.iterations != 1:
+        kwargs["iterations"] = args.iterations
+    if args.val_range:
+        kwargs["val_range"] = parse_val_range(" ".join(args.val_range))
+    if args.load_inputs:
+        kwargs["inputs"] = args.load_inputs
+    if args.onnx_outputs:
+        marked = " ".join(args.onnx_outputs)
+        kwargs["outputs"] = "all" if marked == "mark all" else list(args.onnx_outputs)
+    if args.no_shape_check:
+        kwargs["shape_check"] = "relaxed"
+    if args.use_subprocess:
+        kwargs["isolate"] = True
+    precisions = [p for p in PRECISIONS if getattr(args, p)] or ["fp32"]
+    shapes = [parse_input_shapes(" ".join(args.input_shapes))] if args.input_shapes else []
+    return kwargs, precisions, shapes
+
+
+def _resolved(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The modules of --torch MODULE:FACTORY, made."""
+    if "models" not in kwargs:
+        return kwargs
+    sys.path.insert(0, str(Path.cwd()))
+    models = {}
+    for name, text in kwargs["models"].items():
+        module_name, _, factory = text.partition(":")
+        try:
+            models[name] = getattr(importlib.import_module(module_name), factory)()
+        except (ImportError, AttributeError) as exc:
+            raise TrtCompareError(f"--{name} {text}: {exc}") from None
+    return {**kwargs, "models": models}
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..reports.summary import format_summary, records
+    from ..session.brief import result_line
+    from ..session.cases import CaseRunner
+    from ..session.expand import expand
+    from ..session.outcome import Kind, runner_name
+    from ..session.settings import ToleranceSettings
+    from ..session.spec import compare_spec
+
+    kwargs, precisions, shapes = marker_arguments(args)
+    if args.gen_test:
+        path = Path(args.gen_test)
+        command = pytest_command(path, precisions)
+        path.write_text(test_source(kwargs, precisions, shapes, path.resolve().parent, command))
+        print(f"wrote {path} (run it: {command})")
+        return 0
+    spec = compare_spec((), _resolved(kwargs), "trtcompare run", Path.cwd())
+    cases, why = expand(spec, precisions, shapes)
+    if not cases:
+        raise TrtCompareError(why)
+    runner = CaseRunner(ToleranceSettings())
+    failed = errors = 0
+    kept: list[Any] = []
+    for case in cases:
+        outcome = runner.run(spec, case)
+        if outcome.kind is Kind.PASSED:
+            assert outcome.worst is not None
+            print(f"PASSED {case.id}: {result_line(outcome.worst)}")
+        elif outcome.kind is Kind.MISMATCH:
+            failed += 1
+            print(f"FAILED {case.id}: {outcome.report_text(args.verbose)}")
+        else:
+            errors += 1
+            hint = (
+                " (here: --input-shapes NAME:[D,...])" if "mark.shapes" in outcome.message else ""
+            )
+            print(f"{outcome.kind.value.upper()} {case.id}: {outcome.message}{hint}")
+        if outcome.worst is not None:
+            names = (runner_name(outcome.target), runner_name(outcome.reference))
+            kept += records(outcome.worst, case.id, outcome.source, *names, args.verbose)
+    if kept:
+        print("\naccuracy summary")
+        print("\n".join(format_summary(kept, args.verbose, shutil.get_terminal_size().columns)))
+    return 2 if errors else 1 if failed else 0
+
+
+def pytest_command(path: Path, precisions: list[str]) -> str:
+    """How the written test runs as the command did: a session selects the precisions its
+    tests run at (a test's `precisions` marker only narrows them)."""
+    selected = "" if precisions == ["fp32"] else f" --trt-precision {','.join(precisions)}"
+    return f"pytest{selected} {path}"
+
+
+def test_source(
+    kwargs: dict[str, Any], precisions: list[str], shapes: list[Any], folder: Path, command: str
+) -> str:
+    """The pytest module that makes the comparison of these marker arguments, run by
+    `command`: files named relative to `folder` (the test's), a module made by its factory."""
+    arguments = dict(kwargs)
+    head = ["import pytest"]
+    for key in ("model", "reference", "inputs"):
+        value = arguments.get(key)
+        if isinstance(value, str) and Path(value).suffix:  # a file, not a framework name
+            arguments[key] = os.path.relpath(Path(value).resolve(), folder)
+    made = arguments.pop("models", {})
+    lines = [f"    {key}={value!r}," for key, value in arguments.items()]
+    for name, text in made.items():
+        module, _, factory = text.partition(":")
+        head.append(f"from {module} import {factory}")
+        lines.append(f"    models={{{name!r}: {factory}()}},")
+    marks = ["@pytest.mark.compare_frameworks(", *lines, ")"]
+    if precisions != ["fp32"]:
+        marks.append(f"@pytest.mark.precisions({', '.join(map(repr, precisions))})")
+    if shapes:
+        marks.append(f"@pytest.mark.shapes({', '.join(map(repr, shapes))})")
+    source = [
+        '"""Written by `trtcompare run --gen-test`: the comparison that command made.',
+        "",
+        f"Run it: {command}",
+        '"""',
+        "",
+        *head,
+        "",
+        "",
+        *marks,
+        f"def test_{_identifier(Path(str(kwargs['model'])).stem)}(comparison):",
+        "    pass",
+        "",
+    ]
+    return "\n".join(source)
+
+
+def _identifier(text: str) -> str:
+    name = "".join(c if c.isalnum() else "_" for c in text).strip("_")
+    return name if name and not name[0].isdigit() else f"model_{name}"

@@ -1,0 +1,172 @@
+"""`trtcompare run`: polygraphy run's comparison from the shell, and the test --gen-test writes
+(issue 47). Exit 0 agree, 1 disagree, 2 a usage or model error."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_trtcompare.cli import main
+from pytest_trtcompare.goldens import write_polygraphy_inputs, write_polygraphy_outputs
+
+TWIN = """
+import torch
+
+
+class Twin(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full((4, 4), 0.5))
+
+    def forward(self, x):
+        return {"y": torch.tanh(x @ self.w)}
+
+
+def make():
+    return Twin().eval()
+"""
+
+
+def _model(scale: float) -> onnx.ModelProto:
+    weight = numpy_helper.from_array(np.full((4, 4), scale, np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Tanh", ["h"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])],
+        [weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    onnx.save(_model(0.5), "m.onnx")
+    onnx.save(_model(0.6), "changed.onnx")  # a planted change
+    (tmp_path / "twin.py").write_text(TWIN)
+    return tmp_path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["run", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_agreeing_frameworks_exit_0_with_each_case_and_the_accuracy_summary(models, capsys):
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--onnxref", "--input-shapes", "x:[2,4]")
+    assert code == 0
+    assert out.startswith(
+        "PASSED onnxref-fp32-bs2: 1 output within tolerance\n\naccuracy summary\n"
+    )
+    assert "onnxref-fp32-bs2 :: y" in out
+
+
+def test_precision_flags_run_every_target_at_each(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--bf16", "--inputs", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "--atol", "1e-2", "--rtol", "1e-2")
+    assert code == 0
+    assert "PASSED onnxref-fp16-bs2" in out and "PASSED onnxref-bf16-bs2" in out
+
+
+def test_a_disagreement_exits_1_with_pytests_report(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--input-shapes", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "--atol", "0", "--rtol", "0")
+    assert code == 1
+    assert out.startswith("FAILED onnxref-fp16-bs2: onnxref-fp16 vs onnxrt-fp32: 1 of 1 outputs")
+    assert "elemwise tolerance atol=0 (marker) rtol=0 (marker)" in out  # as --gen-test writes
+    assert "worst elements:" in out
+
+
+def test_per_output_tolerances_as_polygraphy_writes_them(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--input-shapes", "x:[2,4]"]
+    assert run(capsys, *argv, "--atol", "0", "y:0.1", "--rtol", "0")[0] == 0
+    assert run(capsys, *argv, "--atol", "0.1", "y:0", "--rtol", "0")[0] == 1
+
+
+def test_saved_outputs_are_the_reference(models, capsys):
+    """polygraphy run --save-inputs/--save-outputs files, then --load-outputs: a model
+    changed since fails, the same model passes."""
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    write_polygraphy_inputs(models / "inputs.json", [{"x": x}])
+    write_polygraphy_outputs(models / "outputs.json", [{"y": np.tanh(x @ np.full((4, 4), 0.5))}])
+    saved = ["--onnxrt", "--load-outputs", "outputs.json", "--load-inputs", "inputs.json"]
+    assert run(capsys, "m.onnx", *saved, "--atol", "1e-5")[0] == 0
+    code, out, _ = run(capsys, "changed.onnx", *saved, "--atol", "1e-5")
+    assert code == 1 and "vs saved outputs.json" in out
+
+
+def test_a_torch_module_by_its_factory(models, capsys):
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "twin:make", "--inputs", "x:[2,4]")
+    assert code == 0, out
+    assert "PASSED torch-fp32-bs2" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["m.onnx"],
+            "trtcompare: no framework to run: give one or more of --onnxrt, --onnxref, --torch",
+        ),
+        (["m.onnx", "--onnxrt", "oops"], "trtcompare: --onnxrt takes no value (got 'oops')"),
+        (["m.onnx", "--torch", "twin:nope", "--onnxrt"], "trtcompare: --torch twin:nope: "),
+        (["m.onnx", "--onnxrt", "--atol", "big"], "trtcompare: --atol big: 'big' is not a value"),
+    ],
+)
+def test_mistakes_exit_2_with_one_message(models, capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith(message) and "Traceback" not in err + out
+
+
+def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--onnxref")
+    assert code == 2
+    assert "has dynamic dimensions" in out and "(here: --input-shapes NAME:[D,...])" in out
+    code, out, _ = run(capsys, "nope.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[1,4]")
+    assert code == 2 and "nope.onnx' does not exist" in out
+
+
+@pytest.mark.parametrize(
+    ("flag", "why"),
+    [
+        ("--int8", "INT8 needs calibration data"),
+        ("--tf", "TensorFlow models are not supported"),
+        ("--gen-script", "its counterpart here is --gen-test FILE"),
+    ],
+)
+def test_polygraphy_flags_not_offered_are_named_with_the_reason(models, capsys, flag, why):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "m.onnx", "--onnxrt", flag])
+    assert info.value.code == 2
+    assert f"{flag} (polygraphy run) is not offered: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "outcome"),
+    [
+        (["--fp16", "--atol", "1e-2", "--rtol", "1e-2"], {"passed": 1}),
+        (["--fp16", "--atol", "0", "--rtol", "0"], {"failed": 1}),
+        (["--torch", "twin:make"], {"passed": 2}),
+    ],
+)
+def test_gen_test_writes_the_test_that_decides_as_the_command(pytester, capsys, extra, outcome):
+    onnx.save(_model(0.5), pytester.path / "m.onnx")
+    (pytester.path / "twin.py").write_text(TWIN)
+    pytester.chdir()
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--input-shapes", "x:[2,4]", *extra]
+    command = run(capsys, *argv)[0]
+    assert command == (0 if "passed" in outcome else 1)
+    code, out, _ = run(capsys, *argv, "--gen-test", "test_generated.py")
+    selected = ["--trt-precision", "fp16"] if "--fp16" in extra else []
+    command = " ".join(["pytest", *selected, "test_generated.py"])
+    assert code == 0 and out == f"wrote test_generated.py (run it: {command})\n"
+    pytester.syspathinsert()
+    result = pytester.runpytest(*selected, "test_generated.py")
+    result.assert_outcomes(**outcome)
