@@ -170,3 +170,22 @@ def test_gen_test_writes_the_test_that_decides_as_the_command(pytester, capsys, 
     pytester.syspathinsert()
     result = pytester.runpytest(*selected, "test_generated.py")
     result.assert_outcomes(**outcome)
+
+
+def test_polygraphys_other_comparison_flags_reach_the_tolerance(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--inputs", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "--compare", "indices", "--index-tolerance", "0")
+    assert code == 1 and "2 / 2 rows have indices out of place" in out  # fp16 breaks the ties
+    assert run(capsys, *argv, "--compare", "indices", "--index-tolerance", "4")[0] == 0
+    assert run(capsys, *argv, "--postprocess", "top-2", "--atol", "0", "--rtol", "0")[0] == 0
+    stat = ["--check-error-stat", "quantile", "--error-quantile", "0.5", "--atol", "1e-3"]
+    assert run(capsys, *argv, *stat)[0] == 0
+    code, _, err = run(capsys, *argv, "--error-quantile", "2")
+    assert code == 2 and "quantile must be in [0, 1], got 2.0" in err
+    assert run(capsys, *argv, "--infinities-compare-equal")[0] == 0
+
+
+def test_fail_fast_stops_at_the_first_disagreement(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--bf16", "--inputs", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "--atol", "0", "--rtol", "0", "--fail-fast")
+    assert code == 1 and out.count("FAILED ") == 1 and "bf16" not in out.split("accuracy")[0]

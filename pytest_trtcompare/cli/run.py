@@ -77,6 +77,18 @@ def add_parser(commands: Any) -> None:
             f"--{field}", nargs="+", metavar="[NAME:]VALUE", help=f"{field}; NAME:VALUE per output"
         )
     run.add_argument("--check-error-stat", nargs="+", metavar="[NAME:]STAT")
+    run.add_argument("--error-quantile", nargs="+", metavar="[NAME:]Q", help="0 to 1")
+    run.add_argument(
+        "--infinities-compare-equal",
+        action="store_true",
+        help="matching infinities compare equal (the default here)",
+    )
+    run.add_argument("--compare", choices=("simple", "indices"), default="simple")
+    run.add_argument("--index-tolerance", nargs="+", metavar="[NAME:]N")
+    run.add_argument("--postprocess", nargs="+", metavar="[NAME:]top-K")
+    run.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first case that disagrees"
+    )
     run.add_argument("--input-shapes", "--inputs", nargs="+", metavar="NAME:[D,...]")
     run.add_argument("--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
     run.add_argument("--seed", type=int)
@@ -151,13 +163,19 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
         kwargs["reference"] = names[0]
     kwargs["frameworks"] = names
     tolerance: dict[str, dict[str, Any]] = {}
-    for field, values, parse in (
-        ("atol", args.atol, float),
-        ("rtol", args.rtol, float),
-        ("check", args.check_error_stat, _stat),
+    for flag, field, values, parse in (
+        ("--atol", "atol", args.atol, float),
+        ("--rtol", "rtol", args.rtol, float),
+        ("--check-error-stat", "check", args.check_error_stat, _stat),
+        ("--error-quantile", "quantile", args.error_quantile, float),
+        ("--index-tolerance", "index_tolerance", args.index_tolerance, int),
+        ("--postprocess", "postprocess", args.postprocess, str),
     ):
-        for output, value in _per_output(values, parse, f"--{field}").items():
+        for output, value in _per_output(values, parse, flag).items():
             tolerance.setdefault(output, {})[field] = value
+    if args.compare == "indices":  # Polygraphy's index comparison, for every output
+        for fields in [tolerance.setdefault("", {}), *tolerance.values()]:
+            fields["check"] = "indices"
     if tolerance:
         kwargs["tolerance"] = tolerance[""] if list(tolerance) == [""] else tolerance
     if args.seed is not None:
@@ -235,6 +253,8 @@ def _run(args: argparse.Namespace) -> int:
         if outcome.worst is not None:
             names = (runner_name(outcome.target), runner_name(outcome.reference))
             kept += records(outcome.worst, case.id, outcome.source, *names, args.verbose)
+        if args.fail_fast and outcome.kind is not Kind.PASSED:
+            break
     if kept:
         print("\naccuracy summary")
         print("\n".join(format_summary(kept, args.verbose, shutil.get_terminal_size().columns)))
