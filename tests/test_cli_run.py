@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -189,3 +193,29 @@ def test_fail_fast_stops_at_the_first_disagreement(models, capsys):
     argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--bf16", "--inputs", "x:[2,4]"]
     code, out, _ = run(capsys, *argv, "--atol", "0", "--rtol", "0", "--fail-fast")
     assert code == 1 and out.count("FAILED ") == 1 and "bf16" not in out.split("accuracy")[0]
+
+
+def test_saved_inputs_and_outputs_round_trip_and_polygraphy_reads_them(models, capsys):
+    """--save-inputs/--save-outputs, then --load-*: the same model passes, a changed one
+    fails; polygraphy run judges the changed model against the same files alike."""
+    first = ["--onnxrt", "--inputs", "x:[2,4]", "--save-inputs", "in.json"]
+    code, out, _ = run(capsys, "m.onnx", *first, "--save-outputs", "out.json")
+    assert code == 0
+    assert out.startswith(
+        "wrote in.json (--load-inputs in.json)\n"
+        "wrote out.json (onnxrt-fp32; --load-outputs out.json)\nPASSED onnxrt-fp32-bs2"
+    )
+    loaded = ["--onnxrt", "--load-inputs", "in.json", "--load-outputs", "out.json"]
+    assert run(capsys, "m.onnx", *loaded)[0] == 0
+    assert run(capsys, "changed.onnx", *loaded)[0] == 1
+    for model, code in (("m.onnx", 0), ("changed.onnx", 1)):  # polygraphy run alike
+        polygraphy = subprocess.run(
+            [str(Path(sys.executable).parent / "polygraphy"), "run", model, *loaded],
+            capture_output=True,
+            text=True,
+        )
+        said = polygraphy.stdout + polygraphy.stderr
+        assert polygraphy.returncode == code, said
+        assert ("PASSED" if code == 0 else "FAILED") in said
+    code, _, err = run(capsys, "m.onnx", *loaded, "--save-outputs", "again.json")
+    assert code == 2 and "--save-outputs with --load-outputs" in err

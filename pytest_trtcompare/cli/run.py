@@ -38,8 +38,6 @@ NOT_OFFERED = {
     "--trt-config-script": "give TensorRT builder options as runner options in a test",
     "--data-loader-script": "not offered yet: save the inputs as Polygraphy JSON and give "
     "--load-inputs",
-    "--save-inputs": "not offered yet: write the test with --gen-test and use goldens",
-    "--save-outputs": "not offered yet: write the test with --gen-test and use goldens",
     "--gen-script": "its counterpart here is --gen-test FILE (a pytest test)",
 }
 
@@ -96,6 +94,10 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--load-inputs", help="Polygraphy --save-inputs JSON to feed")
     run.add_argument(
         "--load-outputs", help="saved outputs as the reference (Polygraphy JSON, a golden, .npz)"
+    )
+    run.add_argument("--save-inputs", help="write the inputs fed as Polygraphy JSON")
+    run.add_argument(
+        "--save-outputs", help="write the first (reference) runner's outputs as Polygraphy JSON"
     )
     run.add_argument("--onnx-outputs", nargs="+", help="'mark all': per layer; else the names")
     run.add_argument("--no-shape-check", action="store_true", help="shape_check='relaxed'")
@@ -234,6 +236,8 @@ def _run(args: argparse.Namespace) -> int:
     if not cases:
         raise TrtCompareError(why)
     runner = CaseRunner(ToleranceSettings())
+    if args.save_inputs or args.save_outputs:
+        _save(args, runner, spec, cases[0])
     failed = errors = 0
     kept: list[Any] = []
     for case in cases:
@@ -266,6 +270,24 @@ def pytest_command(path: Path, precisions: list[str]) -> str:
     tests run at (a test's `precisions` marker only narrows them)."""
     selected = "" if precisions == ["fp32"] else f" --trt-precision {','.join(precisions)}"
     return f"pytest{selected} {path}"
+
+
+def _save(args: argparse.Namespace, cases: Any, spec: Any, case: Any) -> None:
+    """--save-inputs, --save-outputs: the feeds, and the reference runner's outputs on them,
+    as `polygraphy run --load-inputs / --load-outputs` reads them."""
+    from ..goldens import write_polygraphy_inputs, write_polygraphy_outputs
+
+    if args.save_outputs and spec.reference_path is not None:
+        raise TrtCompareError("--save-outputs with --load-outputs: the outputs are saved already")
+    if spec.outputs == "all":
+        raise TrtCompareError("--save-outputs/--save-inputs with --onnx-outputs mark all: not yet")
+    reference, outputs, _ = cases.expected(spec, case)
+    if args.save_inputs:
+        write_polygraphy_inputs(Path(args.save_inputs), cases.feeds(spec, reference, case))
+        print(f"wrote {args.save_inputs} (--load-inputs {args.save_inputs})")
+    if args.save_outputs:
+        write_polygraphy_outputs(Path(args.save_outputs), outputs, reference.name)
+        print(f"wrote {args.save_outputs} ({reference.name}; --load-outputs {args.save_outputs})")
 
 
 def test_source(
