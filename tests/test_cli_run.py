@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,18 @@ def test_saved_inputs_and_outputs_round_trip_and_polygraphy_reads_them(models, c
         assert ("PASSED" if code == 0 else "FAILED") in said
     code, _, err = run(capsys, "m.onnx", *loaded, "--save-outputs", "again.json")
     assert code == 2 and "--save-outputs with --load-outputs" in err
+
+
+def test_a_data_loader_script_feeds_the_runs(models, capsys):
+    (models / "loader.py").write_text(
+        "import numpy as np\n\n\ndef load_data():\n"
+        "    for seed in (0, 1):\n"
+        "        yield {'x': np.random.default_rng(seed).random((3, 4), dtype=np.float32)}\n"
+    )
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--data-loader-script", "loader.py"]
+    code, out, _ = run(capsys, *argv, "--save-inputs", "fed.json")
+    assert code == 0 and "PASSED onnxref-fp32" in out
+    fed = json.loads((models / "fed.json").read_text())
+    assert len(fed) == 2  # an iteration per feed the loader yields
+    with pytest.raises(SystemExit):  # one source of inputs
+        main(["run", *argv, "--load-inputs", "fed.json"])

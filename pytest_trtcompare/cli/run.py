@@ -36,8 +36,6 @@ NOT_OFFERED = {
     "--use-dla": "DLA is not supported",
     "--calibration-cache": "INT8 calibration is not supported",
     "--trt-config-script": "give TensorRT builder options as runner options in a test",
-    "--data-loader-script": "not offered yet: save the inputs as Polygraphy JSON and give "
-    "--load-inputs",
     "--gen-script": "its counterpart here is --gen-test FILE (a pytest test)",
 }
 
@@ -91,7 +89,11 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
     run.add_argument("--seed", type=int)
     run.add_argument("--iterations", type=int, default=1)
-    run.add_argument("--load-inputs", help="Polygraphy --save-inputs JSON to feed")
+    inputs = run.add_mutually_exclusive_group()
+    inputs.add_argument("--load-inputs", help="Polygraphy --save-inputs JSON to feed")
+    inputs.add_argument(
+        "--data-loader-script", metavar="PATH.py[:FUNCTION]", help="feeds from load_data()"
+    )
     run.add_argument(
         "--load-outputs", help="saved outputs as the reference (Polygraphy JSON, a golden, .npz)"
     )
@@ -186,8 +188,8 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
         kwargs["iterations"] = args.iterations
     if args.val_range:
         kwargs["val_range"] = parse_val_range(" ".join(args.val_range))
-    if args.load_inputs:
-        kwargs["inputs"] = args.load_inputs
+    if args.load_inputs or args.data_loader_script:
+        kwargs["inputs"] = args.load_inputs or args.data_loader_script
     if args.onnx_outputs:
         marked = " ".join(args.onnx_outputs)
         kwargs["outputs"] = "all" if marked == "mark all" else list(args.onnx_outputs)
