@@ -235,3 +235,16 @@ def test_a_data_loader_script_feeds_the_runs(models, capsys):
     assert len(fed) == 2  # an iteration per feed the loader yields
     with pytest.raises(SystemExit):  # one source of inputs
         main(["run", *argv, "--load-inputs", "fed.json"])
+
+
+def test_metric_thresholds_add_metric_checks_per_output_as_polygraphy(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--inputs", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "--snr-threshold", "200")
+    assert code == 1 and "FAILED snr 81.7" in out and "< 200 dB" in out
+    # a per-output value replaces the default for that output, as Polygraphy's does
+    assert run(capsys, *argv, "--snr-threshold", "200", "y:30")[0] == 0
+    both = ["--cosine-similarity-threshold", "0.99", "--psnr-threshold", "40"]
+    code, out, _ = run(capsys, *argv, *both, "--l2-threshold", "1e-3")
+    assert code == 0 and "cosine >= 0.99 (marker); l2 <= 0.001 (marker); psnr >= 40 dB" in " ".join(
+        out.split()
+    )

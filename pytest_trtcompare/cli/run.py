@@ -26,6 +26,14 @@ from ..session.settings import parse_input_shapes, parse_val_range
 
 #: Precision flags (TensorRT's builder flags in Polygraphy; here every target's precision).
 PRECISIONS = ("tf32", "fp16", "bf16")
+#: polygraphy run's metric thresholds and the metric check each adds (at least the value;
+#: an l2 norm at most).
+METRIC_FLAGS = {
+    "--cosine-similarity-threshold": "cosine",
+    "--l2-threshold": "l2",
+    "--snr-threshold": "snr",
+    "--psnr-threshold": "psnr",
+}
 #: Flags of polygraphy run that this command does not offer, and why.
 NOT_OFFERED = {
     "--tf": "TensorFlow models are not supported (ONNX, torch, OpenVINO IR, TensorRT)",
@@ -79,6 +87,8 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="matching infinities compare equal (the default here)",
     )
+    for flag, check in METRIC_FLAGS.items():
+        run.add_argument(flag, nargs="+", metavar="[NAME:]VALUE", help=f"the {check} check")
     run.add_argument("--compare", choices=("simple", "indices"), default="simple")
     run.add_argument("--index-tolerance", nargs="+", metavar="[NAME:]N")
     run.add_argument("--postprocess", nargs="+", metavar="[NAME:]top-K")
@@ -136,6 +146,10 @@ def _per_output(values: list[str] | None, parse: Any, flag: str) -> dict[str, An
     return found
 
 
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
 def _stat(text: str) -> str:
     if text not in STAT_CHECKS:
         raise ValueError(text)
@@ -180,8 +194,17 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
     if args.compare == "indices":  # Polygraphy's index comparison, for every output
         for fields in [tolerance.setdefault("", {}), *tolerance.values()]:
             fields["check"] = "indices"
-    if tolerance:
-        kwargs["tolerance"] = tolerance[""] if list(tolerance) == [""] else tolerance
+    metrics: dict[str, list[dict[str, Any]]] = {}
+    for flag, check in METRIC_FLAGS.items():
+        for output, value in _per_output(getattr(args, _dest(flag)), float, flag).items():
+            metrics.setdefault(output, []).append({"check": check, "threshold": value})
+    entries: dict[str, Any] = {}
+    for output in dict.fromkeys([*tolerance, *metrics]):  # each output's fields and metrics
+        fields = {**tolerance.get("", {}), **tolerance.get(output, {})}
+        checks = {m["check"]: m for m in [*metrics.get("", []), *metrics.get(output, [])]}
+        entries[output] = [fields, *checks.values()] if checks else fields
+    if entries:
+        kwargs["tolerance"] = entries[""] if list(entries) == [""] else entries
     if args.seed is not None:
         kwargs["seed"] = args.seed
     if args.iterations != 1:
