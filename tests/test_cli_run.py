@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +18,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_trtcompare.cli import main
+from pytest_trtcompare.cli import main, polygraphy_flags
 from pytest_trtcompare.goldens import write_polygraphy_inputs, write_polygraphy_outputs
 
 TWIN = """
@@ -143,7 +148,7 @@ def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
     [
         ("--int8", "INT8 needs calibration data"),
         ("--tf", "TensorFlow models are not supported"),
-        ("--gen-script", "its counterpart here is --gen-test FILE"),
+        ("--gen", "its counterpart here is --gen-test FILE"),
     ],
 )
 def test_polygraphy_flags_not_offered_are_named_with_the_reason(models, capsys, flag, why):
@@ -248,3 +253,52 @@ def test_metric_thresholds_add_metric_checks_per_output_as_polygraphy(models, ca
     assert code == 0 and "cosine >= 0.99 (marker); l2 <= 0.001 (marker); psnr >= 40 dB" in " ".join(
         out.split()
     )
+
+
+def _polygraphy_run_flags() -> list[str]:
+    """The primary flag of each option `polygraphy run --help` lists."""
+    help_text = subprocess.run(
+        [str(Path(sys.executable).parent / "polygraphy"), "run", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = re.findall(r"^ {2}(-{1,2}[a-z][\w-]*)", help_text, flags=re.M)
+    return list(dict.fromkeys(found))
+
+
+def test_the_migration_table_has_every_flag_of_polygraphy_run_once():
+    listed = [row.flag for row in polygraphy_flags.FLAGS]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == set(_polygraphy_run_flags())
+
+
+def test_the_migration_page_is_the_table_and_its_example_is_what_gen_test_writes(
+    tmp_path, monkeypatch, capsys
+):
+    page = (Path(__file__).parent.parent / "docs" / "POLYGRAPHY.md").read_text()
+    assert page.endswith(polygraphy_flags.markdown())
+    command = next(line for line in page.splitlines() if "--gen-test test_model.py" in line)
+    monkeypatch.chdir(tmp_path)
+    onnx.save(_model(0.5), "model.onnx")
+    assert main(shlex.split(command)[1:]) == 0
+    written = (tmp_path / "test_model.py").read_text()
+    assert f"```python\n{written}```\n" in page
+
+
+@pytest.mark.parametrize("row", polygraphy_flags.FLAGS, ids=lambda row: row.flag)
+def test_each_flag_is_taken_or_refused_with_its_reason(models, capsys, row):
+    if row.run:  # trtcompare run takes it: its --help lists it
+        assert row.run.split()[0] in _run_help()
+        return
+    with pytest.raises(SystemExit) as info:
+        main(["run", "m.onnx", "--onnxrt", row.flag])
+    assert info.value.code == 2
+    assert f"{row.flag} (polygraphy run) is not offered: {row.why}" in capsys.readouterr().err
+
+
+@functools.cache
+def _run_help() -> str:
+    with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
+        main(["run", "--help"])
+    return out.getvalue()

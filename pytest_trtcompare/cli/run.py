@@ -23,6 +23,7 @@ from .. import runners
 from ..engine import STAT_CHECKS
 from ..errors import TrtCompareError
 from ..session.settings import parse_input_shapes, parse_val_range
+from .polygraphy_flags import not_offered
 
 #: Precision flags (TensorRT's builder flags in Polygraphy; here every target's precision).
 PRECISIONS = ("tf32", "fp16", "bf16")
@@ -33,18 +34,6 @@ METRIC_FLAGS = {
     "--l2-threshold": "l2",
     "--snr-threshold": "snr",
     "--psnr-threshold": "psnr",
-}
-#: Flags of polygraphy run that this command does not offer, and why.
-NOT_OFFERED = {
-    "--tf": "TensorFlow models are not supported (ONNX, torch, OpenVINO IR, TensorRT)",
-    "--pluginref": "the plugin CPU reference is Polygraphy's own; use --onnxref",
-    "--int8": "INT8 needs calibration data, which trtcompare run does not take; compare a "
-    "quantized (QDQ) ONNX model instead",
-    "--fp8": "FP8 needs a quantized (QDQ) ONNX model: compare that one",
-    "--use-dla": "DLA is not supported",
-    "--calibration-cache": "INT8 calibration is not supported",
-    "--trt-config-script": "give TensorRT builder options as runner options in a test",
-    "--gen-script": "its counterpart here is --gen-test FILE (a pytest test)",
 }
 
 
@@ -118,7 +107,7 @@ def add_parser(commands: Any) -> None:
     )
     run.add_argument("--gen-test", metavar="FILE", help="write the pytest test, do not run")
     run.add_argument("-v", "--verbose", action="count", default=0)
-    for flag, why in NOT_OFFERED.items():
+    for flag, why in not_offered().items():
         run.add_argument(flag, nargs="*", action=_NotOffered, help=argparse.SUPPRESS, why=why)
     run.set_defaults(run=_run, frameworks=[])
 
