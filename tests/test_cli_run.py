@@ -164,6 +164,22 @@ def test_polygraphy_flags_not_offered_are_named_with_the_reason(models, capsys, 
         (["--fp16", "--atol", "1e-2", "--rtol", "1e-2"], {"passed": 1}),
         (["--fp16", "--atol", "0", "--rtol", "0"], {"failed": 1}),
         (["--torch", "twin:make"], {"passed": 2}),
+        (
+            [
+                "--atol",
+                "1e-3",
+                "y:1e-2",
+                "--cosine-similarity-threshold",
+                "0.99",
+                "--val-range",
+                "x:[0,1]",
+                "--seed",
+                "3",
+                "--iterations",
+                "2",
+            ],
+            {"passed": 1},
+        ),
     ],
 )
 def test_gen_test_writes_the_test_that_decides_as_the_command(pytester, capsys, extra, outcome):
@@ -177,6 +193,12 @@ def test_gen_test_writes_the_test_that_decides_as_the_command(pytester, capsys, 
     selected = ["--trt-precision", "fp16"] if "--fp16" in extra else []
     command = " ".join(["pytest", *selected, "test_generated.py"])
     assert code == 0 and out == f"wrote test_generated.py (run it: {command})\n"
+    ruff = subprocess.run(  # written as ruff format writes it
+        [str(Path(sys.executable).parent / "ruff"), "format", "--check", "test_generated.py"],
+        capture_output=True,
+        text=True,
+    )
+    assert ruff.returncode == 0, ruff.stdout + (pytester.path / "test_generated.py").read_text()
     pytester.syspathinsert()
     result = pytester.runpytest(*selected, "test_generated.py")
     result.assert_outcomes(**outcome)

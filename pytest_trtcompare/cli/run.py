@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import shutil
 import sys
@@ -316,16 +317,19 @@ def test_source(
         if isinstance(value, str) and Path(value).suffix:  # a file, not a framework name
             arguments[key] = os.path.relpath(Path(value).resolve(), folder)
     made = arguments.pop("models", {})
-    lines = [f"    {key}={value!r}," for key, value in arguments.items()]
+    lines = [f"    {key}={_literal(value)}," for key, value in arguments.items()]
+    calls = []
     for name, text in made.items():
         module, _, factory = text.partition(":")
         head.append(f"from {module} import {factory}")
-        lines.append(f"    models={{{name!r}: {factory}()}},")
+        calls.append(f"{_literal(name)}: {factory}()")
+    if calls:
+        lines.append(f"    models={{{', '.join(calls)}}},")
     marks = ["@pytest.mark.compare_frameworks(", *lines, ")"]
     if precisions != ["fp32"]:
-        marks.append(f"@pytest.mark.precisions({', '.join(map(repr, precisions))})")
+        marks.append(f"@pytest.mark.precisions({', '.join(map(_literal, precisions))})")
     if shapes:
-        marks.append(f"@pytest.mark.shapes({', '.join(map(repr, shapes))})")
+        marks.append(f"@pytest.mark.shapes({', '.join(map(_literal, shapes))})")
     source = [
         '"""Written by `trtcompare run --gen-test`: the comparison that command made.',
         "",
@@ -341,6 +345,24 @@ def test_source(
         "",
     ]
     return "\n".join(source)
+
+
+def _literal(value: Any, indent: int = 4) -> str:
+    """`value` as Python source in the style ruff and black write (double quotes; a dict
+    that would pass 100 columns at `indent`, an entry a line)."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        entries = [f"{_literal(k)}: {_literal(v, indent + 4)}" for k, v in value.items()]
+        if indent + 20 + sum(len(e) + 2 for e in entries) <= 100:
+            return "{" + ", ".join(entries) + "}"
+        inner = " " * (indent + 4)
+        return "{\n" + "".join(f"{inner}{e},\n" for e in entries) + " " * indent + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_literal, value)) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(_literal, value)) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
 
 
 def _identifier(text: str) -> str:
