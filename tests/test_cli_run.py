@@ -127,6 +127,14 @@ def test_a_torch_module_by_its_factory(models, capsys):
         (["m.onnx", "--onnxrt", "oops"], "trtcompare: --onnxrt takes no value (got 'oops')"),
         (["m.onnx", "--torch", "twin:nope", "--onnxrt"], "trtcompare: --torch twin:nope: "),
         (["m.onnx", "--onnxrt", "--atol", "big"], "trtcompare: --atol big: 'big' is not a value"),
+        (
+            ["m.onnx", "--onnxrt", "--input-shapes", "x=[1,4]"],
+            "trtcompare: --input-shapes x=[1,4]: cannot read 'x=[1,4]': give NAME:1x3x224x224",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--inputs", "x:[1,4]", "--val-range", "x:[5,0]"],
+            "trtcompare: --val-range x:[5,0]: '[5,0]': LOW must not exceed HIGH",
+        ),
     ],
 )
 def test_mistakes_exit_2_with_one_message(models, capsys, argv, message):
@@ -149,6 +157,8 @@ def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
         ("--int8", "INT8 needs calibration data"),
         ("--tf", "TensorFlow models are not supported"),
         ("--gen", "its counterpart here is --gen-test FILE"),
+        ("--gen-script", "its counterpart here is --gen-test FILE"),  # Polygraphy's alias
+        ("--quiet", "the report is printed once"),
     ],
 )
 def test_polygraphy_flags_not_offered_are_named_with_the_reason(models, capsys, flag, why):
@@ -277,22 +287,27 @@ def test_metric_thresholds_add_metric_checks_per_output_as_polygraphy(models, ca
     )
 
 
-def _polygraphy_run_flags() -> list[str]:
-    """The primary flag of each option `polygraphy run --help` lists."""
+@functools.cache
+def _polygraphy_run_flags() -> dict[str, tuple[str, ...]]:
+    """Each option `polygraphy run --help` lists: its first flag -> its other spellings."""
     help_text = subprocess.run(
         [str(Path(sys.executable).parent / "polygraphy"), "run", "--help"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    found = re.findall(r"^ {2}(-{1,2}[a-z][\w-]*)", help_text, flags=re.M)
-    return list(dict.fromkeys(found))
+    found: dict[str, tuple[str, ...]] = {}
+    for flag, rest in re.findall(r"^ {2}(-{1,2}[a-z][\w-]*)(.*)", help_text, flags=re.M):
+        found.setdefault(flag, tuple(re.findall(r", (-{1,2}[a-z][\w-]*)", rest)))
+    return found
 
 
 def test_the_migration_table_has_every_flag_of_polygraphy_run_once():
     listed = [row.flag for row in polygraphy_flags.FLAGS]
     assert len(listed) == len(set(listed))
     assert set(listed) == set(_polygraphy_run_flags())
+    spelled = {flag: names for flag, names in _polygraphy_run_flags().items() if names}
+    assert spelled == {"-h": ("--help",), "-v": ("--verbose",), **polygraphy_flags.ALIASES}
 
 
 def test_the_migration_page_is_the_table_and_its_example_is_what_gen_test_writes(
@@ -313,10 +328,11 @@ def test_each_flag_is_taken_or_refused_with_its_reason(models, capsys, row):
     if row.run:  # trtcompare run takes it: its --help lists it
         assert row.run.split()[0] in _run_help()
         return
-    with pytest.raises(SystemExit) as info:
-        main(["run", "m.onnx", "--onnxrt", row.flag])
-    assert info.value.code == 2
-    assert f"{row.flag} (polygraphy run) is not offered: {row.why}" in capsys.readouterr().err
+    for flag in (row.flag, *polygraphy_flags.ALIASES.get(row.flag, ())):
+        with pytest.raises(SystemExit) as info:
+            main(["run", "m.onnx", "--onnxrt", flag])
+        assert info.value.code == 2
+        assert f"{flag} (polygraphy run) is not offered: {row.why}" in capsys.readouterr().err
 
 
 @functools.cache
@@ -324,3 +340,34 @@ def _run_help() -> str:
     with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
         main(["run", "--help"])
     return out.getvalue()
+
+
+def test_polygraphys_other_spellings_are_taken(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp-to-fp16", "--inputs", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "--abs-tol", "0", "--rel-tol", "0", "--iters", "2")
+    assert code == 1 and "FAILED onnxref-fp16-bs2" in out and "(2 of 2 fail)" in out
+    code, out, _ = run(
+        capsys, "m.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[2,4]", *("--onnx-outputs", "*")
+    )
+    assert code == 0 and "all 2 outputs within tolerance" in out  # '*' marks every tensor
+
+
+def test_gen_test_elsewhere_imports_the_factory_from_where_the_command_ran(models, capsys):
+    (models / "sub").mkdir()
+    argv = ["m.onnx", "--onnxrt", "--torch", "twin:make", "--inputs", "x:[2,4]"]
+    code, out, _ = run(
+        capsys, *argv, "--save-inputs", "a.json", "--fail-fast", *("--gen-test", "sub/test_t.py")
+    )
+    assert code == 0
+    assert out == (
+        "wrote sub/test_t.py (run it: pytest -x sub/test_t.py)\n"
+        "not in the test: --save-inputs (a test stores its outputs and inputs as a golden: "
+        "golden=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_t.py"],
+        cwd=models / "sub",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout

@@ -176,9 +176,54 @@ FLAGS = (
 )
 
 
-def not_offered() -> dict[str, str]:
-    """polygraphy run's flags `trtcompare run` leaves out, and why."""
-    return {row.flag: row.why for row in FLAGS if not row.run}
+#: The other spellings polygraphy run's --help lists for a flag.
+ALIASES = {
+    "-q": ("--quiet",),
+    "--gen": ("--gen-script",),
+    "--input-shapes": ("--inputs",),
+    "--tftrt": ("--use-tftrt",),
+    "--save-external-data": ("--external-data-path",),
+    "--shape-inference": ("--do-shape-inference",),
+    "--external-data-dir": ("--load-external-data", "--ext"),
+    "--providers": ("--execution-providers",),
+    "--calib-base-cls": ("--calibration-base-class",),
+    "--save-tactics": ("--save-tactic-replay",),
+    "--load-tactics": ("--load-tactic-replay",),
+    "--trt-config-postprocess-script": ("--trt-cpps",),
+    "--pool-limit": ("--memory-pool-limit",),
+    "--tensor-dtypes": ("--tensor-datatypes",),
+    "--all-tensor-dtypes": ("--all-tensor-datatypes",),
+    "--trt-network-postprocess-script": ("--trt-npps",),
+    "--iterations": ("--iters",),
+    "--load-inputs": ("--load-input-data",),
+    "--save-inputs": ("--save-input-data",),
+    "--save-outputs": ("--save-results",),
+    "--postprocess": ("--postprocess-func",),
+    "--compare": ("--compare-func",),
+    "--load-outputs": ("--load-results",),
+    "--rtol": ("--rel-tol",),
+    "--atol": ("--abs-tol",),
+    "--l2-threshold": ("--l2-tolerance",),
+    "--psnr-threshold": ("--psnr-tolerance",),
+    "--snr-threshold": ("--snr-tolerance",),
+    "--lpips-threshold": ("--lpips-tolerance",),
+}
+
+
+def not_offered() -> dict[tuple[str, ...], str]:
+    """polygraphy run's flags `trtcompare run` leaves out (with their other spellings), and
+    why."""
+    return {(row.flag, *ALIASES.get(row.flag, ())): row.why for row in FLAGS if not row.run}
+
+
+def spellings(flag: str) -> list[str]:
+    """`trtcompare run`'s `flag` and the polygraphy run spellings it takes too: the flag's
+    aliases, and a flag of another name that it stands for (--fp-to-fp16 for --fp16)."""
+    names = [flag]
+    for row in FLAGS:
+        if row.run and row.run.split()[0] == flag:
+            names += [n for n in (row.flag, *ALIASES.get(row.flag, ())) if n not in names]
+    return names
 
 
 def markdown() -> str:

@@ -24,7 +24,7 @@ from .. import runners
 from ..engine import STAT_CHECKS
 from ..errors import TrtCompareError
 from ..session.settings import parse_input_shapes, parse_val_range
-from .polygraphy_flags import not_offered
+from .polygraphy_flags import not_offered, spellings
 
 #: Precision flags (TensorRT's builder flags in Polygraphy; here every target's precision).
 PRECISIONS = ("tf32", "fp16", "bf16")
@@ -57,60 +57,71 @@ def add_parser(commands: Any) -> None:
     )
     run.add_argument("model", help="the ONNX model (or OpenVINO IR .xml for --openvino)")
     for name in runners.known_runners():  # polygraphy run's --onnxrt, --trt; ours beside them
-        run.add_argument(
+        _add(
+            run,
             f"--{name}",
             nargs="?",
             metavar="MODULE:FACTORY",
             action=_Framework,
-            help=f"run {name} (a module's runner: on the module FACTORY() of MODULE makes)",
+            help=f"run {name} (a module runner, as --torch, takes MODULE:FACTORY)",
         )
     for precision in PRECISIONS:
-        run.add_argument(f"--{precision}", action="store_true", help=f"targets at {precision}")
+        _add(run, f"--{precision}", action="store_true", help=f"targets at {precision}")
     for field in ("atol", "rtol"):
-        run.add_argument(
-            f"--{field}", nargs="+", metavar="[NAME:]VALUE", help=f"{field}; NAME:VALUE per output"
+        _add(
+            run,
+            f"--{field}",
+            nargs="+",
+            metavar="[NAME:]VALUE",
+            help=f"{field}; NAME:VALUE per output",
         )
-    run.add_argument("--check-error-stat", nargs="+", metavar="[NAME:]STAT")
-    run.add_argument("--error-quantile", nargs="+", metavar="[NAME:]Q", help="0 to 1")
-    run.add_argument(
+    _add(run, "--check-error-stat", nargs="+", metavar="[NAME:]STAT")
+    _add(run, "--error-quantile", nargs="+", metavar="[NAME:]Q", help="0 to 1")
+    _add(
+        run,
         "--infinities-compare-equal",
         action="store_true",
         help="matching infinities compare equal (the default here)",
     )
     for flag, check in METRIC_FLAGS.items():
-        run.add_argument(flag, nargs="+", metavar="[NAME:]VALUE", help=f"the {check} check")
-    run.add_argument("--compare", choices=("simple", "indices"), default="simple")
-    run.add_argument("--index-tolerance", nargs="+", metavar="[NAME:]N")
-    run.add_argument("--postprocess", nargs="+", metavar="[NAME:]top-K")
-    run.add_argument(
-        "--fail-fast", action="store_true", help="stop at the first case that disagrees"
-    )
-    run.add_argument("--input-shapes", "--inputs", nargs="+", metavar="NAME:[D,...]")
-    run.add_argument("--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
-    run.add_argument("--seed", type=int)
-    run.add_argument("--iterations", type=int, default=1)
+        _add(run, flag, nargs="+", metavar="[NAME:]VALUE", help=f"the {check} check")
+    _add(run, "--compare", choices=("simple", "indices"), default="simple")
+    _add(run, "--index-tolerance", nargs="+", metavar="[NAME:]N")
+    _add(run, "--postprocess", nargs="+", metavar="[NAME:]top-K")
+    _add(run, "--fail-fast", action="store_true", help="stop at the first case that disagrees")
+    _add(run, "--input-shapes", nargs="+", metavar="NAME:[D,...]")
+    _add(run, "--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
+    _add(run, "--seed", type=int)
+    _add(run, "--iterations", type=int, default=1)
     inputs = run.add_mutually_exclusive_group()
-    inputs.add_argument("--load-inputs", help="Polygraphy --save-inputs JSON to feed")
-    inputs.add_argument(
-        "--data-loader-script", metavar="PATH.py[:FUNCTION]", help="feeds from load_data()"
+    _add(inputs, "--load-inputs", help="Polygraphy --save-inputs JSON to feed")
+    _add(
+        inputs, "--data-loader-script", metavar="PATH.py[:FUNCTION]", help="feeds from load_data()"
     )
-    run.add_argument(
-        "--load-outputs", help="saved outputs as the reference (Polygraphy JSON, a golden, .npz)"
+    _add(
+        run,
+        "--load-outputs",
+        help="saved outputs as the reference (Polygraphy JSON, a golden, .npz)",
     )
-    run.add_argument("--save-inputs", help="write the inputs fed as Polygraphy JSON")
-    run.add_argument(
-        "--save-outputs", help="write the first (reference) runner's outputs as Polygraphy JSON"
+    _add(run, "--save-inputs", help="write the inputs fed as Polygraphy JSON")
+    _add(
+        run,
+        "--save-outputs",
+        help="write the first (reference) runner's outputs as Polygraphy JSON",
     )
-    run.add_argument("--onnx-outputs", nargs="+", help="'mark all': per layer; else the names")
-    run.add_argument("--no-shape-check", action="store_true", help="shape_check='relaxed'")
-    run.add_argument(
-        "--use-subprocess", action="store_true", help="run each runner in a worker process"
-    )
-    run.add_argument("--gen-test", metavar="FILE", help="write the pytest test, do not run")
-    run.add_argument("-v", "--verbose", action="count", default=0)
-    for flag, why in not_offered().items():
-        run.add_argument(flag, nargs="*", action=_NotOffered, help=argparse.SUPPRESS, why=why)
+    _add(run, "--onnx-outputs", nargs="+", help="'mark all': per layer; else the names")
+    _add(run, "--no-shape-check", action="store_true", help="shape_check='relaxed'")
+    _add(run, "--use-subprocess", action="store_true", help="run each runner in a worker process")
+    _add(run, "--gen-test", metavar="FILE", help="write the pytest test, do not run")
+    _add(run, "-v", "--verbose", action="count", default=0)
+    for flags, why in not_offered().items():
+        run.add_argument(*flags, nargs="*", action=_NotOffered, help=argparse.SUPPRESS, why=why)
     run.set_defaults(run=_run, frameworks=[])
+
+
+def _add(container: Any, *flags: str, **kwargs: Any) -> Any:
+    """An argument under its flags and polygraphy run's other spellings of them."""
+    return container.add_argument(*[n for flag in flags for n in spellings(flag)], **kwargs)
 
 
 class _NotOffered(argparse.Action):
@@ -134,6 +145,14 @@ def _per_output(values: list[str] | None, parse: Any, flag: str) -> dict[str, An
         except ValueError:
             raise TrtCompareError(f"{flag} {value}: {text!r} is not a value") from None
     return found
+
+
+def _parsed(parse: Any, flag: str, values: list[str]) -> Any:
+    text = " ".join(values)
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise TrtCompareError(f"{flag} {text}: {exc}") from None
 
 
 def _dest(flag: str) -> str:
@@ -200,18 +219,19 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
     if args.iterations != 1:
         kwargs["iterations"] = args.iterations
     if args.val_range:
-        kwargs["val_range"] = parse_val_range(" ".join(args.val_range))
+        kwargs["val_range"] = _parsed(parse_val_range, "--val-range", args.val_range)
     if args.load_inputs or args.data_loader_script:
         kwargs["inputs"] = args.load_inputs or args.data_loader_script
     if args.onnx_outputs:
-        marked = " ".join(args.onnx_outputs)
-        kwargs["outputs"] = "all" if marked == "mark all" else list(args.onnx_outputs)
+        marked = " ".join(args.onnx_outputs)  # Polygraphy's 'mark all', since 0.53 '*'
+        kwargs["outputs"] = "all" if marked in ("mark all", "*") else list(args.onnx_outputs)
     if args.no_shape_check:
         kwargs["shape_check"] = "relaxed"
     if args.use_subprocess:
         kwargs["isolate"] = True
     precisions = [p for p in PRECISIONS if getattr(args, p)] or ["fp32"]
-    shapes = [parse_input_shapes(" ".join(args.input_shapes))] if args.input_shapes else []
+    given = args.input_shapes
+    shapes = [_parsed(parse_input_shapes, "--input-shapes", given)] if given else []
     return kwargs, precisions, shapes
 
 
@@ -242,9 +262,15 @@ def _run(args: argparse.Namespace) -> int:
     kwargs, precisions, shapes = marker_arguments(args)
     if args.gen_test:
         path = Path(args.gen_test)
-        command = pytest_command(path, precisions)
+        command = pytest_command(path, precisions, args.fail_fast)
         path.write_text(test_source(kwargs, precisions, shapes, path.resolve().parent, command))
         print(f"wrote {path} (run it: {command})")
+        left = [f for f in ("--save-inputs", "--save-outputs") if getattr(args, _dest(f))]
+        if left:  # files of a run, not a comparison: a test keeps a golden instead
+            print(
+                f"not in the test: {', '.join(left)} (a test stores its outputs and inputs "
+                "as a golden: golden=True)"
+            )
         return 0
     spec = compare_spec((), _resolved(kwargs), "trtcompare run", Path.cwd())
     cases, why = expand(spec, precisions, shapes)
@@ -280,11 +306,11 @@ def _run(args: argparse.Namespace) -> int:
     return 2 if errors else 1 if failed else 0
 
 
-def pytest_command(path: Path, precisions: list[str]) -> str:
+def pytest_command(path: Path, precisions: list[str], fail_fast: bool = False) -> str:
     """How the written test runs as the command did: a session selects the precisions its
-    tests run at (a test's `precisions` marker only narrows them)."""
+    tests run at (a test's `precisions` marker only narrows them); --fail-fast is -x."""
     selected = "" if precisions == ["fp32"] else f" --trt-precision {','.join(precisions)}"
-    return f"pytest{selected} {path}"
+    return f"pytest{' -x' if fail_fast else ''}{selected} {path}"
 
 
 def _save(args: argparse.Namespace, cases: Any, spec: Any, case: Any) -> None:
@@ -319,9 +345,13 @@ def test_source(
     made = arguments.pop("models", {})
     lines = [f"    {key}={_literal(value)}," for key, value in arguments.items()]
     calls = []
+    here = os.path.relpath(Path.cwd(), folder)
+    if made and here != ".":  # the factory's module is imported from where the command ran
+        head[:0] = ["import sys", "from pathlib import Path", ""]
+        head += ["", f"sys.path.insert(0, str(Path(__file__).parent / {_literal(here)}))"]
     for name, text in made.items():
         module, _, factory = text.partition(":")
-        head.append(f"from {module} import {factory}")
+        head.append(f"from {module} import {factory}  # noqa: E402")
         calls.append(f"{_literal(name)}: {factory}()")
     if calls:
         lines.append(f"    models={{{', '.join(calls)}}},")
