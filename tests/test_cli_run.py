@@ -383,3 +383,13 @@ def test_gen_test_writes_what_ruff_format_writes(models, capsys):
         text=True,
     )
     assert ruff.returncode == 0, ruff.stdout
+
+
+def test_verbose_prints_the_report_of_a_passing_case_too(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--fp16", "--inputs", "x:[2,4]"]
+    code, out, _ = run(capsys, *argv, "-v")
+    assert code == 0
+    assert out.startswith(
+        "PASSED onnxref-fp16-bs2: onnxref-fp16 vs onnxrt-fp32: 1 output within tolerance\n\n"
+        "passed: y (float32 vs float32, shape (2, 4)): max abs "
+    )

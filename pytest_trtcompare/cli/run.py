@@ -285,7 +285,8 @@ def _run(args: argparse.Namespace) -> int:
         outcome = runner.run(spec, case)
         if outcome.kind is Kind.PASSED:
             assert outcome.worst is not None
-            print(f"PASSED {case.id}: {result_line(outcome.worst)}")
+            shown = outcome.report_text(args.verbose) if args.verbose else ""
+            print(f"PASSED {case.id}: {shown or result_line(outcome.worst)}")  # -v: the report
         elif outcome.kind is Kind.MISMATCH:
             failed += 1
             print(f"FAILED {case.id}: {outcome.report_text(args.verbose)}")
