@@ -70,21 +70,16 @@ def _as_tolerance(value: Any, base: Tolerance, where: str, source: str = "call")
             raise ToleranceError(f"{where}: {exc}") from None
     problem = f"{where}: expected a Tolerance or a mapping of fields, got {value!r}"
     key = where.removeprefix("tolerance[").removesuffix("]")
+    name = key.strip("'\"")  # the output name it was given under
     if isinstance(value, str) and value in CHECKS:  # ["kl"]
         problem += f" (a check name: write {{'check': {value!r}}})"
-    elif isinstance(value, (int, float, str)) and key.strip("'\"") in FIELD_NAMES:
-        key = key.strip("'\"")  # {"atol": 1e-3, "logits": {...}}: the default's field
-        problem += (
-            f" ({key!r} is a field: beside outputs, the default's fields go under '': "
-            f"{{'': {{{key!r}: {value!r}}}, ...}})"
+    elif isinstance(value, (int, float, str)) and name in FIELD_NAMES:
+        problem += (  # {"atol": 1e-3, "logits": {...}}: the default's field
+            f" ({name!r} is a field: beside outputs, the default's fields go under '': "
+            f"{{'': {{{name!r}: {value!r}}}, ...}})"
         )
-    elif isinstance(value, (int, float, str)) and key[:1] in "'\"" and key.strip("'\""):
-        key = key.strip("'\"")  # {"atl": 1e-3}: a field name misspelt?
-        close = difflib.get_close_matches(key, sorted(FIELD_NAMES), n=1)
-        fields = (
-            f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
-        )
-        problem += f" ({key!r} is not a tolerance field; {fields})"
+    elif isinstance(value, (int, float, str)) and key[:1] in "'\"" and name:
+        problem += f" ({_not_a_field(name)})"  # {"atl": 1e-3}: a field name misspelt?
     raise ToleranceError(problem)
 
 
@@ -208,12 +203,14 @@ def _check_misspelt_fields(spec: Mapping[str, Any]) -> None:
     plain = [k for k, v in spec.items() if not isinstance(v, (Tolerance, Mapping, list, tuple))]
     misspelt = [k for k in plain if k not in FIELD_NAMES]
     if misspelt and len(misspelt) < len(plain):
-        name = str(misspelt[0])
-        close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1)
-        hint = (
-            f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
-        )
-        raise ToleranceError(f"tolerance: {name!r} is not a tolerance field; {hint}")
+        raise ToleranceError(f"tolerance: {_not_a_field(str(misspelt[0]))}")
+
+
+def _not_a_field(name: str) -> str:
+    """ "'atl' is not a tolerance field; did you mean 'atol'?" (else the fields)."""
+    close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(FIELD_NAMES))}"
+    return f"{name!r} is not a tolerance field; {hint}"
 
 
 def is_field_mapping(spec: Mapping[str, Any]) -> bool:
