@@ -60,10 +60,15 @@ def _takes_onnx(framework: str) -> bool:
     return "onnx" in runners.capabilities(framework).takes
 
 
+def _own_float64() -> list[str]:
+    """The runners that run float64 themselves, on a model of their own kind (torch)."""
+    return runners.runners_that(lambda runner: runner.float64 and "onnx" not in runner.takes)
+
+
 def _float64_references() -> str:
     """'torch, or onnxrt / onnxref / trt on an ONNX model': the references the fp64 check
     can run at float64."""
-    own = runners.runners_that(lambda runner: runner.float64 and "onnx" not in runner.takes)
+    own = _own_float64()
     onnx = runners.runners_that(lambda runner: "onnx" in runner.takes)
     return f"{', '.join(own)}, or {' / '.join(onnx)} on an ONNX model"
 
@@ -442,7 +447,7 @@ def _is_onnx(model: Any) -> bool:
 def _float64_model_failed(exc: InferenceError | ModelLoadError) -> TrtCompareError:
     """The fp64 check's run of the ONNX model converted to float64 failed: said as the
     check's, with the references that need no such model."""
-    own = runners.runners_that(lambda runner: runner.float64 and "onnx" not in runner.takes)
+    own = _own_float64()
     error = type(exc)(
         f"fp64 check: the float64 run of the reference's model failed: {str(exc).rstrip('.')}; "
         f"a reference that runs float64 itself needs no float64 ONNX model: {' or '.join(own)} "
