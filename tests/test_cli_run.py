@@ -393,3 +393,26 @@ def test_verbose_prints_the_report_of_a_passing_case_too(models, capsys):
         "PASSED onnxref-fp16-bs2: onnxref-fp16 vs onnxrt-fp32: 1 output within tolerance\n\n"
         "passed: y (float32 vs float32, shape (2, 4)): max abs "
     )
+
+
+def test_gen_test_elsewhere_names_a_saved_folder_from_the_test(models, capsys):
+    """An ONNX test-data folder (no suffix) as --load-outputs: the written test in another
+    folder finds it, as it finds the model."""
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    data = models / "data" / "test_data_set_0"
+    data.mkdir(parents=True)
+    (data / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    y = np.tanh(x @ np.full((4, 4), 0.5, np.float32))
+    (data / "output_0.pb").write_bytes(numpy_helper.from_array(y, "y").SerializeToString())
+    (models / "sub").mkdir()
+    argv = ["m.onnx", "--onnxrt", "--load-outputs", "data", "--atol", "1e-5"]
+    assert run(capsys, *argv)[0] == 0
+    assert run(capsys, *argv, "--gen-test", "sub/test_saved.py")[0] == 0
+    assert 'reference="../data"' in (models / "sub" / "test_saved.py").read_text()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_saved.py"],
+        cwd=models / "sub",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout

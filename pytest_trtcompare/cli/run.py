@@ -239,7 +239,8 @@ def _resolved(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The modules of --torch MODULE:FACTORY, made."""
     if "models" not in kwargs:
         return kwargs
-    sys.path.insert(0, str(Path.cwd()))
+    if str(Path.cwd()) not in sys.path:  # MODULE is importable from here, as python -m
+        sys.path.insert(0, str(Path.cwd()))
     models = {}
     for name, text in kwargs["models"].items():
         module_name, _, factory = text.partition(":")
@@ -339,9 +340,9 @@ def test_source(
     `command`: files named relative to `folder` (the test's), a module made by its factory."""
     arguments = dict(kwargs)
     head = ["import pytest"]
-    for key in ("model", "reference", "inputs"):
+    for key in ("model", "reference", "inputs"):  # files (a reference may be a framework)
         value = arguments.get(key)
-        if isinstance(value, str) and Path(value).suffix:  # a file, not a framework name
+        if isinstance(value, str) and value not in arguments["frameworks"]:
             arguments[key] = os.path.relpath(Path(value).resolve(), folder)
     made = arguments.pop("models", {})
     lines = [f"    {key}={_literal(value)}," for key, value in arguments.items()]
