@@ -111,6 +111,45 @@ def test_saved_outputs_are_the_reference(models, capsys):
     assert code == 1 and "vs saved outputs.json" in out
 
 
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--iterations", "argument --iterations/--iters: takes an int >= 1, got 0"),
+        ("--seed", "argument --seed: takes an int >= 0, got -1"),
+    ],
+)
+def test_counts_out_of_range_are_named_by_their_flag(models, capsys, flag, message):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "m.onnx", "--onnxrt", flag, "0" if "iter" in flag else "-1"])
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_torchscript_or_torch_export_file(models, capsys, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(str(models))
+    import twin
+
+    example = torch.zeros(2, 4)
+    torch.jit.trace(twin.make(), example, strict=False).save("twin.pt")
+    torch.export.save(torch.export.export(twin.make(), (example,)), "twin.pt2")
+    for path in ("twin.pt", "twin.pt2"):
+        code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", path, "--inputs", "x:[2,4]")
+        assert code == 0 and "PASSED torch-fp32-bs2" in out, out
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "gone.pt", "--inputs", "x:[2,4]")
+    assert code == 2 and "torch runner: " in out and "gone.pt does not exist" in out
+    argv = ["m.onnx", "--onnxrt", "--torch", "twin.pt2", "--inputs", "x:[2,4]"]
+    assert run(capsys, *argv, "--gen-test", "tests/test_twin.py")[0] == 0
+    written = (models / "tests" / "test_twin.py").read_text()
+    assert 'models={"torch": "../twin.pt2"},' in written
+    written_run = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_twin.py", "-p", "no:cacheprovider", "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert written_run.returncode == 0, written_run.stdout
+    assert "1 passed" in written_run.stdout
+
+
 def test_a_torch_module_by_its_factory(models, capsys):
     code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "twin:make", "--inputs", "x:[2,4]")
     assert code == 0, out
@@ -127,6 +166,26 @@ def test_a_torch_module_by_its_factory(models, capsys):
         (["m.onnx", "--onnxrt", "oops"], "trtcompare: --onnxrt takes no value (got 'oops')"),
         (["m.onnx", "--torch", "twin:nope", "--onnxrt"], "trtcompare: --torch twin:nope: "),
         (["m.onnx", "--onnxrt", "--atol", "big"], "trtcompare: --atol big: 'big' is not a value"),
+        (
+            ["m.onnx", "--onnxrt", "--atol", "-1"],
+            "trtcompare: --atol -1: atol must be finite and >= 0",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--check-error-stat", "bogus"],
+            "trtcompare: --check-error-stat bogus: 'bogus' is not one of elemwise, max, mean,",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--error-quantile", "y:2"],
+            "trtcompare: --error-quantile y:2: quantile must be in [0, 1], got 2.0",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--cosine-similarity-threshold", "2"],
+            "trtcompare: --cosine-similarity-threshold 2: threshold of check='cosine' must be",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--torch"],
+            "trtcompare: --torch needs the module to run beside m.onnx: --torch MODULE:FACTORY",
+        ),
         (
             ["m.onnx", "--onnxrt", "--input-shapes", "x=[1,4]"],
             "trtcompare: --input-shapes x=[1,4]: cannot read 'x=[1,4]': give NAME:1x3x224x224",
@@ -158,7 +217,7 @@ def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
         ("--tf", "TensorFlow models are not supported"),
         ("--gen", "its counterpart here is --gen-test FILE"),
         ("--gen-script", "its counterpart here is --gen-test FILE"),  # Polygraphy's alias
-        ("--quiet", "the report is printed once"),
+        ("--silent", "logging is pytest's"),
     ],
 )
 def test_polygraphy_flags_not_offered_are_named_with_the_reason(models, capsys, flag, why):

@@ -390,6 +390,7 @@ class CaseRunner:
                 layers=mode,
                 layer_dtypes=spec.layer_dtypes or "float",
                 keep=kept,
+                validate=comparison_options(spec.given, self.option_values)["validate"],
             )
             if failing is None and not result.passed:
                 failing = ({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()})

@@ -50,6 +50,7 @@ from ..goldens import (
 from ..inputs import Feed
 from ..runners import TensorSpec, check_feed
 from ..vocabulary import FP64
+from .brief import output_line
 from .layout import counted
 from .outcome import Kind, Outcome, compared
 from .runs import numbered
@@ -311,8 +312,8 @@ def _never_matches_itself(
         return None
     why = "; ".join(
         f"{out.name} has NaN at {out.nan_actual} position{'' if out.nan_actual == 1 else 's'}"
-        if out.nan_actual
-        else f"{out.name}: {out.failure or out.problem}"
+        if out.nan_actual and out.invalid is None
+        else output_line(out)
         for out in itself.failed_outputs
     )
     message = (
@@ -320,7 +321,7 @@ def _never_matches_itself(
         "nan_equal=True, so the next check would fail against this golden; pass "
         "nan_equal=True if the NaN are expected, else fix what makes them"
     )
-    if not any(out.nan_actual for out in itself.failed_outputs):
+    if not any(out.nan_actual and out.invalid is None for out in itself.failed_outputs):
         message = (
             f"golden {store.show(path)} not written: the outputs fail against themselves under "
             f"the test's tolerance ({why}), so the next check would fail against this golden"
