@@ -92,7 +92,8 @@ def hang(feed):
 """
 
 #: Marker, fixture and input mistakes: each test errors at setup (or skips, or fails) on its
-#: own, so one run shows them all.
+#: own, so one run shows them all. The page quotes line numbers of this module (a skip's
+#: `test_models.py:79`, a call's `test_models.py:132`): add tests at its end.
 SETUP = """
 import numpy as np
 import pytest
