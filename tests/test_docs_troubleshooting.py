@@ -527,7 +527,7 @@ REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
         "run", "model.onnx", "--onnxrt", "--onnxref", "--onnx-outputs", "logits"
     ),
     "run: a value out of range": lambda lab: lab.cli(
-        "run", "model.onnx", "--onnxrt", "--onnxref", "--iterations", "0"
+        "run", "model.onnx", "--onnxrt", "--onnxref", "--atol", "-1"
     ),
     "show, diff: a file that does not exist": lambda lab: lab.cli(
         "diff", "outputs.npz", "goldens/test_m/test_x.safetensors"
