@@ -63,7 +63,15 @@ class InferenceError(TrtCompareError, RuntimeError):
 
 
 class InputDataError(TrtCompareError, ValueError):
-    """Input data cannot be made or loaded (no shape for a dynamic dim, bad file ...)."""
+    """Input data cannot be made or loaded (no shape for a dynamic dim, bad file ...).
+    `shape_needed`: for an input whose shape is not known, (the problem, the input's name,
+    an example shape), so an entry point other than a test can say how to give it."""
+
+    def __init__(
+        self, message: str, shape_needed: tuple[str, str, tuple[int, ...]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.shape_needed = shape_needed
 
 
 class RunnerSkip(TrtCompareError):

@@ -89,7 +89,7 @@ def test_a_disagreement_exits_1_with_pytests_report(models, capsys):
     code, out, _ = run(capsys, *argv, "--atol", "0", "--rtol", "0")
     assert code == 1
     assert out.startswith("FAILED onnxref-fp16-bs2: onnxref-fp16 vs onnxrt-fp32: 1 of 1 outputs")
-    assert "elemwise tolerance atol=0 (marker) rtol=0 (marker)" in out  # as --gen-test writes
+    assert "elemwise tolerance atol=0 (option) rtol=0 (option)" in out  # the flags
     assert "worst elements:" in out
 
 
@@ -205,7 +205,10 @@ def test_mistakes_exit_2_with_one_message(models, capsys, argv, message):
 def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
     code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--onnxref")
     assert code == 2
-    assert "has dynamic dimensions" in out and "(here: --input-shapes NAME:[D,...])" in out
+    assert (
+        "input x: float32[n, 4] has dynamic dimensions: give its shape with --input-shapes x:[1,4]"
+        in out
+    )
     code, out, _ = run(capsys, "nope.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[1,4]")
     assert code == 2 and "nope.onnx' does not exist" in out
 
@@ -337,7 +340,7 @@ def test_metric_thresholds_add_metric_checks_per_output_as_polygraphy(models, ca
     assert run(capsys, *argv, "--snr-threshold", "200", "y:30")[0] == 0
     both = ["--cosine-similarity-threshold", "0.99", "--psnr-threshold", "40"]
     code, out, _ = run(capsys, *argv, *both, "--l2-threshold", "1e-3")
-    assert code == 0 and "cosine >= 0.99 (marker); l2 <= 0.001 (marker); psnr >= 40 dB" in " ".join(
+    assert code == 0 and "cosine >= 0.99 (option); l2 <= 0.001 (option); psnr >= 40 dB" in " ".join(
         out.split()
     )
 
@@ -475,3 +478,14 @@ def test_gen_test_elsewhere_names_a_saved_folder_from_the_test(models, capsys):
         text=True,
     )
     assert done.returncode == 0, done.stdout
+
+
+def test_a_runner_alone_is_told_what_its_pass_means(models, capsys):
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--inputs", "x:[2,4]")
+    assert code == 0
+    assert out.endswith(
+        "\nnote: onnxrt ran alone, so its outputs were compared with a second run of itself; "
+        "give a second runner, --fp16/--bf16, --load-outputs or --validate\n"
+    )
+    for quiet in (["--validate"], ["-q"], ["--fp16"]):
+        assert "note: " not in run(capsys, "m.onnx", "--onnxrt", "--inputs", "x:[2,4]", *quiet)[1]

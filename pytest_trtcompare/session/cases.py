@@ -87,6 +87,10 @@ class CaseRunner:
         device: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.settings = settings
+        #: where a spec's tolerance came from, as reports credit it (`trtcompare run`: option)
+        self.tolerance_source = "marker"
+        #: the flag that gives shapes, where not a marker (`trtcompare run`: --input-shapes)
+        self.shapes_flag: str | None = None
         self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
         #: (flag, ini) of the options a test can also set (session/option_table.py `resolve`)
         self.option_values = option_values or {}
@@ -136,6 +140,12 @@ class CaseRunner:
                 )
 
             except InputDataError as exc:
+                if exc.shape_needed is not None and self.shapes_flag:
+                    problem, name, example = exc.shape_needed
+                    raise InputDataError(
+                        f"{problem}: give its shape with {self.shapes_flag} "
+                        f"{name}:[{','.join(map(str, example))}]"
+                    ) from None
                 if case.shape_id != "cli":
                     raise
                 raise InputDataError(
@@ -237,7 +247,7 @@ class CaseRunner:
 
     def tolerance_table(self, spec: CompareSpec, case: Case) -> ToleranceTable:
         return self.settings.resolve(
-            case.precision, spec.tolerance, source="marker", test=case.test or None
+            case.precision, spec.tolerance, source=self.tolerance_source, test=case.test or None
         )
 
     def tolerance(self, spec: CompareSpec, case: Case) -> Any:
