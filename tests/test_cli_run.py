@@ -489,3 +489,15 @@ def test_a_runner_alone_is_told_what_its_pass_means(models, capsys):
     )
     for quiet in (["--validate"], ["-q"], ["--fp16"]):
         assert "note: " not in run(capsys, "m.onnx", "--onnxrt", "--inputs", "x:[2,4]", *quiet)[1]
+
+
+def test_onnx_outputs_names_inner_tensors_as_polygraphy_marks_them(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[2,4]", "--onnx-outputs", "h", "y"]
+    code, out, _ = run(capsys, *argv, "-v")
+    assert code == 0
+    assert "passed: h (float32 vs float32, shape (2, 4))" in out
+    assert "passed: y (float32 vs float32, shape (2, 4))" in out
+    assert run(capsys, *argv, "--gen-test", "test_inner.py")[0] == 0
+    assert 'outputs=["h", "y"],' in (models / "test_inner.py").read_text()
+    code, out, _ = run(capsys, *argv[:-2], "hh")
+    assert code == 2 and "has no output(s) ['hh']" in out
