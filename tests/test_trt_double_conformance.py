@@ -162,6 +162,7 @@ RECEIVERS = {
     "profile": "IOptimizationProfile",
     "cache": "ITimingCache",
     "error": "ParserError",
+    "inspector": "EngineInspector",
 }
 SOURCES = [*sorted(RUNNER.glob("trt*.py")), RUNNER / "cuda.py"]
 

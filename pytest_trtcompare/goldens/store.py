@@ -386,6 +386,34 @@ def model_change_note(stored_meta: dict[str, Any], runner: Any) -> str:
     return f"model changed since the golden was recorded (sha256 {before[:8]}… → {after[:8]}…)\n"
 
 
+def precision_note(stored_meta: dict[str, Any], runner: Any) -> str:
+    """'golden written at fp32 (fp32: 12 of 12 nodes in float32), checked at fp16 (fp16: ...)'
+    when the golden's precision is not the checking runner's, or the same precision ran
+    other float types (a TensorRT engine built in float32 then, in float16 now)."""
+    recorded = stored_meta.get("runner")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    before = stored_meta.get("precision") or recorded.get("precision")
+    after = runner.get("precision") if isinstance(runner, dict) else None
+    if not (isinstance(before, str) and isinstance(after, str)):
+        return ""
+    then, now = _computed(recorded), _computed(runner)
+    if before == after:
+        if then is None or now is None or then.get("counts") == now.get("counts"):
+            return ""
+        return f"golden written by a run in other types ({then['text']}), checked by {now['text']}\n"
+    said = [f" ({c['text']})" if c else "" for c in (then, now)]
+    return (
+        f"golden written at {before}{said[0]}, checked at {after}{said[1]}: the errors "
+        "include the change of precision\n"
+    )
+
+
+def _computed(description: Any) -> dict[str, Any] | None:
+    """A describe()'s "computed" (runners/computed.py), where it holds one with a text."""
+    computed = description.get("computed") if isinstance(description, dict) else None
+    return computed if isinstance(computed, dict) and computed.get("text") else None
+
+
 @dataclass
 class GoldenStats:
     """What a session did with goldens; merged across xdist workers."""

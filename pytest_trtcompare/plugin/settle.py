@@ -21,7 +21,7 @@ from ..engine import ComparisonResult, OutputMismatchError, listed, num
 from ..errors import LayerDivergenceWarning
 from ..reports import properties, summary, timings
 from ..session.brief import joined, outcome_line
-from ..session.outcome import Kind, Outcome, runner_key, runner_name
+from ..session.outcome import Kind, Outcome, ran_text, runner_key, runner_name
 from .options import Settings
 from .terminal import mark
 
@@ -64,6 +64,7 @@ def record(item: pytest.Item, outcome: Outcome, verbosity: int = 0) -> None:
         (_milliseconds(outcome.target), _milliseconds(outcome.reference)),
         item.nodeid,
         (runner_key(outcome.target or None), runner_key(outcome.reference)),
+        ran_text(outcome.target),
     )
     if len(outcome.results) > 1:
         records = [dataclasses.replace(r, iterations=len(outcome.results)) for r in records]

@@ -77,6 +77,9 @@ class Record:
     #: the input iterations compared (iterations=N, a golden's, --trt-calibrate's draws);
     #: the figures are those of the worst
     iterations: int = 1
+    #: the precision the target really ran ('fp16: 48 of 52 nodes in float16, 4 kept in
+    #: float32 (Softmax x2, ...)', runners/computed.py); None where its runner does not say
+    computed: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         """A figure, as an attribute (`record.max_abs_error`; None where not computed)."""
@@ -95,16 +98,18 @@ def records(
     times: tuple[float | None, float | None] = (None, None),
     nodeid: str | None = None,
     runners: tuple[str | None, str | None] = (None, None),
+    computed: str | None = None,
 ) -> list[Record]:
     """One record per output; per-layer, per layer that the report lists (engine/layers.py).
-    `runners`: the target's and the reference's keys in the JSON report (runner_key)."""
+    `runners`: the target's and the reference's keys in the JSON report (runner_key);
+    `computed`: the precision the target ran (Record.computed)."""
     out = []
     view = result.layers
     names = list(result.outputs) if view is None else list(listed(result, verbosity).names)
     gating = set(names if view is None else view.gating(list(result.outputs)))
     run: dict[str, Any] = dict(test=test, source=source, target=target, reference=reference)
     run.update(target_ms=times[0], reference_ms=times[1], nodeid=nodeid)
-    run.update(target_runner=runners[0], reference_runner=runners[1])
+    run.update(target_runner=runners[0], reference_runner=runners[1], computed=computed)
     for name in names:
         output = result.outputs[name]
         out.append(
@@ -199,7 +204,24 @@ def format_summary(items: list[Record], verbosity: int = 0, width: int = 80) -> 
         lines = _two_line_rows(rows, width)
     if len(ordered) > len(shown):
         lines.append(f"... {len(ordered) - len(shown)} more (all of them with -v)")
-    return lines + timings.inference_lines(items, width)
+    return lines + computed_lines(items, width) + timings.inference_lines(items, width)
+
+
+#: the precisions whose targets the summary says what ran of: fp32 computes as asked
+_REDUCED = ("fp16:", "bf16:")
+
+
+def computed_lines(items: Iterable[Record], width: int) -> list[str]:
+    """'what ran at fp16 / bf16: trt fp16: 0 of 40 layers in float16, ...; ...': each
+    target runner of a reduced precision, once, with the precision it really ran."""
+    seen: dict[tuple[str, str], None] = {}
+    for r in items:
+        if r.target is not None and r.computed is not None and r.computed.startswith(_REDUCED):
+            seen[(r.target, r.computed)] = None
+    if not seen:
+        return []
+    parts = [f"{target} ({text})" for target, text in sorted(seen)]
+    return wrap("what ran: " + "; ".join(parts), width)
 
 
 _Row = tuple[str, str, str, str, str]  # margin, verdict, name, figures, tolerance

@@ -38,6 +38,7 @@ _LAZY = {
         "float16_repair": "topological_sort",
         "onnxrt": "session_options_key",
         "cuda": "visible_device_count",
+        "computed": "Computed LOW_DTYPES no_low_precision",
     }.items()
     for name in names.split()
 }
@@ -51,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from .base import Layer, Runner, TensorSpec, check_feed, median_ms, shape_fits
+    from .computed import LOW_DTYPES, Computed, no_low_precision
     from .cuda import visible_device_count
     from .float16_repair import topological_sort
     from .frameworks import header_line
@@ -95,6 +97,8 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "FLOAT64_ONNX_RUNNER",
     "FRAMEWORK_ALIASES",
+    "LOW_DTYPES",
+    "Computed",
     "Layer",
     "Library",
     "LoadedModel",
@@ -121,6 +125,7 @@ __all__ = [
     "module_exits",
     "module_nodes",
     "name_unnamed_nodes",
+    "no_low_precision",
     "node_scopes",
     "runner_factory",
     "runner_options",

@@ -16,6 +16,7 @@ import numpy as np
 from ..engine import PRECISIONS, dtype_from_name
 from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
 from ..vocabulary import FP64
+from .computed import Computed
 
 Dim = int | str | None
 
@@ -375,8 +376,33 @@ class Runner(abc.ABC):
         )
 
     def describe(self) -> dict[str, Any]:
-        """Framework version, device, precision route: recorded with goldens and reports."""
-        return {"runner": self.name, "framework": self.framework, "precision": self.precision}
+        """Framework version, device, precision route: recorded with goldens and reports;
+        "computed": what ran at which precision (runners/computed.py), where the runner
+        knows it."""
+        info: dict[str, Any] = {
+            "runner": self.name,
+            "framework": self.framework,
+            "precision": self.precision,
+        }
+        computed = self.computed()
+        if computed is not None:
+            info["computed"] = computed.as_dict()
+        return info
+
+    _computed: Computed | None = None
+    _computed_known: bool = False
+
+    def computed(self) -> Computed | None:
+        """The precision that really ran: its computing nodes (layers, parameters) by float
+        type, counted once per build; None where the runner cannot tell (a callable)."""
+        if not self._computed_known:
+            self._computed = self._what_computed()
+            self._computed_known = True
+        return self._computed
+
+    def _what_computed(self) -> Computed | None:
+        """A runner's own count of what it computes in which float type (`computed`)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 (optional hook: most runners hold nothing to free)
         """Release framework resources (sessions, engines, device memory)."""

@@ -25,6 +25,7 @@ from onnx import helper
 
 from ..errors import ModelLoadError
 from .base import Runner, TensorSpec
+from .computed import Computed, onnx_computed
 from .onnx_graph import graph_input_specs, with_all_outputs, with_outputs
 from .onnx_model import LoadedModel, load_model
 from .precision import convert
@@ -196,6 +197,10 @@ class OnnxModelRunner(Runner):
                     f"{available}"
                 )
             self._outputs = self._requested
+
+    def _what_computed(self) -> Computed | None:
+        """The model it executes, its nodes by the float type they compute in."""
+        return onnx_computed(self.proto, self.precision)
 
     def input_specs(self) -> list[TensorSpec]:
         return list(self._specs)

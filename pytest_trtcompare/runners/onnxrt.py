@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import onnx
 from onnx import TensorProto
 
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported, RunnerOptionError
+from .computed import Computed, onnx_computed, onnx_tensor_types, onnx_typed_nodes
 from .failures import tidy_onnxruntime_text
 from .onnx_runner import OnnxModelRunner, RuntimeVersions, onnxruntime_versions
 
@@ -172,21 +174,18 @@ _NEVER_A_KERNEL = ("Cast", "Constant")
 _NAMED_OP = re.compile(r"(?:implementation for |of operator \()(\w+)")
 
 
-def missing_kernels(
-    ort: Any, model: onnx.ModelProto, precision: str, provider: str, message: str
-) -> list[str]:
-    """Op types of the model's `precision` nodes with no `provider` kernel for that type,
-    sorted; the op onnxruntime named when its kernel table cannot be read."""
-    named = _NAMED_OP.findall(message)
+def kernel_ops(model: onnx.ModelProto, precision: str, provider: str) -> set[str] | None:
+    """Op types (of the ai.onnx domain, at the model's opset) that `provider` has a kernel
+    for in `precision`'s float type; None where onnxruntime's kernel table cannot be read."""
     try:
         from onnxruntime.capi import _pybind_state
 
         kernels = _pybind_state.get_all_opkernel_def()
-    except Exception:  # a build without the kernel table: what the message said
-        return sorted(set(named))
-    low, wanted = _LOW[precision], f"tensor({DTYPE_NAMES[precision]})"
+    except Exception:  # a build without the kernel table
+        return None
+    wanted = f"tensor({DTYPE_NAMES[precision]})"
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    has_kernel = {
+    return {
         k.op_name
         for k in kernels
         if k.provider == provider
@@ -194,7 +193,19 @@ def missing_kernels(
         and k.version_range[0] <= opset <= k.version_range[1]
         and any(wanted in types for types in k.type_constraints.values())
     }
-    typed = _types(model)
+
+
+def missing_kernels(
+    ort: Any, model: onnx.ModelProto, precision: str, provider: str, message: str
+) -> list[str]:
+    """Op types of the model's `precision` nodes with no `provider` kernel for that type,
+    sorted; the op onnxruntime named when its kernel table cannot be read."""
+    named = _NAMED_OP.findall(message)
+    has_kernel = kernel_ops(model, precision, provider)
+    if has_kernel is None:
+        return sorted(set(named))
+    low = _LOW[precision]
+    typed = onnx_tensor_types(model)
     missing = {
         node.op_type
         for node in model.graph.node
@@ -206,22 +217,28 @@ def missing_kernels(
     return sorted(missing | set(named))
 
 
-def _types(model: onnx.ModelProto) -> dict[str, int]:
-    """Element type of every typed tensor: inputs, weights, shape-inferred intermediates."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:
-        inferred = model
-    graph = inferred.graph
-    types = {t.name: t.data_type for t in graph.initializer}
-    for vi in [*graph.input, *graph.value_info, *graph.output]:
-        if vi.type.HasField("tensor_type"):
-            types[vi.name] = vi.type.tensor_type.elem_type
-    for node in graph.node:  # shape inference gives up on a type the op does not admit
-        if node.op_type == "Cast":
-            to = next((a.i for a in node.attribute if a.name == "to"), 0)
-            types.setdefault(node.output[0], to)
-    return types
+def cast_around(model: onnx.ModelProto, precision: str, provider: str) -> str:
+    """What `provider` makes of the model's `precision` nodes that it has no kernel for in
+    that type: onnxruntime computes them in float32, casting around them (its CPU provider
+    for most float16 ops), which the note says; '' where it has a kernel for each."""
+    has_kernel = kernel_ops(model, precision, provider)
+    low = DTYPE_NAMES[precision]
+    typed = [
+        node.op_type
+        for node, dtype in onnx_typed_nodes(model)
+        if dtype == low and node.domain in ("", "ai.onnx")
+    ]
+    if has_kernel is None:
+        return f"{provider} kernels not known (onnxruntime's kernel table is unreadable)"
+    cast = Counter(op for op in typed if op not in has_kernel)
+    if not cast:
+        return ""
+    ops = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(cast.items()))
+    where = provider.removesuffix("ExecutionProvider")
+    return (
+        f"onnxruntime {where} computes {sum(cast.values())} of the {len(typed)} {low} nodes "
+        f"in float32, cast around (no {low} kernel: {ops})"
+    )
 
 
 #: ops whose missing low-precision kernel has crashed onnxruntime building the session
@@ -353,6 +370,13 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         names = self._selection if self._selection is not None else self._outputs
         values = self._run(names, feed)  # fresh arrays: no copy needed
         return dict(zip(names, values))  # noqa: B905 (onnxruntime returns one value per name)
+
+    def _what_computed(self) -> Computed | None:
+        """The model's nodes by float type, and the note of those its provider computes in
+        float32 where it has no kernel in the precision's type (the CPU's float16)."""
+        provider = self.session.get_providers()[0]
+        note = "" if self.precision == "fp32" else cast_around(self.proto, self.precision, provider)
+        return onnx_computed(self.proto, self.precision, note)
 
     def describe(self) -> dict[str, Any]:
         providers = self.session.get_providers()

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import FrameworkUnavailable, ModelLoadError, PrecisionUnsupported, RunnerOptionError
 from .base import Dim, Layer, Runner, TensorSpec
+from .computed import Computed
 from .onnx_graph import graph_input_specs, with_all_outputs
 from .onnx_model import load_model
 
@@ -48,6 +49,8 @@ _CPU_FEATURES = {
 _PRECISION_KEYS = ("INFERENCE_PRECISION_HINT", "EXECUTION_MODE_HINT")
 #: OpenVINO's element types whose numpy dtype its Type.to_dtype() gets wrong or lacks
 _DTYPES = {"bf16": "bfloat16", "string": "str"}
+#: OpenVINO's element type names as numpy's
+_FLOAT_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
 #: the executed graph's nodes that compute nothing
 _PLUMBING = {"Input", "Output", "Const"}
 
@@ -186,6 +189,13 @@ class OpenVinoRunner(Runner):
             name: np.array(request.get_tensor(self._ports[name]).data, copy=True)
             for name in self.wanted_outputs()
         }
+
+    def _what_computed(self) -> Computed | None:
+        """The executed graph's computing ops by the precision the CPU plugin ran them in."""
+        if self.compiled is None:
+            return None
+        counts = {_FLOAT_NAMES.get(k, k): n for k, n in runtime_precisions(self.compiled).items()}
+        return Computed(self.precision, "ops", counts)
 
     def describe(self) -> dict[str, Any]:
         core = _core()

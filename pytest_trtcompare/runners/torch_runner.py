@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from ..errors import (
     RunnerOptionError,
 )
 from .base import Layer, Runner, TensorSpec, specs_from
+from .computed import Computed
 from .torch_binding import ForwardSignature
 from .torch_outputs import NotATensor, flatten_outputs, to_numpy
 
@@ -376,6 +378,17 @@ class TorchRunner(Runner):
         if self._requested is not None:
             found = [(name, value) for name, value in found if name in self._requested]
         return found
+
+    def _what_computed(self) -> Computed | None:
+        """The module's parameters by dtype, cast by the runner (module.to, no autocast);
+        None for a function, whose weights are its own business."""
+        module = self.module
+        if not isinstance(module, self.torch.nn.Module):
+            return None
+        floats = [p for p in module.parameters() if p.is_floating_point()]
+        counts = Counter(str(p.dtype).removeprefix("torch.") for p in floats)
+        how = "cast by the runner" if self.precision in ("fp16", "bf16") else "as given"
+        return Computed(self.precision, "parameters", dict(counts), note=f"{how}, no autocast")
 
     def describe(self) -> dict[str, Any]:
         dtype = _DTYPES[self.precision]

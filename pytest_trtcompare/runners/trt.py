@@ -21,6 +21,7 @@ import numpy as np
 from .. import progress
 from ..errors import FrameworkUnavailable, ModelLoadError, RunnerOptionError
 from .base import Layer, Runner, TensorSpec
+from .computed import Computed, trt_computed
 from .cuda import CudaApi, load_cuda_api
 from .labels import loaded_label
 from .onnx_graph import graph_input_specs
@@ -160,7 +161,7 @@ class TensorRTRunner(Runner):
         cache_dir = Path(engine_cache)
         cache_dir.mkdir(parents=True, exist_ok=True)
         key = [self.loaded.digest, self.precision, json.dumps(self.profile, sort_keys=True)]
-        key += [self.trt.__version__, self.gpu, str(self.mark_all)]
+        key += [self.trt.__version__, self.gpu, str(self.mark_all), "profiling=detailed"]
         digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
         cached = cache_dir / f"{digest}.engine"
         # xdist workers share the cache: one builds, the others wait and load its engine
@@ -229,6 +230,12 @@ class TensorRTRunner(Runner):
         # this runner's device again: another runner, or torch, may have made another current
         self.cuda.set_device(self.device_index)
         return self.io.run(feed, [n for n in self.wanted_outputs() if n in outputs])
+
+    def _what_computed(self) -> Computed | None:
+        """The engine's layers by the type TensorRT built each in, from its inspector."""
+        inspector = self.engine.create_engine_inspector()
+        information = inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
+        return trt_computed(str(information), self.precision)
 
     def describe(self) -> dict[str, Any]:
         info = {

@@ -77,6 +77,8 @@ def build_engine(trt: Any, logger: Any, spec: BuildSpec) -> bytes:
     if spec.mark_all:
         spec.layers = mark_layerwise(trt, network)
     config = builder.create_builder_config()
+    # the inspector then says the type each layer computes in (runners/computed.py)
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     if spec.workspace:
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, spec.workspace)
     tf32 = getattr(trt.BuilderFlag, "TF32", None)

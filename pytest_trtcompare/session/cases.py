@@ -278,6 +278,9 @@ class CaseRunner:
         else:
             reference, expected, reference_ms = self.expected(spec, case)
         target = self.runner(spec, case.target, case.precision, case)
+        refused = self.fallback_refused(spec, case, target)
+        if refused is not None:
+            return refused
         if runners.framework_of(case.target) in spec.models:
             target = self._twin(spec, target, reference)
         feeds = self.feeds(spec, reference, case)
@@ -302,6 +305,23 @@ class CaseRunner:
             results.append(result)
         times = (median_ms(target.inference_times[mark:]), reference_ms)
         return self._settled(spec, case, results, (target, reference), kept, feeds, times)
+
+    def fallback_refused(self, spec: CompareSpec, case: Case, target: Any) -> Outcome | None:
+        """A fp16 / bf16 case whose target computed no node in that type (its describe()'s
+        "computed"; TensorRT 11 has built float32 engines from fp16=True) fails, naming what
+        ran, unless allow_fp32_fallback / --trt-allow-fp32-fallback allows it."""
+        if case.precision not in runners.LOW_DTYPES:
+            return None
+        description = target.describe()
+        computed = runners.Computed.of(description)
+        if computed is None or not computed.none_at_precision:
+            return None
+        given = spec.given.get("allow_fp32_fallback")
+        if resolve("allow_fp32_fallback", given, self.option_values):
+            return None
+        allow = "allow_fp32_fallback=True (or --trt-allow-fp32-fallback)"
+        message = runners.no_low_precision(case.target, computed, allow)
+        return Outcome(Kind.FAILED, message, source="compare_frameworks", target=description)
 
     def _twin(self, spec: CompareSpec, target: Any, reference: Any) -> Any:
         """A framework's own model under the reference's names; per layer, a torch model's

@@ -44,6 +44,7 @@ from ..goldens import (
     file_in_the_way,
     golden_file_problem,
     model_change_note,
+    precision_note,
     read_golden,
     stored_file,
 )
@@ -290,7 +291,9 @@ def check_golden(
     outcome = dataclasses.replace(
         outcome,
         arrays=(produced[worst], stored.iterations[worst].outputs),
-        message="" if results[worst].passed else changed + model_change_note(stored.meta, runner),
+        message=""
+        if results[worst].passed
+        else changed + model_change_note(stored.meta, runner) + precision_note(stored.meta, runner),
     )
     if written is None:
         if outcome.kind is Kind.MISMATCH:  # what to do when the change is intended

@@ -303,6 +303,18 @@ OPTIONS: list[Option] = [
         cli=("diff", "check"),
     ),
     Option(
+        "allow_fp32_fallback",
+        "let a fp16 / bf16 compare_frameworks case run whose target computed no node in that "
+        "precision (a TensorRT engine built in float32): by default it fails, naming what ran "
+        "(ini: trtcompare_allow_fp32_fallback)",
+        flag="--trt-allow-fp32-fallback",
+        ini="trtcompare_allow_fp32_fallback",
+        kind="flag",
+        ini_type="bool",
+        default=False,
+        marker=True,
+    ),
+    Option(
         "baseline",
         "an earlier run's --trt-report: list the outputs whose margin drifted toward failing "
         "(ini: trtcompare_baseline)",

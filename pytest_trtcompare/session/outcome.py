@@ -65,6 +65,9 @@ class Outcome:
         if self.source == "compare_frameworks" and not head:
             head = f"{runner_name(self.target)} vs {runner_name(self.reference)}: "
         text = head + self.failing_iteration + worst.report(verbosity)
+        ran = ran_line(self.target)
+        if ran:
+            text += f"\n\n{ran}"
         if self.note:
             text += f"\n\n{self.note}"
         if self.golden:
@@ -106,6 +109,22 @@ def compared(
         arrays,
         golden,
     )
+
+
+def ran_text(description: Mapping[str, Any] | None) -> str | None:
+    """The precision a runner really ran ('fp16: 48 of 52 nodes in float16, 4 kept in
+    float32 (Softmax x2, ...)'), from its describe(); None where it does not say."""
+    computed = (description or {}).get("computed")
+    text = computed.get("text") if isinstance(computed, Mapping) else None
+    return str(text) if text else None
+
+
+def ran_line(description: Mapping[str, Any] | None) -> str:
+    """The failure report's line of what the target ran: 'what ran: trt fp16: ...'."""
+    text = ran_text(description)
+    if text is None or description is None:
+        return ""
+    return f"what ran: {description.get('framework') or runner_name(description)} {text}"
 
 
 def runner_name(description: Mapping[str, Any] | None) -> str | None:

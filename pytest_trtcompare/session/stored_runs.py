@@ -33,7 +33,11 @@ def run_saved(cases: Any, spec: CompareSpec, case: Case, path: Path) -> Outcome:
     except GoldenError as exc:  # missing, unreadable: named as the marker's argument
         raise InputDataError(f"reference={_as_given(path)!r}: {exc}") from None
     cases.saved[path] = saved
-    target = cases.as_export(spec, case, cases.runner(spec, case.target, case.precision, case))
+    built = cases.runner(spec, case.target, case.precision, case)
+    refused = cases.fallback_refused(spec, case, built)
+    if refused is not None:
+        return refused  # type: ignore[no-any-return]
+    target = cases.as_export(spec, case, built)
     iterations = saved.iterations
     if saved.inputs:
         feeds = [iteration.inputs for iteration in iterations]
@@ -84,7 +88,11 @@ def run_golden(
 ) -> Outcome:
     """golden=True: the target against the stored golden, or (updating) write it."""
     # first the runner: what cannot run here skips, whether or not its golden exists
-    target = cases.as_export(spec, case, cases.runner(spec, case.target, case.precision, case))
+    built = cases.runner(spec, case.target, case.precision, case)
+    refused = cases.fallback_refused(spec, case, built)
+    if refused is not None:
+        return refused  # type: ignore[no-any-return]
+    target = cases.as_export(spec, case, built)
     mark = len(target.inference_times)
     outcome = check_golden(
         goldens,

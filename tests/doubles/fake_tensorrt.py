@@ -24,10 +24,13 @@ from .fake_trt_engine import (
     LOG,
     DataType,
     Dims,
+    EngineInspector,
     ICudaEngine,
     IHostMemory,
     IOutputAllocator,
+    LayerInformationFormat,
     Logger,
+    ProfilingVerbosity,
     Runtime,
     TensorIOMode,
     TensorLocation,
@@ -44,6 +47,9 @@ from .fake_trt_network import (
 )
 
 BUILDERS: list[Builder] = []  # every Builder made, for the tests to inspect
+#: True: every layer is built in float32, whatever the model's types or the flags say, as
+#: TensorRT 11 has built a float32 engine from `fp16=True` without a word
+SILENT_FP32 = False
 VERSIONS = ("10.16.1.11", "11.4.0.106")
 
 
@@ -114,6 +120,15 @@ class IBuilderConfig:
         self._pools: dict[int, int] = {}
         self._profiles: list[IOptimizationProfile] = []
         self._cache: ITimingCache | None = None
+        self._verbosity = ProfilingVerbosity.LAYER_NAMES_ONLY
+
+    @property
+    def profiling_verbosity(self) -> ProfilingVerbosity:
+        return self._verbosity
+
+    @profiling_verbosity.setter
+    def profiling_verbosity(self, value: ProfilingVerbosity) -> None:
+        self._verbosity = ProfilingVerbosity(value)
 
     @property
     def flags(self) -> int:
@@ -189,7 +204,42 @@ class Builder:
             LOG.append(f"Builder::buildSerializedNetwork: Error Code 4: {problem}")
             return None
         profile = config._profiles[0] if config._profiles else IOptimizationProfile()
-        return _engine.plan(self._trt.__version__, network, profile._shapes, profile._values)
+        layers = self._layer_information(network, config)
+        return _engine.plan(
+            self._trt.__version__, network, profile._shapes, profile._values, layers
+        )
+
+    def _layer_information(self, network: INetworkDefinition, config: IBuilderConfig) -> list[Any]:
+        """What the engine inspector will say of each layer: its name alone, or with
+        DETAILED its type and the type each output is computed in (a weak-typing flag makes
+        float layers FP16 / BF16; strongly typed, the network's own types; SILENT_FP32
+        makes them FP32 whatever the model or flags say)."""
+        flags = self._trt.BuilderFlag
+        low = None
+        for name, dtype in (("FP16", DataType.HALF), ("BF16", DataType.BF16)):
+            if hasattr(flags, name) and config.get_flag(flags[name]):
+                low = dtype
+        layers: list[Any] = []
+        for index in range(network.num_layers):
+            layer = network.get_layer(index)
+            if config._verbosity != ProfilingVerbosity.DETAILED:
+                layers.append(layer.name)
+                continue
+            outputs = []
+            for j in range(layer.num_outputs):
+                tensor = layer.get_output(j)
+                dtype = tensor.dtype
+                if dtype == DataType.FLOAT and low is not None and not network._strongly_typed:
+                    dtype = low
+                if SILENT_FP32 and dtype in (DataType.HALF, DataType.BF16):
+                    dtype = DataType.FLOAT
+                written = _engine.FORMATS[dtype]
+                outputs.append(
+                    {"Name": tensor.name, "Location": "Device", "Format/Datatype": written}
+                )
+            kind = layer.type.name.title()
+            layers.append({"Name": layer.name, "LayerType": kind, "Inputs": [], "Outputs": outputs})
+        return layers
 
     def _problem(self, network: INetworkDefinition, config: IBuilderConfig) -> str | None:
         flags = self._trt.BuilderFlag
@@ -245,7 +295,7 @@ def module(version: str = "10.16.1.11") -> types.ModuleType:
         Logger, OnnxParser, ParserError, INetworkDefinition, ITensor, ILayer, IBuilderConfig,
         IOptimizationProfile, ITimingCache, IHostMemory, ICudaEngine, IExecutionContext,
         IOutputAllocator, Dims, DataType, LayerType, TensorIOMode, TensorLocation,
-        MemoryPoolType, ErrorCode,
+        MemoryPoolType, ErrorCode, EngineInspector, LayerInformationFormat, ProfilingVerbosity,
     ):  # fmt: skip
         setattr(fake, cls.__name__, cls)
     fake.nptype = nptype  # type: ignore[attr-defined]
@@ -255,6 +305,8 @@ def module(version: str = "10.16.1.11") -> types.ModuleType:
 
 def reset() -> None:
     """Forget the calls, log and builders of earlier tests."""
+    global SILENT_FP32
     CALLS.clear()
     LOG.clear()
     BUILDERS.clear()
+    SILENT_FP32 = False

@@ -43,6 +43,17 @@ class DataType(enum.IntEnum):
     E8M0 = 11
 
 
+class ProfilingVerbosity(enum.IntEnum):
+    LAYER_NAMES_ONLY = 0
+    NONE = 1
+    DETAILED = 2
+
+
+class LayerInformationFormat(enum.IntEnum):
+    ONELINE = 0
+    JSON = 1
+
+
 class TensorIOMode(enum.IntEnum):
     NONE = 0
     INPUT = 1
@@ -152,7 +163,11 @@ class IOutputAllocator:
 
 
 def plan(
-    version: str, network: INetworkDefinition, shapes: dict[str, Any], values: dict[str, Any]
+    version: str,
+    network: INetworkDefinition,
+    shapes: dict[str, Any],
+    values: dict[str, Any],
+    layers: list[dict[str, Any]] | None = None,
 ) -> IHostMemory:
     """Serialize a built network: the header (tensors, profile) and the model to run."""
     assert network._model is not None
@@ -171,6 +186,7 @@ def plan(
         "strongly_typed": network._strongly_typed,
         "profile": shapes,
         "shape_values": values,
+        "layers": layers or [],
         "tensors": [
             {
                 "name": t.name,
@@ -226,6 +242,10 @@ class ICudaEngine:
         shape = self._tensors[name]["shape"]
         return [Dims(s) for s in self._header["profile"].get(name, [shape] * 3)]
 
+    def create_engine_inspector(self) -> EngineInspector:
+        CALLS.append("trt.create_engine_inspector")
+        return EngineInspector(self._header.get("layers", []))
+
     def create_execution_context(self) -> IExecutionContext:
         CALLS.append("trt.create_execution_context")
         from .fake_trt_context import IExecutionContext
@@ -234,6 +254,49 @@ class ICudaEngine:
 
     def serialize(self) -> IHostMemory:
         return host_memory(json.dumps(self._header).encode() + b"\n" + self._model)
+
+
+#: How the engine inspector writes each type, as TensorRT's JSON says it ("Format/Datatype").
+FORMATS = {
+    DataType.FLOAT: "Row major linear FP32",
+    DataType.HALF: "Row major linear FP16 format",
+    DataType.BF16: "Row major linear BF16 format",
+    DataType.INT8: "Row major linear Int8",
+    DataType.INT32: "Row major linear Int32",
+    DataType.INT64: "Row major linear Int64",
+    DataType.BOOL: "Row major linear Bool",
+    DataType.UINT8: "Row major linear UInt8",
+    DataType.FP8: "Row major linear FP8",
+}
+
+
+class EngineInspector:
+    """The engine's layers as TensorRT's inspector gives them: with ProfilingVerbosity.DETAILED
+    at build time each a dict (Name, LayerType, Inputs, Outputs with their Format/Datatype),
+    else (LAYER_NAMES_ONLY, the default) their names alone."""
+
+    def __init__(self, layers: list[dict[str, Any]]) -> None:
+        self._layers = layers
+        self._context: IExecutionContext | None = None
+
+    @property
+    def execution_context(self) -> IExecutionContext | None:
+        return self._context
+
+    @execution_context.setter
+    def execution_context(self, context: IExecutionContext) -> None:
+        self._context = context
+
+    def get_layer_information(self, layer_index: int, format: LayerInformationFormat) -> str:
+        layer = self._layers[layer_index]
+        if format == LayerInformationFormat.JSON:
+            return json.dumps(layer)
+        return layer if isinstance(layer, str) else str(layer["Name"])
+
+    def get_engine_information(self, format: LayerInformationFormat) -> str:
+        if format == LayerInformationFormat.JSON:
+            return json.dumps({"Layers": self._layers, "Bindings": []})
+        return "\n".join(self.get_layer_information(i, format) for i in range(len(self._layers)))
 
 
 class Runtime:
