@@ -400,7 +400,7 @@ def precision_note(stored_meta: dict[str, Any], runner: Any) -> str:
     if before == after:
         if then is None or now is None or then.get("counts") == now.get("counts"):
             return ""
-        return f"golden written by a run in other types ({then['text']}), checked by {now['text']}\n"
+        return f"golden written by a run in other types ({then['text']}), now {now['text']}\n"
     said = [f" ({c['text']})" if c else "" for c in (then, now)]
     return (
         f"golden written at {before}{said[0]}, checked at {after}{said[1]}: the errors "
