@@ -35,8 +35,8 @@ def test_the_readme_option_reference_names_each_flag_and_ini_key(declared):
 def test_every_flag_and_ini_key_of_the_readme_reference_is_declared():
     reference = _options_reference()
     declared = {o.flag for o in OPTIONS} | {o.ini for o in OPTIONS}
-    written = set(re.findall(r"`(--trt-[a-z-]+)", reference))
-    written |= set(re.findall(r"`(trtcompare_[a-z_]+)`", reference))
+    written = set(re.findall(r"`(--trt-[a-z0-9-]+)", reference))
+    written |= set(re.findall(r"`(trtcompare_[a-z0-9_]+)`", reference))
     assert written <= declared, sorted(written - declared)
 
 
