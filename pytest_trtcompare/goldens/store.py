@@ -386,14 +386,16 @@ def model_change_note(stored_meta: dict[str, Any], runner: Any) -> str:
     return f"model changed since the golden was recorded (sha256 {before[:8]}… → {after[:8]}…)\n"
 
 
-def precision_note(stored_meta: dict[str, Any], runner: Any) -> str:
+def precision_note(stored_meta: dict[str, Any], runner: Any, checked: Any = None) -> str:
     """'golden written at fp32 (fp32: 12 of 12 nodes in float32), checked at fp16 (fp16: ...)'
     when the golden's precision is not the checking runner's, or the same precision ran
-    other float types (a TensorRT engine built in float32 then, in float16 now)."""
+    other float types (a TensorRT engine built in float32 then, in float16 now). `checked`:
+    the check's precision, where the runner's describe() does not say it (golden.check)."""
     recorded = stored_meta.get("runner")
     recorded = recorded if isinstance(recorded, dict) else {}
     before = stored_meta.get("precision") or recorded.get("precision")
     after = runner.get("precision") if isinstance(runner, dict) else None
+    after = checked if isinstance(checked, str) else after
     if not (isinstance(before, str) and isinstance(after, str)):
         return ""
     then, now = _computed(recorded), _computed(runner)

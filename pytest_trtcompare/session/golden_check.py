@@ -293,7 +293,9 @@ def check_golden(
         arrays=(produced[worst], stored.iterations[worst].outputs),
         message=""
         if results[worst].passed
-        else changed + model_change_note(stored.meta, runner) + precision_note(stored.meta, runner),
+        else changed
+        + model_change_note(stored.meta, runner)
+        + precision_note(stored.meta, runner, (meta or GoldenMeta()).precision),
     )
     if written is None:
         if outcome.kind is Kind.MISMATCH:  # what to do when the change is intended
