@@ -144,11 +144,11 @@ def onnx_tensor_types(model: Any) -> dict[str, int]:
     import onnx
 
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        inferred = onnx.shape_inference.infer_shapes(_without_weights(model), strict_mode=False)
     except Exception:  # a model shape inference cannot read: what the model itself says
         inferred = model
     graph = inferred.graph
-    types = {t.name: t.data_type for t in graph.initializer}
+    types = {t.name: t.data_type for t in model.graph.initializer}
     for vi in [*graph.input, *graph.value_info, *graph.output]:
         if vi.type.HasField("tensor_type"):
             types[vi.name] = vi.type.tensor_type.elem_type
@@ -157,6 +157,31 @@ def onnx_tensor_types(model: Any) -> dict[str, int]:
             to = next((a.i for a in node.attribute if a.name == "to"), 0)
             types.setdefault(node.output[0], to)
     return types
+
+
+def _without_weights(model: Any) -> Any:
+    """The model with its weights as typed inputs: shape inference reads types and shapes,
+    and serializing the weights for it cost more than a second for resnet18."""
+    from onnx import helper
+
+    graph = model.graph
+    named = {value.name for value in graph.input}
+    weights = [
+        helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in graph.initializer
+        if t.name not in named
+    ]
+    light = helper.make_graph(
+        list(graph.node),
+        graph.name,
+        [*graph.input, *weights],
+        list(graph.output),
+        value_info=list(graph.value_info),
+    )
+    made = helper.make_model(light, opset_imports=list(model.opset_import))
+    made.ir_version = model.ir_version
+    made.functions.extend(model.functions)
+    return made
 
 
 def onnx_typed_nodes(model: Any, types: Mapping[str, int] | None = None) -> list[tuple[Any, str]]:
@@ -175,9 +200,13 @@ def onnx_typed_nodes(model: Any, types: Mapping[str, int] | None = None) -> list
     return found
 
 
-def onnx_computed(model: Any, precision: str, note: str = "") -> Computed:
-    """The nodes of an ONNX model (as a runner executes it) by the float type they compute in."""
-    return counted(precision, "nodes", [(n.op_type, t) for n, t in onnx_typed_nodes(model)], note)
+def onnx_computed(
+    model: Any, precision: str, note: str = "", types: Mapping[str, int] | None = None
+) -> Computed:
+    """The nodes of an ONNX model (as a runner executes it) by the float type they compute in;
+    `types`: its tensors' element types, where the caller has them (`onnx_tensor_types`)."""
+    typed = onnx_typed_nodes(model, types)
+    return counted(precision, "nodes", [(node.op_type, dtype) for node, dtype in typed], note)
 
 
 # -- TensorRT ---------------------------------------------------------------------------------

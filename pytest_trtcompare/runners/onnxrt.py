@@ -217,7 +217,9 @@ def missing_kernels(
     return sorted(missing | set(named))
 
 
-def cast_around(model: onnx.ModelProto, precision: str, provider: str) -> str:
+def cast_around(
+    model: onnx.ModelProto, precision: str, provider: str, types: Mapping[str, int] | None = None
+) -> str:
     """What `provider` makes of the model's `precision` nodes that it has no kernel for in
     that type: onnxruntime computes them in float32, casting around them (its CPU provider
     for most float16 ops), which the note says; '' where it has a kernel for each."""
@@ -225,7 +227,7 @@ def cast_around(model: onnx.ModelProto, precision: str, provider: str) -> str:
     low = DTYPE_NAMES[precision]
     typed = [
         node.op_type
-        for node, dtype in onnx_typed_nodes(model)
+        for node, dtype in onnx_typed_nodes(model, types)
         if dtype == low and node.domain in ("", "ai.onnx")
     ]
     if has_kernel is None:
@@ -375,8 +377,11 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         """The model's nodes by float type, and the note of those its provider computes in
         float32 where it has no kernel in the precision's type (the CPU's float16)."""
         provider = self.session.get_providers()[0]
-        note = "" if self.precision == "fp32" else cast_around(self.proto, self.precision, provider)
-        return onnx_computed(self.proto, self.precision, note)
+        types = onnx_tensor_types(self.proto)
+        note = ""
+        if self.precision != "fp32":
+            note = cast_around(self.proto, self.precision, provider, types)
+        return onnx_computed(self.proto, self.precision, note, types)
 
     def describe(self) -> dict[str, Any]:
         providers = self.session.get_providers()
