@@ -345,3 +345,10 @@ def test_the_golden_note_names_what_each_run_computed():
     assert precision_note({"precision": "fp32", "runner": "onnxrt"}, None, "fp16") == (
         "golden written at fp32, checked at fp16: the errors include the change of precision\n"
     )
+
+
+def test_an_isolated_runner_says_what_its_worker_counted():
+    local = runners.create("onnxref", _model(*MIN_MAX), "fp16")
+    with runners.create("onnxref", _model(*MIN_MAX), "fp16", isolate=True) as isolated:
+        assert isolated.computed() == local.computed()
+        assert isolated.describe()["computed"] == local.describe()["computed"]

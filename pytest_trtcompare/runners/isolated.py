@@ -34,6 +34,7 @@ import numpy as np
 from .. import progress
 from ..errors import ModelLoadError, RunnerOptionError, TrtCompareError
 from .base import Layer, Runner, TensorSpec
+from .computed import Computed
 from .isolated_serve import ROOT_LOGGER, export_to_file, needs_export, pack, serve, shape_of, unpack
 from .labels import model_label
 from .registry import framework_of
@@ -382,6 +383,10 @@ class IsolatedRunner(Runner):
         if self._layers is not None or self._describe.get("framework") != "torch":
             return
         self.infer(feed)
+
+    def _what_computed(self) -> Computed | None:
+        """What the runner in the worker counted, as its description brought it."""
+        return Computed.of(self._describe)
 
     def describe(self) -> dict[str, Any]:
         return {**self._describe, "isolated": True}
