@@ -57,3 +57,15 @@ def test_tensorrt_per_layer_finds_the_perturbed_layer(tmp_path):
     )
     result = compare_layers(target, reference, feed, atol=1e-3, rtol=1e-3)
     assert result.first_divergence in {"mm2", "add2"}  # TensorRT may fuse MatMul and Add
+
+
+@pytest.mark.parametrize(("precision", "dtype"), [("fp32", "float32"), ("fp16", "float16")])
+def test_the_engine_inspector_says_what_each_layer_computed(tmp_path, precision, dtype):
+    """What ran (runners/computed.py) on a real engine: its inspector's JSON read, the layers
+    of a fp16 engine counted in float16 (TensorRT may keep some, or fuse them)."""
+    shapes = [{"x": (2, 16)}]
+    with runners.create("trt", layer_chain(), precision, shapes=shapes) as engine:
+        found = runners.Computed.of(engine.describe())
+    assert found is not None and found.total > 0, found
+    assert found.at_precision > 0 and not found.none_at_precision, found.text()
+    assert dtype in found.counts, found.text()
