@@ -289,7 +289,7 @@ MARKER_MISTAKES = {
     ),
     "internal_field": (
         f"compare_frameworks({COMPARE}, reference_path='out.json')",
-        "got unknown argument(s) reference_path; it takes frameworks, golden, inputs,",
+        "got unknown argument(s) reference_path; it takes allow_fp32_fallback, frameworks, golden,",
     ),
     "positional": (
         "compare_frameworks('model.onnx', frameworks=['onnxref', 'onnxrt'])",
