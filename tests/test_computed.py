@@ -165,10 +165,8 @@ def test_the_inspector_json_is_read_as_tensorrt_writes_it():
         ]},
     ]  # fmt: skip
     found = computed.trt_computed(json.dumps({"Layers": layers}), "fp16")
-    assert found.counts == {"float16": 1, "float32": 1, "int32": 1} or found.counts == {
-        "float16": 1,
-        "float32": 1,
-    }
+    # the Reformat is plumbing, the Gather computes no float: neither counted
+    assert found.counts == {"float16": 1, "float32": 1}
     assert found.kept == {"CaskSoftMax": 1}
 
 
