@@ -66,6 +66,15 @@ class Layer:
     shape: tuple[int, ...] | None = None  # where the runner knows it (a torch module's output)
 
 
+def tensor_nbytes(shape: Sequence[int], dtype: str) -> int:
+    """Bytes of a tensor of this shape and numpy dtype name."""
+    try:
+        itemsize = dtype_from_name(dtype).itemsize
+    except (ValueError, TypeError):
+        itemsize = 8  # a dtype numpy does not name: count it as the widest
+    return int(np.prod(shape, dtype=np.int64)) * itemsize
+
+
 def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:
     """Whether a concrete shape fits a spec: same rank, equal static dims."""
     return spec.shape is None or (
@@ -293,6 +302,22 @@ class Runner(abc.ABC):
         """The tensors of `layers`, in topological order; None when not per-layer."""
         layers = self.layers
         return None if layers is None else [layer.tensor for layer in layers]
+
+    def layer_bytes(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        """Per-layer runners: the bytes of each layer's tensor for inputs of these `shapes`,
+        for those it knows before fetching them (a torch module's from its first run; an
+        ONNX model's from shape inference); a per-layer comparison fetches them in groups
+        that fit its budget (session/layer_budget.py)."""
+        return {
+            layer.tensor: tensor_nbytes(layer.shape, layer.dtype)
+            for layer in self._layers or ()
+            if layer.shape is not None
+        }
+
+    def free_device_bytes(self) -> int | None:
+        """The free memory of the device where the runner leaves the tensors it returns,
+        when that is not the host's (a torch runner on CUDA); None for the host."""
+        return None
 
     #: False when the runner cannot know its inputs (a callable without input_specs=).
     checks_feed: bool = True

@@ -286,10 +286,18 @@ class TorchRunner(Runner):
         names = self._output_names or self._produced or []
         return [n for n in names if self._requested is None or n in self._requested]
 
+    def free_device_bytes(self) -> int | None:
+        """On a CUDA device the outputs stay there (compared where they are)."""
+        if self.device.type != "cuda":
+            return None
+        free, _ = self.torch.cuda.mem_get_info(self.device)
+        return int(free)
+
     def discover_layers(self, feed: Mapping[str, Any]) -> None:
         """outputs="all": run once to learn which submodules produce tensors, in call order."""
         if self._taps is not None and self._layers is None:
-            self.infer(feed)
+            with self.select_outputs([]):  # the layers, not their values
+                self.infer(feed)
 
     @contextlib.contextmanager
     def _evaluating(self) -> Iterator[None]:

@@ -42,6 +42,7 @@ from ..vocabulary import FP64
 from . import stored_runs
 from .expand import Case
 from .golden_check import GoldenAccess
+from .layer_budget import LayerBudget, parse_layer_budget
 from .layer_runs import compare_layers
 from .layout import counted
 from .option_table import comparison_options, resolve
@@ -397,6 +398,7 @@ class CaseRunner:
                 reference,
                 feed,
                 self.tolerance(spec, case),
+                budget=self.layer_budget(spec),
                 layers=mode,
                 layer_dtypes=spec.layer_dtypes or "float",
                 keep=kept,
@@ -411,6 +413,12 @@ class CaseRunner:
             median_ms(reference.inference_times[marks[1] :]),
         )
         return self._settled(spec, case, results, (target, reference), failing, feeds, times)
+
+    def layer_budget(self, spec: CompareSpec) -> LayerBudget | None:
+        """The marker's layer_budget= > --trt-layer-budget > ini trtcompare_layer_budget >
+        the default (layer_budget.py)."""
+        value = resolve("layer_budget", spec.given.get("layer_budget"), self.option_values)
+        return None if value is None else parse_layer_budget(value)
 
     def layers_mode(self, spec: CompareSpec) -> str:
         """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""

@@ -22,11 +22,11 @@ from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
 from ..errors import InferenceError, RunnerSkip
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners import Runner, file_digest, session_options_key
-from .layer_runs import LAYER_GROUP, compare_layers
+from .layer_runs import compare_layers
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
+__all__ = ["RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
 
 
 def _freeze(value: Any) -> Hashable:
