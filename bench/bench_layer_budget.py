@@ -86,9 +86,9 @@ def baseline_tree(rev: str, folder: Path) -> Path:
 
 def measure(source: Path, args: argparse.Namespace, target: str, budget: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(source)}
+    sizes = (str(args.depth), str(args.rows), str(args.width))
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(args.depth), str(args.rows), str(args.width)]
-        + [target, budget],
+        [sys.executable, "-c", CHILD, *sizes, target, budget],
         env=env,
         capture_output=True,
         text=True,

@@ -115,7 +115,7 @@ def test_a_group_session_marks_only_the_group():
     assert list(got) == ["mm1", "act1"]
     assert runner._run.__self__ is runner.session  # the session of every layer again
     level = runner.describe()["session_options"]["graph_optimization_level"]
-    assert level == "ORT_DISABLE_ALL"  # marks cannot change a value
+    assert level == "ORT_DISABLE_ALL"  # marks change no fusion
 
 
 def conv_model() -> onnx.ModelProto:
@@ -181,7 +181,7 @@ def test_a_tiny_budget_gives_what_an_unlimited_one_gives(model, shape, budget, t
     assert len(fetched) > 1 and max(fetched) < len(tiny.outputs)
     fetched.clear()
     unlimited = layer_runs.compare_layers(fp16, fp32, feed, atol=1e-3, rtol=1e-3, budget=10**15)
-    assert fetched == [len(unlimited.outputs)]
+    assert fetched == [len(unlimited.outputs)]  # one group: every compared layer
     assert not tiny.passed and tiny.first_divergence_node == unlimited.first_divergence_node
     assert _figures(tiny) == _figures(unlimited)
     assert tiny.report() == unlimited.report()

@@ -355,8 +355,8 @@ class OnnxRuntimeRunner(OnnxModelRunner):
     @contextlib.contextmanager
     def _as_written(self, options: Any) -> Iterator[None]:
         """outputs="all": the session runs the graph as written, no graph optimization, so
-        that which tensors a session marks (all, or a group's: `select_outputs`) cannot
-        change a value; the user's options object is given back as it was."""
+        that which tensors a session marks (all, or a group's: `select_outputs`) changes no
+        fusion; the user's options object is given back as it was."""
         if self._layers is None:
             yield
             return

@@ -157,7 +157,12 @@ def compare_layers(
 def _sizes(target: Runner, reference: Runner, feed: Feed) -> dict[str, int]:
     """Each tensor's bytes on both sides, where either side knows it before fetching it (the
     other side's count stands for a side that does not)."""
-    shapes = {name: np.shape(value) for name, value in feed.items()}
+    shapes = {}
+    for name, value in feed.items():
+        try:
+            shapes[name] = np.shape(value)
+        except ValueError:  # a ragged sequence: its layers' sizes stay unknown
+            continue
     theirs, ours = reference.layer_bytes(shapes), target.layer_bytes(shapes)
     both = {}
     for name in {*theirs, *ours}:
