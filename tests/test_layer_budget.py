@@ -17,7 +17,7 @@ from pytest_trtcompare.session import layer_budget, layer_runs
 from pytest_trtcompare.session.layer_budget import LayerBudget, parse_layer_budget, plan_groups
 
 from .onnx_models import layer_chain
-from .pytester_helpers import XDIST, run
+from .pytester_helpers import XDIST, XDIST_SLOW, run
 from .test_layers import CONFTEST, TEST, block_model
 
 
@@ -262,7 +262,7 @@ def test_the_ini_key_and_the_marker_argument_set_it_the_marker_first(pytester, s
     assert NOTE in result.stdout.str()
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)  # -n 2 of each mistake: -m slow
 @pytest.mark.parametrize(
     ("flag", "says"),
     [
@@ -291,7 +291,7 @@ def test_a_bad_ini_value_is_a_usage_error_naming_the_key(pytester, suite, xdist)
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
-@pytest.mark.parametrize("xdist", XDIST)
+@pytest.mark.parametrize("xdist", XDIST_SLOW)  # -n 2 of each mistake: -m slow
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
