@@ -92,13 +92,32 @@ def test_shape_inference_sizes_each_layer_at_the_feed_shapes():
     assert fp16.layer_bytes({"x": (5, 16)})["add1"] == 5 * 32 * 2
 
 
+def test_a_torch_runner_on_cuda_counts_that_device_free_memory(monkeypatch):
+    torch = pytest.importorskip("torch")
+    runner = runners.create("torch", torch.nn.Linear(4, 2), input_specs={"input": (3, 4)})
+    assert runner.free_device_bytes() is None  # on the CPU: the host's memory
+    monkeypatch.setattr(runner, "device", torch.device("cuda", 0))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (1000, 4000))
+    assert runner.free_device_bytes() == 1000
+    assert layer_budget.budget_bytes(None, [runner]) == 250
+
+
 def test_a_torch_module_sizes_its_layers_from_its_first_run():
     torch = pytest.importorskip("torch")
     module = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     runner = runners.create(
         "torch", module, outputs="all", input_specs={"input": ("float32", (3, 4))}
     )
-    runner.discover_layers({"input": np.ones((3, 4), np.float32)})
+    from pytest_trtcompare.runners import torch_layers
+
+    copied: list[object] = []
+    real = torch_layers.to_numpy
+    torch_layers.to_numpy = lambda value: copied.append(value) or real(value)
+    try:
+        runner.discover_layers({"input": np.ones((3, 4), np.float32)})
+    finally:
+        torch_layers.to_numpy = real
+    assert copied == []  # the run that finds the layers keeps none of their values
     sizes = runner.layer_bytes({"input": (3, 4)})
     assert sizes["0"] == sizes["1"] == 3 * 8 * 4 and sizes["2"] == 3 * 2 * 4
 
