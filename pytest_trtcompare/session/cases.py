@@ -362,11 +362,17 @@ class CaseRunner:
     def _explained(
         self, spec: CompareSpec, case: Case, outcome: Outcome, feeds: list[Feed]
     ) -> Outcome:
-        """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
-        if not self.debug_precision or outcome.kind is not Kind.MISMATCH:
+        """A failing fp16 / bf16 outcome of a converted ONNX model gets the range scan's
+        probable causes; with --trt-debug-precision, the nodes to keep in fp32 too."""
+        if outcome.kind is not Kind.MISMATCH or case.precision == "fp32":
             return outcome
-        if case.precision == "fp32":
-            return outcome
+        if not self.debug_precision:
+            if self._not_converted(spec, case) is not None:
+                return outcome
+            from .precision_debug import explain_range
+
+            causes = explain_range(spec.model_for(case.target), case.precision, feeds)
+            return dataclasses.replace(outcome, note=causes) if causes else outcome
         why_not = self._not_debuggable(spec, case)
         if why_not is not None:
             return dataclasses.replace(outcome, note=f"--trt-debug-precision: not run; {why_not}")
@@ -419,17 +425,23 @@ class CaseRunner:
     def _not_debuggable(self, spec: CompareSpec, case: Case) -> str | None:
         """Why --trt-debug-precision cannot search this failing item: it converts the ONNX
         model with some nodes kept in fp32 and runs the target on each candidate."""
+        why_not = self._not_converted(spec, case)
+        if why_not is None and outputs_checked_by(self.tolerance(spec, case), FP64):
+            return (
+                "its search compares each candidate model under an elementwise or statistic "
+                "tolerance, and this test's is the fp64 check"
+            )
+        return why_not
+
+    def _not_converted(self, spec: CompareSpec, case: Case) -> str | None:
+        """Why the target does not run the marker's ONNX model converted to the case's
+        precision (then neither the range scan nor the search says anything of it)."""
         if runners.framework_of(case.target) in spec.models:
             return f"{case.target} runs its own model (models=), not the ONNX model it converts"
         if case.precision not in runners.capabilities(case.target).converted:
             return (
                 f"{case.target} runs {case.precision} by its own means, not on an ONNX model "
                 "converted to it, which the search varies"
-            )
-        if outputs_checked_by(self.tolerance(spec, case), FP64):
-            return (
-                "its search compares each candidate model under an elementwise or statistic "
-                "tolerance, and this test's is the fp64 check"
             )
         return None
 

@@ -7,7 +7,8 @@ on the same runner, as `polygraphy debug precision` does:
 1. all nodes at the target precision; if that passes, nothing needs fp32;
    then, when the range scan (session/range_scan.py, one more fp32 run with every tensor
    exposed) names nodes whose values leave the precision's range or lose an addition's
-   meaning: those nodes in fp32, then those and their neighbours; the first set that passes
+   meaning: those nodes (and the readers of a tensor past the range) in fp32, then those and
+   their neighbours; the first set that passes
    is shrunk as in 4 and is the answer; else the search goes on:
 2. bisection for the shortest prefix of the topologically ordered nodes that passes in fp32;
 3. bisection for the shortest suffix of that prefix that still passes (a window);
@@ -41,7 +42,7 @@ from ..runners import (
     name_unnamed_nodes,
     topological_sort,
 )
-from .range_scan import RangeScan, neighbours, scan_ranges
+from .range_scan import RangeScan, first_trial, neighbours, scan_ranges
 
 Feed = Mapping[str, Any]
 _FLOAT = onnx.TensorProto.FLOAT
@@ -156,7 +157,8 @@ def find_fp32_nodes(
         return verdicts[key]
 
     scan = _scan(loaded.proto, precision, feeds) if range_scan else None
-    named = [name for name in scan.nodes if name in set(order)] if scan is not None else []
+    first = first_trial(loaded.proto, scan) if scan is not None else []
+    named = [name for name in first if name in set(order)]
     keep, passed = _search(order, passes, named, neighbours(loaded.proto, named))
     final = _ordered(frozenset(keep), order)
     return PrecisionDebugResult(
@@ -302,3 +304,18 @@ def explain_failure(
     except TrtCompareError as exc:
         return f"precision debugging could not run: {exc}"
     return result.describe()
+
+
+def explain_range(
+    model: Any,
+    precision: str,
+    feeds: Sequence[Feed],
+) -> str:
+    """The probable causes of a failing fp16 / bf16 comparison, one line each, from the range
+    scan of `model` at fp32 on `feeds` ('' when it names nothing or cannot run). Never raises
+    a TrtCompareError."""
+    try:
+        scan = scan_ranges(_named(load_model(model)).proto, precision, [dict(f) for f in feeds])
+    except TrtCompareError:
+        return ""
+    return "\n".join(scan.lines())

@@ -353,6 +353,18 @@ def _upstream(
     return found
 
 
+def first_trial(model: onnx.ModelProto, scan: RangeScan) -> list[str]:
+    """The nodes to keep in fp32 first: those the scan names, and the readers of a tensor past
+    the precision's range (read at that precision, it is inf), in graph order."""
+    past = {f.tensor for f in scan.findings if f.kind == "overflow"}
+    named = set(scan.nodes)
+    return [
+        node.name
+        for node in model.graph.node
+        if node.name in named or past.intersection(node.input)
+    ]
+
+
 def neighbours(model: onnx.ModelProto, names: Sequence[str]) -> list[str]:
     """The nodes that produce an input of one of `names` or consume one of their outputs, in
     graph order (the first place to look when keeping the named nodes is not enough)."""
