@@ -39,6 +39,55 @@ def test_text_output_lists_the_nodes_and_the_runs(model_file, capsys):
     assert "run 1: 0 node(s) in fp32: fail" in captured.err
 
 
+def test_the_probable_causes_come_first_in_text_and_json(model_file, capsys):
+    argv = ["debug-precision", str(model_file), "--atol", "1e-2", "--rtol", "1e-2"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "probable cause: plant_add (Add) adds operands up to 3e+03 to others that keep fewer "
+        "than 5 of float16's 11 bits in 100% of its elements, which a cancellation downstream "
+        "needs",
+        "probable cause: plant_sub (Sub) cancels operands up to 3e+03 to a result that keeps "
+        "fewer than 5 of float16's 11 bits in 100% of its elements: their rounding is most of it",
+        "precision debugging (onnxref fp16, 19 candidate nodes): keep these 2 nodes in fp32: "
+        "plant_add (Add), plant_sub (Sub) (4 runs; the mixed model passes)",
+    ]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["runs"] == 4 and report["scan_runs"] == 1
+    assert [
+        {k: c[k] for k in ("node", "op_type", "tensor", "kind")} for c in report["probable_causes"]
+    ] == [
+        {"node": "plant_add", "op_type": "Add", "tensor": "plant_add_out", "kind": "swamping"},
+        {"node": "plant_sub", "op_type": "Sub", "tensor": "plant_sub_out", "kind": "cancellation"},
+    ]
+    assert report["probable_causes"][1]["text"] == lines[1]
+    assert report["probable_causes"][1]["magnitude"] == pytest.approx(3000, rel=1e-2)
+
+
+def test_no_range_scan_searches_by_bisection_alone(model_file, capsys):
+    argv = ["debug-precision", str(model_file), "--json", "--no-range-scan"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["keep_fp32"] == ["plant_add", "plant_sub"] and report["runs"] > 4
+    assert "probable_causes" not in report and "scan_runs" not in report
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--no-range-scan=yes", "--no-range-scan: ignored explicit argument 'yes'"),
+        ("--no-range-scna", "unrecognized arguments: --no-range-scna"),
+    ],
+)
+def test_a_misspelt_or_valued_no_range_scan_is_a_usage_error(model_file, capsys, flag, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["debug-precision", str(model_file), flag])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
 def test_a_top_1_check_alone(model_file, capsys):
     argv = ["debug-precision", str(model_file), "--json", "--check", "postprocess=top-1"]
     assert main(argv) == 0  # the planted pair changes the argmax; keeping it fixes it

@@ -72,7 +72,13 @@ def run(args: argparse.Namespace) -> int:
     log = None if args.json else (lambda line: print(line, file=sys.stderr))
     started = time.perf_counter()
     result = precision_debug.find_fp32_nodes(
-        args.model, args.precision, args.runner, tolerance, shapes or None, log=log
+        args.model,
+        args.precision,
+        args.runner,
+        tolerance,
+        shapes or None,
+        log=log,
+        range_scan=not args.no_range_scan,
     )
     seconds = time.perf_counter() - started
     if args.output:
@@ -114,6 +120,15 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("-o", "--output", type=Path, help="write the mixed-precision model here")
     parser.add_argument(
-        "--json", action="store_true", help='print {"keep_fp32": [...], "passed": ..., "runs": N}'
+        "--no-range-scan",
+        action="store_true",
+        help="search by bisection alone, not from the nodes the range scan names (one fp32 "
+        "run per 64 tensors that names the probable causes)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"keep_fp32": [...], "passed": ..., "runs": N, "probable_causes": [...], '
+        '"scan_runs": N}',
     )
     parser.set_defaults(run=run)

@@ -6,6 +6,8 @@ marked an output, `LAYER_GROUP` tensors per run (as a per-layer comparison does,
 memory stays bounded), and reads each float tensor as it comes:
 
 - overflow: its largest |x| passes the precision's largest finite value (fp16: 65504);
+  values of `SENTINEL` and beyond are left out (float32's min as an attention mask: at any
+  precision a mask, which the conversion clamps);
 - underflow: most of its significant values (those within the precision's digits of its
   largest) are below the precision's smallest normal (fp16: 6.1e-05), where they keep fewer
   digits or become 0;
@@ -58,6 +60,8 @@ LIMITS = {
 ADDITION_SHARE = 0.1
 #: A tensor underflows when this share of its significant values is below the smallest normal.
 UNDERFLOW_SHARE = 0.5
+#: |x| from here on is a mask's sentinel (-3.4e38, float32's min), not a value.
+SENTINEL = 1e38
 #: How far upstream of a cancellation a swamped addition is named (nodes).
 SWAMP_DEPTH = 4
 _ADDITIONS = ("Add", "Sub", "Sum")
@@ -221,6 +225,7 @@ def _operand(
 
 def _read_tensor(out: np.ndarray, limits: Limits, merged: _Stats) -> None:
     magnitude = np.abs(out[np.isfinite(out)])
+    magnitude = magnitude[magnitude < SENTINEL]
     if not magnitude.size:
         return
     largest = float(magnitude.max())
@@ -239,7 +244,8 @@ def _step(values: np.ndarray, digits: int) -> np.ndarray:
     """The rounding step (ulp) of |values| at a precision of `digits` significant bits
     (exponent range aside)."""
     _, exponent = np.frexp(values)
-    return np.ldexp(1.0, exponent - digits)
+    step: np.ndarray = np.ldexp(1.0, exponent - digits)
+    return step
 
 
 def _read_addition(
@@ -256,7 +262,7 @@ def _read_addition(
     inputs = [m for m, is_data in zip(magnitudes, data, strict=True) if is_data]
     smallest = np.min(inputs, axis=0) if inputs else np.zeros_like(largest)
     result = np.abs(shaped[-1])
-    live = np.isfinite(largest) & np.isfinite(result) & (largest > 0)
+    live = (largest < SENTINEL) & np.isfinite(result) & (largest > 0)
     if not live.any():
         return
     merged.operands = max(merged.operands, float(largest[live].max()))
@@ -289,48 +295,29 @@ def _findings(
         got = stats.get(layer.tensor)
         if got is None:
             continue
-        common = {"node": layer.node, "op_type": layer.op, "tensor": layer.tensor}
         if got.overflow > 0:
-            findings.append(
-                RangeFinding(
-                    **common,
-                    kind="overflow",
-                    magnitude=got.magnitude,
-                    share=got.overflow,
-                    precision=precision,
-                )
-            )
+            found = ("overflow", got.magnitude, got.overflow)
         elif got.magnitude > 0 and got.underflow >= UNDERFLOW_SHARE:
-            findings.append(
-                RangeFinding(
-                    **common,
-                    kind="underflow",
-                    magnitude=got.magnitude,
-                    share=got.underflow,
-                    precision=precision,
-                    smallest=got.smallest,
-                )
-            )
+            found = ("underflow", got.magnitude, got.underflow)
         elif layer.node in cancelling:
-            findings.append(
-                RangeFinding(
-                    **common,
-                    kind="cancellation",
-                    magnitude=got.operands,
-                    share=got.cancelled,
-                    precision=precision,
-                )
-            )
+            found = ("cancellation", got.operands, got.cancelled)
         elif got.swamped >= ADDITION_SHARE and layer.node in needed:
-            findings.append(
-                RangeFinding(
-                    **common,
-                    kind="swamping",
-                    magnitude=got.operands,
-                    share=got.swamped,
-                    precision=precision,
-                )
+            found = ("swamping", got.operands, got.swamped)
+        else:
+            continue
+        kind, magnitude, share = found
+        findings.append(
+            RangeFinding(
+                layer.node,
+                layer.op,
+                layer.tensor,
+                kind,
+                magnitude,
+                share,
+                precision,
+                got.smallest if kind == "underflow" else 0.0,
             )
+        )
     return findings
 
 
