@@ -127,3 +127,34 @@ def test_the_search_keeps_an_overflowing_node_and_what_reads_it():
     assert (result.runs, before.runs) == (4, 10)
     assert result.describe().splitlines()[0].startswith("probable cause: n11 (Mul) reaches")
     assert isinstance(result.scan.findings[0], RangeFinding)
+
+
+def test_a_report_shows_the_first_three_findings_and_counts_the_rest():
+    model = _chain(*[("Mul", 0.01)] * 6)  # from n2 on, every tensor is below 6.1e-05
+    scan = scan_ranges(model, "fp16", [_feed()])
+    assert scan.nodes == ("n2", "n3", "n4", "n5")
+    lines = scan.lines()
+    assert [line.split(" (")[0] for line in lines[:3]] == [
+        "probable cause: n2",
+        "probable cause: n3",
+        "probable cause: n4",
+    ]
+    assert lines[3] == (
+        "... and 1 more (trtcompare debug-precision --json lists them all; the first in graph "
+        "order is where it starts)"
+    )
+    assert len(scan.to_json()) == 4
+
+
+def test_a_model_that_underflows_throughout_starts_from_all_its_nodes():
+    """From n2 on every tensor is below fp16's smallest normal, and all 22 nodes must stay in
+    fp32: the first trial passes, and shrinking tries each (44 runs; the bisection 51)."""
+    model = _chain(*[("Mul", 0.01)] * 3, *[("Mul", 1.0)] * 20, ("Mul", 1e12))
+    tolerance = Tolerance(atol=1e-3, rtol=1e-3)
+    result = debug.find_fp32_nodes(model, "fp16", tolerance=tolerance, inputs=_feed())
+    before = debug.find_fp32_nodes(
+        model, "fp16", tolerance=tolerance, inputs=_feed(), range_scan=False
+    )
+    assert result.scan is not None and len(result.scan.nodes) == 22
+    assert result.keep_fp32 == before.keep_fp32 == result.scan.nodes
+    assert (result.runs, before.runs) == (44, 51)

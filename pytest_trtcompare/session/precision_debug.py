@@ -7,9 +7,9 @@ on the same runner, as `polygraphy debug precision` does:
 1. all nodes at the target precision; if that passes, nothing needs fp32;
    then, when the range scan (session/range_scan.py, one more fp32 run with every tensor
    exposed) names nodes whose values leave the precision's range or lose an addition's
-   meaning: those nodes (and the readers of a tensor past the range) in fp32, then those and
-   their neighbours; the first set that passes
-   is shrunk as in 4 and is the answer; else the search goes on:
+   meaning: those nodes (and the readers of a tensor past the range) in fp32, then those
+   and their neighbours; the first set that passes is shrunk as in 4 and is the answer;
+   else the search goes on:
 2. bisection for the shortest prefix of the topologically ordered nodes that passes in fp32;
 3. bisection for the shortest suffix of that prefix that still passes (a window);
 4. shrinking: interior nodes of the window are dropped by halves, then one at a time,

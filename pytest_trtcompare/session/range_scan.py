@@ -60,6 +60,8 @@ LIMITS = {
 ADDITION_SHARE = 0.1
 #: A tensor underflows when this share of its significant values is below the smallest normal.
 UNDERFLOW_SHARE = 0.5
+#: Findings a report shows (the rest are counted).
+SHOWN = 3
 #: |x| from here on is a mask's sentinel (-3.4e38, float32's min), not a value.
 SENTINEL = 1e38
 #: How far upstream of a cancellation a swamped addition is named (nodes).
@@ -129,8 +131,17 @@ class RangeScan:
     runner: str = ""  # the runner of the fp32 run
     nodes: tuple[str, ...] = field(default=(), repr=False)  # the nodes named, in graph order
 
-    def lines(self) -> list[str]:
-        return [finding.text() for finding in self.findings]
+    def lines(self, shown: int = SHOWN) -> list[str]:
+        """The first `shown` findings' lines in graph order (the first is where it starts),
+        and how many more there are."""
+        lines = [finding.text() for finding in self.findings[:shown]]
+        more = len(self.findings) - shown
+        if more > 0:
+            lines.append(
+                f"... and {more} more (trtcompare debug-precision --json lists them all; the "
+                "first in graph order is where it starts)"
+            )
+        return lines
 
     def describe(self) -> str:
         """The findings' lines, or that the scan names nothing (with its cost)."""
