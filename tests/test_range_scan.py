@@ -110,6 +110,7 @@ def test_groups_bound_the_tensors_per_run_and_feeds_merge():
     assert grouped.runs == 2 * -(-grouped.tensors // 5) and whole.runs == 2
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # onnx.reference's fp16 inf
 def test_the_search_keeps_an_overflowing_node_and_what_reads_it():
     """n11 passes 65504 at fp16 (inf): n11 and its reader n12 must run in fp32; the scan
     names n11, the first trial keeps it and its reader, and passes: 4 runs, not 10."""
@@ -158,3 +159,14 @@ def test_a_model_that_underflows_throughout_starts_from_all_its_nodes():
     assert result.scan is not None and len(result.scan.nodes) == 22
     assert result.keep_fp32 == before.keep_fp32 == result.scan.nodes
     assert (result.runs, before.runs) == (44, 51)
+
+
+def test_explain_range_is_the_report_text_and_never_raises():
+    text = debug.explain_range(planted(4, 4), "fp16", [_feed(64)])
+    assert [line.split(" (")[0] for line in text.splitlines()] == [
+        "probable cause: plant_add",
+        "probable cause: plant_sub",
+    ]
+    assert debug.explain_range(layer_chain(), "fp16", [{"x": np.ones((2, 16), np.float32)}]) == ""
+    assert debug.explain_range("missing.onnx", "fp16", [_feed()]) == ""
+    assert debug.explain_range(planted(4, 4), "fp16", [{"x": np.ones(3, np.float32)}]) == ""

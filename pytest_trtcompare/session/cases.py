@@ -357,13 +357,20 @@ class CaseRunner:
             arrays=failing,
             header=f"{target.name} vs {reference.name} ({note}): " if note else "",
         )
-        return self._explained(spec, case, outcome, feeds)
+        failed = [feed for feed, result in zip(feeds, results, strict=False) if not result.passed]
+        return self._explained(spec, case, outcome, feeds, failed[:1] or feeds[:1])
 
     def _explained(
-        self, spec: CompareSpec, case: Case, outcome: Outcome, feeds: list[Feed]
+        self,
+        spec: CompareSpec,
+        case: Case,
+        outcome: Outcome,
+        feeds: list[Feed],
+        scanned: list[Feed],
     ) -> Outcome:
         """A failing fp16 / bf16 outcome of a converted ONNX model gets the range scan's
-        probable causes; with --trt-debug-precision, the nodes to keep in fp32 too."""
+        probable causes (of `scanned`: the first failing feed); with --trt-debug-precision,
+        the nodes to keep in fp32 too (on every feed)."""
         if outcome.kind is not Kind.MISMATCH or case.precision == "fp32":
             return outcome
         if not self.debug_precision:
@@ -371,7 +378,7 @@ class CaseRunner:
                 return outcome
             from .precision_debug import explain_range
 
-            causes = explain_range(spec.model_for(case.target), case.precision, feeds)
+            causes = explain_range(spec.model_for(case.target), case.precision, scanned)
             return dataclasses.replace(outcome, note=causes) if causes else outcome
         why_not = self._not_debuggable(spec, case)
         if why_not is not None:
