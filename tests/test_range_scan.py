@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare import debug
 from pytest_trtcompare.compare import Tolerance
+from pytest_trtcompare.errors import TrtCompareError
 from pytest_trtcompare.session.range_scan import LIMITS, RangeFinding, scan_ranges
 
 from .onnx_models import layer_chain, make
@@ -170,3 +171,8 @@ def test_explain_range_is_the_report_text_and_never_raises():
     assert debug.explain_range(layer_chain(), "fp16", [{"x": np.ones((2, 16), np.float32)}]) == ""
     assert debug.explain_range("missing.onnx", "fp16", [_feed()]) == ""
     assert debug.explain_range(planted(4, 4), "fp16", [{"x": np.ones(3, np.float32)}]) == ""
+
+
+def test_a_precision_it_does_not_know_is_one_error():
+    with pytest.raises(TrtCompareError, match="range scan takes precision fp16 or bf16, not 'fp8'"):
+        scan_ranges(planted(2, 2), "fp8", [_feed(64)])

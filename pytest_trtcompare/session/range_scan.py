@@ -34,6 +34,7 @@ import onnx
 from onnx import numpy_helper
 
 from .. import runners
+from ..errors import TrtCompareError
 from ..inputs import Feed
 from .layer_runs import LAYER_GROUP
 
@@ -67,7 +68,7 @@ SENTINEL = 1e38
 #: How far upstream of a cancellation a swamped addition is named (nodes).
 SWAMP_DEPTH = 4
 _ADDITIONS = ("Add", "Sub", "Sum")
-_FLOATS = ("float32", "float64", "float16", "bfloat16")
+_CONVERTED = "float32"  # the tensors a conversion to fp16 / bf16 makes narrower
 
 
 @dataclass(frozen=True)
@@ -177,14 +178,19 @@ def scan_ranges(
 ) -> RangeScan:
     """Run `model` (fp32, every node named) at fp32 with every tensor exposed, `group` tensors
     per run, and name the nodes whose values do not survive `precision` ('fp16' or 'bf16')."""
+    if precision not in LIMITS:
+        raise TrtCompareError(f"the range scan takes precision fp16 or bf16, not {precision!r}")
     limits = LIMITS[precision]
     name = runner or runners.RANGE_SCAN_RUNNER
     nodes = {node.name: node for node in model.graph.node}
     constants = {t.name: t for t in model.graph.initializer}
+    fixed = set(constants).union(  # weights: initializers and Constant nodes' outputs
+        *(node.output for node in model.graph.node if node.op_type == "Constant")
+    )
     stats: dict[str, _Stats] = {}
     runs = 0
     with runners.create(name, model, "fp32", outputs="all") as run:
-        layers = [layer for layer in run.layers or () if layer.dtype in _FLOATS]
+        layers = [layer for layer in run.layers or () if layer.dtype == _CONVERTED]
         available = {layer.tensor for layer in layers}
         size = group or LAYER_GROUP
         for feed in feeds:
@@ -207,7 +213,7 @@ def scan_ranges(
                     node = nodes.get(layer.node)
                     if node is not None and node.op_type in _ADDITIONS:
                         operands = [_operand(n, values, feed, constants) for n in node.input if n]
-                        data = [n not in constants for n in node.input if n]
+                        data = [n not in fixed for n in node.input if n]
                         if all(op is not None for op in operands):
                             _read_addition(operands, data, out, limits, merged)
                 del values
