@@ -83,8 +83,8 @@ _BUILTIN = {
     "callable": Builtin(f"{_RUNNERS}.callable_runner:CallableRunner"),
 }
 
-#: The documented defaults (README): the reference of a marker that names none (when
-#: listed), the runner of the fp64 check's anchor for an ONNX model (its float64
+#: The documented defaults (docs/tutorials/first-test.md): the reference of a marker that
+#: names none (when listed), the runner of the fp64 check's anchor for an ONNX model (its float64
 #: conversion) and of --trt-debug-precision / `trtcompare debug-precision`.
 DEFAULT_REFERENCE = "onnxrt"
 FLOAT64_ONNX_RUNNER = "onnxref"
