@@ -155,7 +155,7 @@ def _pytest_help() -> tuple[frozenset[str], frozenset[str]]:
             in_ini = True
         elif in_ini and re.match(r"^  \w", line):
             ini_keys.add(line.split()[0])
-        elif not in_ini and re.match(r"^\s+-", line):
+        elif not in_ini and re.match(r"^  -", line):  # an option, not a wrapped help line
             options.update(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", line.split("  ")[1]))
     return frozenset(options), frozenset(ini_keys)
 

@@ -5,6 +5,7 @@ fixture."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ def _page(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(gen_reference.PAGES))
 def test_the_committed_page_is_what_the_generator_makes(name):
+    if name == "cli-help.md" and sys.version_info[:2] != (3, 11):
+        pytest.skip("argparse lays out --help differently across Pythons; made on 3.11, CI's")
     assert _page(name) == gen_reference.PAGES[name](), (
         f"docs/reference/{name} is out of date: run python docs/gen_reference.py"
     )
