@@ -5,6 +5,7 @@ fixture."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -56,3 +57,11 @@ def test_the_markers_and_fixtures_pages_name_each_one():
     fixtures = _page("fixtures.md")
     for name in ("compare", "runners", "golden", "comparison", "trt_precision", "input_shapes"):
         assert f"## `{name}`" in fixtures
+
+
+def test_the_api_page_shows_every_public_name():
+    import pytest_trtcompare
+
+    page = _page("api.md")
+    shown = set(re.findall(r"^::: pytest_trtcompare\.(\w+)$", page, re.M))
+    assert shown == set(pytest_trtcompare.__all__) - {"__version__"}
