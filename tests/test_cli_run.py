@@ -501,3 +501,22 @@ def test_onnx_outputs_names_inner_tensors_as_polygraphy_marks_them(models, capsy
     assert 'outputs=["h", "y"],' in (models / "test_inner.py").read_text()
     code, out, _ = run(capsys, *argv[:-2], "hh")
     assert code == 2 and "has no output(s) ['hh']" in out
+
+
+def test_save_outputs_writes_a_golden_or_npz_by_its_suffix(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--inputs", "x:[2,4]", "--validate"]
+    assert run(capsys, *argv, "--iterations", "2", "--save-outputs", "ref.safetensors")[0] == 0
+    saves = ["--save-outputs", "ref.npz", "--save-inputs", "in.json"]
+    assert run(capsys, *argv, *saves)[0] == 0
+    for saved in (["ref.safetensors"], ["ref.npz", "--load-inputs", "in.json"]):
+        code, out, _ = run(capsys, "changed.onnx", *argv[1:], "--load-outputs", *saved)
+        assert code == 1 and f"vs saved {saved[0]}" in out, out
+        assert run(capsys, "m.onnx", *argv[1:], "--load-outputs", *saved)[0] == 0
+    capsys.readouterr()
+    assert main(["show", "ref.safetensors"]) == 0  # a golden of 2 iterations with its inputs
+    shown = capsys.readouterr().out
+    assert "iteration 1" in shown and "x" in shown
+    code, _, err = run(capsys, *argv, "--iterations", "2", "--save-outputs", "two.npz")
+    assert code == 2
+    assert "--save-outputs two.npz: an .npz holds one iteration, this run made 2" in err
+    assert not (models / "two.npz").exists()
