@@ -74,16 +74,19 @@ def concrete_shape(spec: TensorSpec, shapes: Mapping[str, Sequence[int]] | None)
             )
         return shape
     if spec.shape is None:
+        problem = f"input {spec.describe()} has no known rank"
         raise InputDataError(
-            f"input {spec.describe()} has no known rank: give its whole shape in "
-            f"@pytest.mark.shapes or shapes=, e.g. {{{spec.name!r}: (2, 3, 224, 224)}} for an "
-            "image batch"
+            f"{problem}: give its whole shape in @pytest.mark.shapes or shapes=, e.g. "
+            f"{{{spec.name!r}: (2, 3, 224, 224)}} for an image batch",
+            (problem, spec.name, (2, 3, 224, 224)),
         )
     if spec.is_dynamic:
         example = tuple(d if isinstance(d, int) and d >= 0 else 1 for d in spec.shape)
+        problem = f"input {spec.describe()} has dynamic dimensions"
         raise InputDataError(
-            f"input {spec.describe()} has dynamic dimensions: give its shape in "
-            f"@pytest.mark.shapes or shapes=, e.g. {{{spec.name!r}: {example}}}"
+            f"{problem}: give its shape in @pytest.mark.shapes or shapes=, e.g. "
+            f"{{{spec.name!r}: {example}}}",
+            (problem, spec.name, example),
         )
     assert spec.shape is not None
     return tuple(int(d) for d in spec.shape)  # type: ignore[arg-type]

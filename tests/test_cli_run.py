@@ -89,7 +89,7 @@ def test_a_disagreement_exits_1_with_pytests_report(models, capsys):
     code, out, _ = run(capsys, *argv, "--atol", "0", "--rtol", "0")
     assert code == 1
     assert out.startswith("FAILED onnxref-fp16-bs2: onnxref-fp16 vs onnxrt-fp32: 1 of 1 outputs")
-    assert "elemwise tolerance atol=0 (marker) rtol=0 (marker)" in out  # as --gen-test writes
+    assert "elemwise tolerance atol=0 (option) rtol=0 (option)" in out  # the flags
     assert "worst elements:" in out
 
 
@@ -111,6 +111,45 @@ def test_saved_outputs_are_the_reference(models, capsys):
     assert code == 1 and "vs saved outputs.json" in out
 
 
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--iterations", "argument --iterations/--iters: takes an int >= 1, got 0"),
+        ("--seed", "argument --seed: takes an int >= 0, got -1"),
+    ],
+)
+def test_counts_out_of_range_are_named_by_their_flag(models, capsys, flag, message):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "m.onnx", "--onnxrt", flag, "0" if "iter" in flag else "-1"])
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_torchscript_or_torch_export_file(models, capsys, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(str(models))
+    import twin
+
+    example = torch.zeros(2, 4)
+    torch.jit.trace(twin.make(), example, strict=False).save("twin.pt")
+    torch.export.save(torch.export.export(twin.make(), (example,)), "twin.pt2")
+    for path in ("twin.pt", "twin.pt2"):
+        code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", path, "--inputs", "x:[2,4]")
+        assert code == 0 and "PASSED torch-fp32-bs2" in out, out
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "gone.pt", "--inputs", "x:[2,4]")
+    assert code == 2 and "torch runner: " in out and "gone.pt does not exist" in out
+    argv = ["m.onnx", "--onnxrt", "--torch", "twin.pt2", "--inputs", "x:[2,4]"]
+    assert run(capsys, *argv, "--gen-test", "tests/test_twin.py")[0] == 0
+    written = (models / "tests" / "test_twin.py").read_text()
+    assert 'models={"torch": "../twin.pt2"},' in written
+    written_run = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_twin.py", "-p", "no:cacheprovider", "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert written_run.returncode == 0, written_run.stdout
+    assert "1 passed" in written_run.stdout
+
+
 def test_a_torch_module_by_its_factory(models, capsys):
     code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "twin:make", "--inputs", "x:[2,4]")
     assert code == 0, out
@@ -127,6 +166,26 @@ def test_a_torch_module_by_its_factory(models, capsys):
         (["m.onnx", "--onnxrt", "oops"], "trtcompare: --onnxrt takes no value (got 'oops')"),
         (["m.onnx", "--torch", "twin:nope", "--onnxrt"], "trtcompare: --torch twin:nope: "),
         (["m.onnx", "--onnxrt", "--atol", "big"], "trtcompare: --atol big: 'big' is not a value"),
+        (
+            ["m.onnx", "--onnxrt", "--atol", "-1"],
+            "trtcompare: --atol -1: atol must be finite and >= 0",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--check-error-stat", "bogus"],
+            "trtcompare: --check-error-stat bogus: 'bogus' is not one of elemwise, max, mean,",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--error-quantile", "y:2"],
+            "trtcompare: --error-quantile y:2: quantile must be in [0, 1], got 2.0",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--cosine-similarity-threshold", "2"],
+            "trtcompare: --cosine-similarity-threshold 2: threshold of check='cosine' must be",
+        ),
+        (
+            ["m.onnx", "--onnxrt", "--torch"],
+            "trtcompare: --torch needs the module to run beside m.onnx: --torch MODULE:FACTORY",
+        ),
         (
             ["m.onnx", "--onnxrt", "--input-shapes", "x=[1,4]"],
             "trtcompare: --input-shapes x=[1,4]: cannot read 'x=[1,4]': give NAME:1x3x224x224",
@@ -146,7 +205,10 @@ def test_mistakes_exit_2_with_one_message(models, capsys, argv, message):
 def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
     code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--onnxref")
     assert code == 2
-    assert "has dynamic dimensions" in out and "(here: --input-shapes NAME:[D,...])" in out
+    assert (
+        "input x: float32[n, 4] has dynamic dimensions: give its shape with --input-shapes x:[1,4]"
+        in out
+    )
     code, out, _ = run(capsys, "nope.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[1,4]")
     assert code == 2 and "nope.onnx' does not exist" in out
 
@@ -158,7 +220,7 @@ def test_a_model_error_exits_2_naming_the_flag_to_give(models, capsys):
         ("--tf", "TensorFlow models are not supported"),
         ("--gen", "its counterpart here is --gen-test FILE"),
         ("--gen-script", "its counterpart here is --gen-test FILE"),  # Polygraphy's alias
-        ("--quiet", "the report is printed once"),
+        ("--silent", "logging is pytest's"),
     ],
 )
 def test_polygraphy_flags_not_offered_are_named_with_the_reason(models, capsys, flag, why):
@@ -278,7 +340,7 @@ def test_metric_thresholds_add_metric_checks_per_output_as_polygraphy(models, ca
     assert run(capsys, *argv, "--snr-threshold", "200", "y:30")[0] == 0
     both = ["--cosine-similarity-threshold", "0.99", "--psnr-threshold", "40"]
     code, out, _ = run(capsys, *argv, *both, "--l2-threshold", "1e-3")
-    assert code == 0 and "cosine >= 0.99 (marker); l2 <= 0.001 (marker); psnr >= 40 dB" in " ".join(
+    assert code == 0 and "cosine >= 0.99 (option); l2 <= 0.001 (option); psnr >= 40 dB" in " ".join(
         out.split()
     )
 
@@ -416,3 +478,45 @@ def test_gen_test_elsewhere_names_a_saved_folder_from_the_test(models, capsys):
         text=True,
     )
     assert done.returncode == 0, done.stdout
+
+
+def test_a_runner_alone_is_told_what_its_pass_means(models, capsys):
+    code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--inputs", "x:[2,4]")
+    assert code == 0
+    assert out.endswith(
+        "\nnote: onnxrt ran alone, so its outputs were compared with a second run of itself; "
+        "give a second runner, --fp16/--bf16, --load-outputs or --validate\n"
+    )
+    for quiet in (["--validate"], ["-q"], ["--fp16"]):
+        assert "note: " not in run(capsys, "m.onnx", "--onnxrt", "--inputs", "x:[2,4]", *quiet)[1]
+
+
+def test_onnx_outputs_names_inner_tensors_as_polygraphy_marks_them(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[2,4]", "--onnx-outputs", "h", "y"]
+    code, out, _ = run(capsys, *argv, "-v")
+    assert code == 0
+    assert "passed: h (float32 vs float32, shape (2, 4))" in out
+    assert "passed: y (float32 vs float32, shape (2, 4))" in out
+    assert run(capsys, *argv, "--gen-test", "test_inner.py")[0] == 0
+    assert 'outputs=["h", "y"],' in (models / "test_inner.py").read_text()
+    code, out, _ = run(capsys, *argv[:-2], "hh")
+    assert code == 2 and "has no output(s) ['hh']" in out
+
+
+def test_save_outputs_writes_a_golden_or_npz_by_its_suffix(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--inputs", "x:[2,4]", "--validate"]
+    assert run(capsys, *argv, "--iterations", "2", "--save-outputs", "ref.safetensors")[0] == 0
+    saves = ["--save-outputs", "ref.npz", "--save-inputs", "in.json"]
+    assert run(capsys, *argv, *saves)[0] == 0
+    for saved in (["ref.safetensors"], ["ref.npz", "--load-inputs", "in.json"]):
+        code, out, _ = run(capsys, "changed.onnx", *argv[1:], "--load-outputs", *saved)
+        assert code == 1 and f"vs saved {saved[0]}" in out, out
+        assert run(capsys, "m.onnx", *argv[1:], "--load-outputs", *saved)[0] == 0
+    capsys.readouterr()
+    assert main(["show", "ref.safetensors"]) == 0  # a golden of 2 iterations with its inputs
+    shown = capsys.readouterr().out
+    assert "iteration 1" in shown and "x" in shown
+    code, _, err = run(capsys, *argv, "--iterations", "2", "--save-outputs", "two.npz")
+    assert code == 2
+    assert "--save-outputs two.npz: an .npz holds one iteration, this run made 2" in err
+    assert not (models / "two.npz").exists()

@@ -205,7 +205,11 @@ class _CommandGoldens:
             *((name, getattr(args, name)) for name in (*_TOLERANCE_OPTIONS, "runner")),
             *((o.name, getattr(args, o.name)) for o in _offered("check")),
         )
-        options = [f"--{k.replace('_', '-')}={value}" for k, value in given if value is not None]
+        options = [
+            f"--{k.replace('_', '-')}" + ("" if value is True else f"={value}")
+            for k, value in given
+            if value is not None and value is not False  # an on/off option's off: not given
+        ]
         words = ["trtcompare", "check", args.golden, args.outputs, *options, "--update"]
         self.hint = shlex.join(words)
 
@@ -415,10 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _comparison_options(parser: argparse.ArgumentParser, command: str) -> None:
     for declared in _offered(command):  # session/option_table.py's comparison options
+        kind = (
+            {"action": "store_true"} if declared.kind == "flag" else {"choices": declared.choices}
+        )
         parser.add_argument(
             f"--{declared.name.replace('_', '-')}",
-            choices=declared.choices,
             help=f"{declared.help} (pytest: {declared.flag})",
+            **kind,
         )
     for name, (_, attributes) in _TOLERANCE_OPTIONS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", **attributes)

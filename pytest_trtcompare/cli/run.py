@@ -20,14 +20,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import runners
-from ..engine import STAT_CHECKS
-from ..errors import TrtCompareError
+from ..engine import STAT_CHECKS, Tolerance
+from ..errors import ToleranceError, TrtCompareError
 from ..session.settings import parse_input_shapes, parse_val_range
 from .polygraphy_flags import not_offered, spellings
 
 #: Precision flags (TensorRT's builder flags in Polygraphy; here every target's precision).
 PRECISIONS = ("tf32", "fp16", "bf16")
+#: The files --torch FILE takes: TorchScript (torch.jit.save) and torch.export.save's.
+MODULE_FILES = (".pt", ".pt2", ".pth", ".ts")
 #: polygraphy run's metric thresholds and the metric check each adds (at least the value;
 #: an l2 norm at most).
 METRIC_FLAGS = {
@@ -63,7 +67,9 @@ def add_parser(commands: Any) -> None:
             nargs="?",
             metavar="MODULE:FACTORY",
             action=_Framework,
-            help=f"run {name} (a module runner, as --torch, takes MODULE:FACTORY)",
+            help=f"run {name}: MODULE:FACTORY or a TorchScript / .pt2 FILE beside the model"
+            if runners.capabilities(name).layer_names == "modules"
+            else f"run {name} on the model",
         )
     for precision in PRECISIONS:
         _add(run, f"--{precision}", action="store_true", help=f"targets at {precision}")
@@ -91,8 +97,8 @@ def add_parser(commands: Any) -> None:
     _add(run, "--fail-fast", action="store_true", help="stop at the first case that disagrees")
     _add(run, "--input-shapes", nargs="+", metavar="NAME:[D,...]")
     _add(run, "--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
-    _add(run, "--seed", type=int)
-    _add(run, "--iterations", type=int, default=1)
+    _add(run, "--seed", type=_at_least(0))
+    _add(run, "--iterations", type=_at_least(1), default=1)
     inputs = run.add_mutually_exclusive_group()
     _add(inputs, "--load-inputs", help="Polygraphy --save-inputs JSON to feed")
     _add(
@@ -111,9 +117,22 @@ def add_parser(commands: Any) -> None:
     )
     _add(run, "--onnx-outputs", nargs="+", help="'mark all': per layer; else the names")
     _add(run, "--no-shape-check", action="store_true", help="shape_check='relaxed'")
+    _add(
+        run,
+        "--validate",
+        action="store_true",
+        help="a NaN or Inf in any runner's outputs fails, whatever the tolerance",
+    )
+    _add(
+        run,
+        "--save-heatmaps",
+        metavar="DIR",
+        help="write each case's arrays, heatmaps and histograms of its errors here",
+    )
     _add(run, "--use-subprocess", action="store_true", help="run each runner in a worker process")
     _add(run, "--gen-test", metavar="FILE", help="write the pytest test, do not run")
-    _add(run, "-v", "--verbose", action="count", default=0)
+    _add(run, "-v", "--verbose", action="count", default=0, help="print each case's report")
+    _add(run, "-q", action="store_true", help="print only what fails and the summary")
     for flags, why in not_offered().items():
         run.add_argument(*flags, nargs="*", action=_NotOffered, help=argparse.SUPPRESS, why=why)
     run.set_defaults(run=_run, frameworks=[])
@@ -135,15 +154,35 @@ class _NotOffered(argparse.Action):
         parser.error(f"{option} (polygraphy run) is not offered: {self.why}")
 
 
-def _per_output(values: list[str] | None, parse: Any, flag: str) -> dict[str, Any]:
-    """Polygraphy's '--atol 1e-5 logits:1e-3': {'': 1e-5, 'logits': 1e-3}."""
+def _at_least(minimum: int) -> Any:
+    """An argparse type: an int >= `minimum` (argparse names the flag)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"takes an int >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _per_output(
+    values: list[str] | None, parse: Any, flag: str, field: dict[str, Any]
+) -> dict[str, Any]:
+    """Polygraphy's '--atol 1e-5 logits:1e-3': {'': 1e-5, 'logits': 1e-3}, each value
+    checked as the Tolerance field it sets (`field`: the field's name, or a metric check)."""
     found: dict[str, Any] = {}
     for value in values or ():
         name, _, text = value.rpartition(":")
         try:
             found[name] = parse(text)
-        except ValueError:
-            raise TrtCompareError(f"{flag} {value}: {text!r} is not a value") from None
+            Tolerance(**{key: found[name] if at is None else at for key, at in field.items()})
+        except ValueError as exc:
+            why = str(exc) if isinstance(exc, ToleranceError) else f"{text!r} is not a value"
+            raise TrtCompareError(f"{flag} {value}: {why}") from None
     return found
 
 
@@ -161,7 +200,7 @@ def _dest(flag: str) -> str:
 
 def _stat(text: str) -> str:
     if text not in STAT_CHECKS:
-        raise ValueError(text)
+        raise ToleranceError(f"{text!r} is not one of {', '.join(STAT_CHECKS)}")
     return text
 
 
@@ -177,8 +216,8 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
     kwargs: dict[str, Any] = {"model": args.model}
     names, models = [], {}
     for name, _, value in (f.partition("=") for f in frameworks):
-        if value and runners.capabilities(name).layer_names == "modules":  # --torch mod:make
-            models[name] = value
+        if runners.capabilities(name).layer_names == "modules":  # --torch mod:make
+            models[name] = value or _no_module(name, args.model)
         elif value:
             raise TrtCompareError(f"--{name} takes no value (got {value!r}): it runs the model")
         names.append(name)
@@ -198,14 +237,15 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
         ("--index-tolerance", "index_tolerance", args.index_tolerance, int),
         ("--postprocess", "postprocess", args.postprocess, str),
     ):
-        for output, value in _per_output(values, parse, flag).items():
+        for output, value in _per_output(values, parse, flag, {field: None}).items():
             tolerance.setdefault(output, {})[field] = value
     if args.compare == "indices":  # Polygraphy's index comparison, for every output
         for fields in [tolerance.setdefault("", {}), *tolerance.values()]:
             fields["check"] = "indices"
     metrics: dict[str, list[dict[str, Any]]] = {}
     for flag, check in METRIC_FLAGS.items():
-        for output, value in _per_output(getattr(args, _dest(flag)), float, flag).items():
+        checked = {"check": check, "threshold": None}
+        for output, value in _per_output(getattr(args, _dest(flag)), float, flag, checked).items():
             metrics.setdefault(output, []).append({"check": check, "threshold": value})
     entries: dict[str, Any] = {}
     for output in dict.fromkeys([*tolerance, *metrics]):  # each output's fields and metrics
@@ -227,12 +267,30 @@ def marker_arguments(args: argparse.Namespace) -> tuple[dict[str, Any], list[str
         kwargs["outputs"] = "all" if marked in ("mark all", "*") else list(args.onnx_outputs)
     if args.no_shape_check:
         kwargs["shape_check"] = "relaxed"
+    if args.validate:
+        kwargs["validate"] = True
     if args.use_subprocess:
         kwargs["isolate"] = True
     precisions = [p for p in PRECISIONS if getattr(args, p)] or ["fp32"]
     given = args.input_shapes
     shapes = [_parsed(parse_input_shapes, "--input-shapes", given)] if given else []
     return kwargs, precisions, shapes
+
+
+def _is_file(text: str) -> bool:
+    """--torch FILE rather than MODULE:FACTORY."""
+    return Path(text).suffix.lower() in MODULE_FILES or Path(text).is_file()
+
+
+def _no_module(name: str, model: str) -> str:
+    """A module runner's flag without its MODULE:FACTORY: it cannot run the ONNX model."""
+    if Path(model).suffix.lower() in (".onnx", ".xml"):
+        raise TrtCompareError(
+            f"--{name} needs the module to run beside {model}: --{name} MODULE:FACTORY (a "
+            "function of an importable module that returns it, e.g. --torch "
+            f"mymodels:make_resnet) or --{name} FILE (a TorchScript or torch.export file)"
+        )
+    return model
 
 
 def _resolved(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +301,9 @@ def _resolved(kwargs: dict[str, Any]) -> dict[str, Any]:
         sys.path.insert(0, str(Path.cwd()))
     models = {}
     for name, text in kwargs["models"].items():
+        if _is_file(text):  # a TorchScript or torch.export file: the runner loads it
+            models[name] = text
+            continue
         module_name, _, factory = text.partition(":")
         try:
             models[name] = getattr(importlib.import_module(module_name), factory)()
@@ -253,6 +314,7 @@ def _resolved(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     from ..reports.summary import format_summary, records
+    from ..session import artifacts
     from ..session.brief import result_line
     from ..session.cases import CaseRunner
     from ..session.expand import expand
@@ -263,7 +325,8 @@ def _run(args: argparse.Namespace) -> int:
     kwargs, precisions, shapes = marker_arguments(args)
     if args.gen_test:
         path = Path(args.gen_test)
-        command = pytest_command(path, precisions, args.fail_fast)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        command = pytest_command(path, precisions, args.fail_fast, args.save_heatmaps)
         path.write_text(test_source(kwargs, precisions, shapes, path.resolve().parent, command))
         print(f"wrote {path} (run it: {command})")
         left = [f for f in ("--save-inputs", "--save-outputs") if getattr(args, _dest(f))]
@@ -278,6 +341,8 @@ def _run(args: argparse.Namespace) -> int:
     if not cases:
         raise TrtCompareError(why)
     runner = CaseRunner(ToleranceSettings())
+    runner.tolerance_source = "option"  # the command's flags
+    runner.shapes_flag = "--input-shapes"
     if args.save_inputs or args.save_outputs:
         _save(args, runner, spec, cases[0])
     failed = errors = 0
@@ -287,16 +352,21 @@ def _run(args: argparse.Namespace) -> int:
         if outcome.kind is Kind.PASSED:
             assert outcome.worst is not None
             shown = outcome.report_text(args.verbose) if args.verbose else ""
-            print(f"PASSED {case.id}: {shown or result_line(outcome.worst)}")  # -v: the report
+            if not args.quiet:
+                print(f"PASSED {case.id}: {shown or result_line(outcome.worst)}")  # -v: report
         elif outcome.kind is Kind.MISMATCH:
             failed += 1
-            print(f"FAILED {case.id}: {outcome.report_text(args.verbose)}")
+            assert outcome.worst is not None
+            shown = result_line(outcome.worst) if args.quiet else outcome.report_text(args.verbose)
+            print(f"FAILED {case.id}: {shown}")
         else:
             errors += 1
-            hint = (
-                " (here: --input-shapes NAME:[D,...])" if "mark.shapes" in outcome.message else ""
-            )
-            print(f"{outcome.kind.value.upper()} {case.id}: {outcome.message}{hint}")
+            print(f"{outcome.kind.value.upper()} {case.id}: {outcome.message}")
+        if args.save_heatmaps and outcome.worst is not None and outcome.arrays is not None:
+            folder = artifacts.folder_for(Path(args.save_heatmaps), case.id)
+            made = artifacts.write(outcome.worst, *outcome.arrays, folder, every_output=True)
+            if made is not None and not args.quiet:
+                print(made.describe())
         if outcome.worst is not None:
             names = (runner_name(outcome.target), runner_name(outcome.reference))
             kept += records(outcome.worst, case.id, outcome.source, *names, args.verbose)
@@ -305,19 +375,30 @@ def _run(args: argparse.Namespace) -> int:
     if kept:
         print("\naccuracy summary")
         print("\n".join(format_summary(kept, args.verbose, shutil.get_terminal_size().columns)))
+    alone = len(spec.frameworks) == 1 and spec.reference_path is None
+    if alone and precisions == ["fp32"] and not args.validate and not args.quiet:
+        print(
+            f"\nnote: {spec.frameworks[0]} ran alone, so its outputs were compared with a second "
+            "run of itself; give a second runner, --fp16/--bf16, --load-outputs or --validate"
+        )
     return 2 if errors else 1 if failed else 0
 
 
-def pytest_command(path: Path, precisions: list[str], fail_fast: bool = False) -> str:
+def pytest_command(
+    path: Path, precisions: list[str], fail_fast: bool = False, heatmaps: str | None = None
+) -> str:
     """How the written test runs as the command did: a session selects the precisions its
-    tests run at (a test's `precisions` marker only narrows them); --fail-fast is -x."""
+    tests run at (a test's `precisions` marker only narrows them); --fail-fast is -x;
+    --save-heatmaps DIR is the session's artifacts of every output."""
     selected = "" if precisions == ["fp32"] else f" --trt-precision {','.join(precisions)}"
-    return f"pytest{' -x' if fail_fast else ''}{selected} {path}"
+    pictures = f" --trt-artifacts all --trt-artifacts-dir {heatmaps}" if heatmaps else ""
+    return f"pytest{' -x' if fail_fast else ''}{selected}{pictures} {path}"
 
 
 def _save(args: argparse.Namespace, cases: Any, spec: Any, case: Any) -> None:
     """--save-inputs, --save-outputs: the feeds, and the reference runner's outputs on them,
-    as `polygraphy run --load-inputs / --load-outputs` reads them."""
+    as `polygraphy run --load-inputs / --load-outputs` reads them; --save-outputs to a
+    .safetensors path writes a golden (with the inputs), to .npz one iteration's arrays."""
     from ..goldens import write_polygraphy_inputs, write_polygraphy_outputs
 
     if args.save_outputs and spec.reference_path is not None:
@@ -325,12 +406,40 @@ def _save(args: argparse.Namespace, cases: Any, spec: Any, case: Any) -> None:
     if spec.outputs == "all":
         raise TrtCompareError("--save-outputs/--save-inputs with --onnx-outputs mark all: not yet")
     reference, outputs, _ = cases.expected(spec, case)
+    feeds = cases.feeds(spec, reference, case)
     if args.save_inputs:
-        write_polygraphy_inputs(Path(args.save_inputs), cases.feeds(spec, reference, case))
+        write_polygraphy_inputs(Path(args.save_inputs), feeds)
         print(f"wrote {args.save_inputs} (--load-inputs {args.save_inputs})")
-    if args.save_outputs:
-        write_polygraphy_outputs(Path(args.save_outputs), outputs, reference.name)
-        print(f"wrote {args.save_outputs} ({reference.name}; --load-outputs {args.save_outputs})")
+    if not args.save_outputs:
+        return
+    path = Path(args.save_outputs)
+    suffix = path.suffix.lower()
+    if suffix in (".safetensors", ".golden"):
+        _save_golden(path, reference, outputs, feeds, spec.seed)
+    elif suffix == ".npz":
+        if len(outputs) > 1:
+            raise TrtCompareError(
+                f"--save-outputs {path}: an .npz holds one iteration, this run made "
+                f"{len(outputs)}: save them as Polygraphy JSON or a golden (.safetensors)"
+            )
+        np.savez(path, **outputs[0])
+    else:
+        write_polygraphy_outputs(path, outputs, reference.name)
+    print(f"wrote {path} ({reference.name}; --load-outputs {path})")
+
+
+def _save_golden(
+    path: Path, reference: Any, outputs: list[Any], feeds: list[Any], seed: int
+) -> None:
+    """A golden of the reference's outputs and the feeds, as the golden fixture writes one."""
+    from .. import __version__
+    from ..goldens import GoldenMeta, write_golden
+
+    meta = GoldenMeta(
+        precision="fp32", seed=seed, runner=reference.describe(), plugin_version=__version__
+    )
+    later = list(zip(outputs[1:], feeds[1:], strict=True))
+    write_golden(path, outputs[0], feeds[0], meta, later=later)
 
 
 def test_source(
@@ -345,6 +454,8 @@ def test_source(
         if isinstance(value, str) and value not in arguments["frameworks"]:
             arguments[key] = os.path.relpath(Path(value).resolve(), folder)
     made = arguments.pop("models", {})
+    files = {name: text for name, text in made.items() if _is_file(text)}
+    made = {name: text for name, text in made.items() if name not in files}
     lines = [f"    {key}={_literal(value)}," for key, value in arguments.items()]
     calls = []
     here = os.path.relpath(Path.cwd(), folder)
@@ -355,6 +466,10 @@ def test_source(
         module, _, factory = text.partition(":")
         head.append(f"from {module} import {factory}  # noqa: E402")
         calls.append(f"{_literal(name)}: {factory}()")
+    calls += [
+        f"{_literal(name)}: {_literal(os.path.relpath(Path(text).resolve(), folder))}"
+        for name, text in files.items()
+    ]
     if calls:
         lines.append(f"    models={{{', '.join(calls)}}},")
     marks = ["@pytest.mark.compare_frameworks(", *lines, ")"]

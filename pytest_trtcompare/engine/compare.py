@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidOutputError, StatisticError, ToleranceError
 from ..vocabulary import FP64, SHAPE_CHECKS
 from .anchored import Anchor, anchored
@@ -32,7 +34,7 @@ from .report import plural
 from .results import ComparisonResult, OutputMismatchError
 from .scan import Pair, Report, scan
 from .statistic import DEFAULTS
-from .tensors import placed_together
+from .tensors import non_finite, placed_together
 from .tolerance import (
     Entry,
     Tolerance,
@@ -62,17 +64,23 @@ def compare_outputs(
     *,
     names: Iterable[str] | None = None,
     shape_check: str = "strict",
+    validate: bool = False,
     **tolerance_fields: Any,
 ) -> ComparisonResult:
     """Compare outputs name by name; `expected` is the reference (denominator of rel error).
 
     `names` restricts the comparison to a subset (missing names outside it are not failures).
     `shape_check="relaxed"` compares shapes that differ only by dimensions of size 1.
+    `validate=True` fails an output that holds NaN or Inf on either side, whatever the
+    tolerance (Polygraphy's --validate).
     Keyword tolerance fields (atol=..., check=...) override every entry of `tolerance`.
     """
     check_shape_check(shape_check)
+    check_validate(validate)
     table = ToleranceTable(tolerance, **tolerance_fields)
-    return compare_with_table(actual, expected, table, names=names, shape_check=shape_check)
+    return compare_with_table(
+        actual, expected, table, names=names, shape_check=shape_check, validate=validate
+    )
 
 
 def compare_with_table(
@@ -83,9 +91,11 @@ def compare_with_table(
     names: Iterable[str] | None = None,
     shape_check: str = "strict",
     anchor: Anchor | None = None,
+    validate: bool = False,
 ) -> ComparisonResult:
     """compare_outputs with a table already made (the compare fixture's, resolved once per
-    precision and fields); `shape_check` checked by the caller. The table is only read.
+    precision and fields); `shape_check` and `validate` checked by the caller. The table is
+    only read.
     `anchor`: the float64 and reduced-precision runs of the reference (the fp64 check)."""
     order = _names(actual) + _names(expected)
     actual, expected, structures, expanded = flatten_structured(actual, expected)
@@ -103,7 +113,7 @@ def compare_with_table(
         name: _structure_result(name, structures[name], table[name])
         if name in structures
         else compare_one(
-            name, actual_map[name], expected_map[name], table[name], shape_check, anchor
+            name, actual_map[name], expected_map[name], table[name], shape_check, anchor, validate
         )
         for name in selected
         if name in structures or (name in actual_map and name in expected_map)
@@ -165,6 +175,12 @@ def check_shape_check(value: Any) -> None:
         raise ToleranceError(f"shape_check={value!r}: takes {takes}")
 
 
+def check_validate(value: Any) -> None:
+    """ToleranceError unless `value` is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ToleranceError(f"validate={value!r}: takes True or False")
+
+
 def _names(outputs: Any) -> list[str]:
     return [str(name) for name in outputs] if isinstance(outputs, Mapping) else []
 
@@ -193,12 +209,19 @@ def assert_outputs_close(
     *,
     names: Iterable[str] | None = None,
     shape_check: str = "strict",
+    validate: bool = False,
     **tolerance_fields: Any,
 ) -> ComparisonResult:
     """Compare and raise OutputMismatchError (an AssertionError) with the report on failure."""
     __tracebackhide__ = True
     result = compare_outputs(
-        actual, expected, tolerance, names=names, shape_check=shape_check, **tolerance_fields
+        actual,
+        expected,
+        tolerance,
+        names=names,
+        shape_check=shape_check,
+        validate=validate,
+        **tolerance_fields,
     )
     if not result.passed:
         raise OutputMismatchError(result.report(), result, (actual, expected))
@@ -212,8 +235,47 @@ def compare_one(
     entry: Entry,
     shape_check: str = "strict",
     anchor: Anchor | None = None,
+    validate: bool = False,
 ) -> OutputComparison:
-    """Compare one pair of arrays under one tolerance, or several that must all pass."""
+    """Compare one pair of arrays under one tolerance, or several that must all pass;
+    `validate`: NaN or Inf on either side fails it too."""
+    result = _compare_one(name, actual, expected, entry, shape_check, anchor)
+    invalid = _non_finite(actual, expected) if validate else None
+    if invalid is None:
+        return result
+    return dataclasses.replace(
+        result,
+        passed=False,
+        margin=math.inf,
+        invalid=invalid,
+        base_passed=result.base_passed if result.metrics else result.passed,
+    )
+
+
+def _non_finite(actual: NamedArray, expected: NamedArray) -> str | None:
+    """'actual holds 2 NaN and 1 Inf, first at (0, 3)', per side ('actual and expected
+    hold ... each' when alike); None when both are finite."""
+    found = {
+        side: non_finite(named) for side, named in (("actual", actual), ("expected", expected))
+    }
+    texts = {}
+    for side, (nan, inf, first) in found.items():
+        if nan or inf:
+            counts = [f"{count} {what}" for count, what in ((nan, "NaN"), (inf, "Inf")) if count]
+            texts[side] = f"{' and '.join(counts)}{{each}}, first at {first}"
+    if len(texts) == 2 and found["actual"] == found["expected"]:
+        return "actual and expected hold " + texts["actual"].format(each=" each")
+    return "; ".join(f"{side} holds {text.format(each='')}" for side, text in texts.items()) or None
+
+
+def _compare_one(
+    name: str,
+    actual: NamedArray,
+    expected: NamedArray,
+    entry: Entry,
+    shape_check: str,
+    anchor: Anchor | None,
+) -> OutputComparison:
     base, metric_checks = split_entry(entry)
     tol = base if base is not None else metric_checks[0]
     actual, expected = placed_together(actual, expected)

@@ -49,6 +49,8 @@ class OutputComparison:
     metrics: tuple[MetricResult, ...] = ()  # metric checks (cosine, l2, ...), all must pass
     gated: bool = True  # False: only metric checks decide (no elementwise/statistic tolerance)
     base_passed: bool = True  # the elementwise/statistic/indices tolerance passed (or none)
+    #: validate=True: the NaN and Inf values it found, 'actual holds 2 NaN, first at (0, 3)'
+    invalid: str | None = None
     #: every statistic's figures (engine/statistic.py; its default where not computed), by
     #: name: `count`, `max_abs_error`, `worst` (ElementErrors) ..., a registered one's too
     figures: Mapping[str, Any] = field(default_factory=dict)
@@ -66,6 +68,13 @@ class OutputComparison:
     def metric(self, check: str) -> MetricResult | None:
         """The result of metric check `check` ('cosine', 'l2', ...), None when not checked."""
         return next((m for m in self.metrics if m.check == check), None)
+
+    @property
+    def values_passed(self) -> bool:
+        """Its tolerance and metric checks passed, whatever validate found."""
+        return self.passed or (
+            self.invalid is not None and self.base_passed and all(m.passed for m in self.metrics)
+        )
 
     @property
     def mismatch_share(self) -> float:

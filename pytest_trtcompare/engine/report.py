@@ -70,10 +70,15 @@ def _dtypes(out: OutputComparison) -> str:
 def _summary_line(result: ResultView) -> str:
     failed = [out for out in result.failed_outputs if out.problem is None]
     unusable = [out for out in result.failed_outputs if out.problem is not None]
+    invalid = [out for out in failed if out.values_passed]  # validate's NaN or Inf alone
+    failed = [out for out in failed if not out.values_passed]
     parts = []
     if failed:
         names = ", ".join(out.name for out in failed[:6]) + (" ..." if len(failed) > 6 else "")
         parts.append(f"{len(failed)} of {len(result.outputs)} outputs out of tolerance: {names}")
+    if invalid:
+        names = ", ".join(out.name for out in invalid[:6]) + (" ..." if len(invalid) > 6 else "")
+        parts.append(f"{len(invalid)} of {len(result.outputs)} outputs hold NaN or Inf: {names}")
     parts.extend(f"{out.name}: {out.problem}" for out in unusable)
     if result.missing_in_actual:
         parts.append(f"missing in actual: {', '.join(result.missing_in_actual)}")
@@ -167,8 +172,10 @@ def _saturation(out: OutputComparison, expected: float) -> str:
 def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     if out.problem is not None:
         return [f"{out.name} ({out.actual_dtype} vs {out.expected_dtype}): {out.problem}"]
+    if out.invalid is not None and out.values_passed:
+        return _format_invalid(out)
     if out.indices is not None:
-        return _format_indices(out, verbosity)
+        return _format_indices(out, verbosity) + _validated(out)
     tol = out.tolerance
     share = f"{100 * out.mismatch_share:.3g}%"
     if out.base_passed and out.metrics:  # only metric checks failed
@@ -190,6 +197,7 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
     lines.extend(f"  {'FAILED' if not m.passed else 'passed'} {m.describe()}" for m in out.metrics)
     if out.failure is not None:
         lines.append(f"  {out.failure}")
+    lines.extend(_validated(out))
     lines.extend(_greatest(out))
     none_compared = out.count > 0 and out.nan_errors == out.count
     if none_compared:  # the statistics below would read 0
@@ -205,6 +213,20 @@ def format_failure(out: OutputComparison, verbosity: int) -> list[str]:
         lines.extend(_would_pass(out))
     lines.extend(_worst_table(out, 10 if verbosity < 1 else 25, elementwise_failed))
     lines.extend(_histogram(out))
+    return lines
+
+
+def _validated(out: OutputComparison) -> list[str]:
+    return [] if out.invalid is None else [f"  validate: {out.invalid}"]
+
+
+def _format_invalid(out: OutputComparison) -> list[str]:
+    """An output within its tolerance that validate=True fails for its NaN or Inf."""
+    lines = [f"{out.name} ({_dtypes(out)}): validate: {out.invalid}"]
+    if out.indices is None:
+        lines.append(f"  within {out.tolerance.describe()}: {maxima(out)}")
+    lines.extend(f"  passed {m.describe()}" for m in out.metrics)
+    lines.extend(_special_values(out))
     return lines
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import TORCH_KINDS, Kind, NamedArray, is_torch_tensor, on_host
+from .arrays import TORCH_KINDS, Kind, NamedArray, host_array, is_torch_tensor, on_host
 from .chunks import EPS, ErrorChunk, max_ignoring_nan, pair_kind
 from .staging import STAGING
 from .tolerance import Tolerance
@@ -187,6 +187,22 @@ class TorchEquality:
         empty = torch.zeros(0, dtype=torch.float64, device=a.device)
         nan_errors = 0 if self._nan_equal else nan
         return zeros(start, a.shape[0], a, nan, inf, nan_errors, empty, torch_namespace())
+
+
+def non_finite(named: NamedArray) -> tuple[int, int, tuple[int, ...] | None]:
+    """A float output's NaN and Inf counts and the index of the first of them, counted where
+    the array is; (0, 0, None) for a finite one or another kind."""
+    if named.kind != "float":
+        return 0, 0, None
+    array = named.array
+    xp = torch_namespace() if is_torch_tensor(array) else np
+    finite = xp.isfinite(array)
+    if bool(xp.all(finite)):
+        return 0, 0, None
+    nan = int(xp.sum(xp.isnan(array)))
+    bad = np.flatnonzero(~host_array(finite))
+    first = tuple(int(i) for i in np.unravel_index(int(bad[0]), tuple(array.shape)))
+    return nan, len(bad) - nan, first
 
 
 def placed_together(actual: NamedArray, expected: NamedArray) -> tuple[NamedArray, NamedArray]:

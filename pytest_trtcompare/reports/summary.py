@@ -15,6 +15,7 @@ from ..engine import (
     RECORD_KEYS,
     THRESHOLD_CHECKS,
     ComparisonResult,
+    OutputComparison,
     against,
     entry_sources,
     exact,
@@ -118,7 +119,7 @@ def records(
                 node=None if view is None else view.label(name),
                 gates=name in gating,
                 metrics=tuple(dataclasses.asdict(m) for m in output.metrics),
-                failure=output.failure,
+                failure=_failure(output),
                 tolerance_sources=dict(sorted(entry_sources(output.tolerance).items())),
                 figures=recorded(output),
                 **run,
@@ -145,6 +146,12 @@ def records(
 
 def from_properties(properties: Iterable[tuple[str, Any]]) -> list[Record]:
     return read_records(properties, lambda value: record_of(json.loads(value)))
+
+
+def _failure(output: OutputComparison) -> str | None:
+    """What failed where no error size says it, and what validate=True found."""
+    validated = None if output.invalid is None else f"validate: {output.invalid}"
+    return "; ".join(text for text in (output.failure, validated) if text) or None
 
 
 def record_of(fields: dict[str, Any]) -> Record:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 import onnx
@@ -102,6 +103,20 @@ def embedding_rows(graph: onnx.GraphProto) -> dict[str, int]:
         if smallest is not None:
             found[vi.name] = smallest
     return found
+
+
+def with_outputs(model: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
+    """The model with the intermediate tensors among `names` marked outputs beside its own
+    (the model itself when `names` are all outputs; names of no tensor are left for the
+    runner to refuse)."""
+    own = {vi.name for vi in model.graph.output}
+    if all(name in own for name in names):
+        return model
+    marked, _ = with_all_outputs(model)
+    kept = [vi for vi in marked.graph.output if vi.name in own or vi.name in names]
+    del marked.graph.output[:]
+    marked.graph.output.extend(kept)
+    return marked
 
 
 def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[Layer]]:

@@ -25,7 +25,7 @@ from onnx import helper
 
 from ..errors import ModelLoadError
 from .base import Runner, TensorSpec
-from .onnx_graph import graph_input_specs, with_all_outputs
+from .onnx_graph import graph_input_specs, with_all_outputs, with_outputs
 from .onnx_model import LoadedModel, load_model
 from .precision import convert
 
@@ -175,6 +175,8 @@ class OnnxModelRunner(Runner):
             self.proto, self._layers = with_all_outputs(self.proto)
         self._specs = graph_input_specs(self.proto)
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
+        if self._requested is not None:  # Polygraphy's --onnx-outputs NAME: inner tensors too
+            self.proto = with_outputs(self.proto, self._requested)
         self._outputs: list[str] = [vi.name for vi in self.proto.graph.output]
 
     def _runtime_versions(self) -> RuntimeVersions | None:

@@ -10,6 +10,7 @@ others are the first positional arguments, in order.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,15 @@ class ForwardSignature:
     @classmethod
     def of(cls, target: Any, input_names: Sequence[str] | None = None) -> ForwardSignature:
         names = tuple(input_names) if input_names else None
+        schema = getattr(target, "schema", None)  # a TorchScript method: no Python signature
+        if schema is not None:
+            scripted = tuple(
+                Parameter(a.name, False, bool(a.kwarg_only), not a.has_default_value())
+                for a in schema.arguments
+                if a.name != "self"
+            )
+            text = f"forward({', '.join(p.name for p in scripted)})"
+            return cls(scripted, text=text, positional_names=names)
         try:
             signature = inspect.signature(target)
         except (TypeError, ValueError):
@@ -75,6 +85,11 @@ class ForwardSignature:
                 f"position, but {text} takes {len(room)} input(s) by position"
             )
         return cls(tuple(parameters), var_positional, var_keyword, text, names)
+
+    def by_position(self) -> ForwardSignature:
+        """The same parameters, each taken by position only."""
+        parameters = tuple(dataclasses.replace(p, positional_only=True) for p in self.parameters)
+        return dataclasses.replace(self, parameters=parameters)
 
     @property
     def required(self) -> list[str]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -168,6 +170,8 @@ class TorchRunner(Runner):
         self.module = self._prepare(model)
         forward = self.module.forward if isinstance(self.module, torch.nn.Module) else self.module
         self.signature = ForwardSignature.of(forward, _names("input_names", input_names))
+        if self._modes_fixed:  # an exported program's module takes its inputs by position only
+            self.signature = self.signature.by_position()
         output_names = _names("output_names", output_names)
         self._output_names = list(output_names) if output_names else None
         self._requested = list(outputs) if isinstance(outputs, (list, tuple)) else None
@@ -186,6 +190,8 @@ class TorchRunner(Runner):
 
     def _prepare(self, model: Any) -> Any:
         torch = self.torch
+        if isinstance(model, (str, os.PathLike)):
+            model = _load(torch, Path(model))
         exported_type: Any = getattr(getattr(torch, "export", None), "ExportedProgram", None)
         if exported_type is not None and isinstance(model, exported_type):
             self._modes_fixed = True  # its modes were fixed at export: train() raises
@@ -205,8 +211,8 @@ class TorchRunner(Runner):
         if callable(model):
             return model  # a function: its inputs are cast, its weights are its own business
         raise FeedError(
-            "torch runner needs an nn.Module, ExportedProgram or callable, "
-            f"got {type(model).__name__}"
+            "torch runner needs an nn.Module, ExportedProgram, callable or a file of one "
+            f"(TorchScript, torch.export's .pt2), got {type(model).__name__}"
         )
 
     def _cast(self, tensor: Any) -> Any:
@@ -385,3 +391,18 @@ class TorchRunner(Runner):
             "precision_route": route,
             "forward": self.signature.text,
         }
+
+
+def _load(torch: Any, path: Path) -> Any:
+    """A model file: torch.export.save's (.pt2), else TorchScript (torch.jit.save)."""
+    if not path.is_file():
+        raise ModelLoadError(f"torch runner: {path} does not exist")
+    try:
+        if path.suffix.lower() == ".pt2":
+            return torch.export.load(str(path))
+        return torch.jit.load(str(path), map_location="cpu")
+    except (RuntimeError, ValueError, OSError) as exc:
+        raise ModelLoadError(
+            f"torch runner: {path} is not a TorchScript or torch.export (.pt2) file: "
+            f"{str(exc).strip().splitlines()[0]}"
+        ) from None

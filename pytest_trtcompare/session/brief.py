@@ -48,8 +48,16 @@ def result_line(result: ComparisonResult) -> str:
 
 
 def output_line(out: OutputComparison, label: str | None = None) -> str:
-    """One failing output: its name, what failed, and by how much."""
+    """One failing output: its name, what failed, and by how much (and what validate found)."""
     name = label or out.name
+    if out.invalid is None:
+        return _values_line(out, name)
+    if out.values_passed:
+        return f"{name}: validate: {out.invalid}"
+    return f"{_values_line(out, name)}; validate: {out.invalid}"
+
+
+def _values_line(out: OutputComparison, name: str) -> str:
     tolerance = out.tolerance.describe()
     if out.problem is not None:
         return f"{name}: {out.problem}"

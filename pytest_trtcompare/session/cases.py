@@ -34,6 +34,7 @@ from ..errors import (
     ModelLoadError,
     RunnerSkip,
     TrtCompareError,
+    user_code_raised,
 )
 from ..goldens import Golden
 from ..inputs import Feed
@@ -87,6 +88,10 @@ class CaseRunner:
         device: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.settings = settings
+        #: where a spec's tolerance came from, as reports credit it (`trtcompare run`: option)
+        self.tolerance_source = "marker"
+        #: the flag that gives shapes, where not a marker (`trtcompare run`: --input-shapes)
+        self.shapes_flag: str | None = None
         self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
         #: (flag, ini) of the options a test can also set (session/option_table.py `resolve`)
         self.option_values = option_values or {}
@@ -136,6 +141,12 @@ class CaseRunner:
                 )
 
             except InputDataError as exc:
+                if exc.shape_needed is not None and self.shapes_flag:
+                    problem, name, example = exc.shape_needed
+                    raise InputDataError(
+                        f"{problem}: give its shape with {self.shapes_flag} "
+                        f"{name}:[{','.join(map(str, example))}]"
+                    ) from None
                 if case.shape_id != "cli":
                     raise
                 raise InputDataError(
@@ -237,7 +248,7 @@ class CaseRunner:
 
     def tolerance_table(self, spec: CompareSpec, case: Case) -> ToleranceTable:
         return self.settings.resolve(
-            case.precision, spec.tolerance, source="marker", test=case.test or None
+            case.precision, spec.tolerance, source=self.tolerance_source, test=case.test or None
         )
 
     def tolerance(self, spec: CompareSpec, case: Case) -> Any:
@@ -246,15 +257,18 @@ class CaseRunner:
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
         """Target against the reference framework on every feed."""
-        return _guarded(lambda: self._run(spec, case))
+        __tracebackhide__ = user_code_raised
+        return _guarded(functools.partial(self._run, spec, case))
 
     def run_golden(
         self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
     ) -> Outcome:
         """golden=True: the target against the stored golden, or (updating) write it."""
-        return _guarded(lambda: stored_runs.run_golden(self, spec, case, path, goldens))
+        __tracebackhide__ = user_code_raised
+        return _guarded(functools.partial(stored_runs.run_golden, self, spec, case, path, goldens))
 
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
+        __tracebackhide__ = user_code_raised
         if spec.reference_path is not None:
             return stored_runs.run_saved(self, spec, case, Path(spec.reference_path))
         if self.calibrate > spec.iterations and spec.inputs is None:
@@ -390,6 +404,7 @@ class CaseRunner:
                 layers=mode,
                 layer_dtypes=spec.layer_dtypes or "float",
                 keep=kept,
+                validate=comparison_options(spec.given, self.option_values)["validate"],
             )
             if failing is None and not result.passed:
                 failing = ({k: v[0] for k, v in kept.items()}, {k: v[1] for k, v in kept.items()})
@@ -461,6 +476,7 @@ def _float64_model_failed(exc: InferenceError | ModelLoadError) -> TrtCompareErr
 def _guarded(run: Any) -> Outcome:
     """What cannot run here skips, a crash fails, our own errors become the message alone;
     errors raised by user code (a callable runner, a torch module) propagate as they are."""
+    __tracebackhide__ = user_code_raised
     source = "compare_frameworks"
     try:
         outcome: Outcome = run()

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from .. import progress
 from ..engine import ComparisonResult, Entry, compare_outputs, entry_record, outputs_checked_by
-from ..errors import FeedError, ToleranceError, TrtCompareError
+from ..errors import FeedError, ToleranceError, TrtCompareError, user_code_raised
 from ..goldens import (
     FORMAT_VERSION,
     Golden,
@@ -50,6 +50,7 @@ from ..goldens import (
 from ..inputs import Feed
 from ..runners import TensorSpec, check_feed
 from ..vocabulary import FP64
+from .brief import output_line
 from .layout import counted
 from .outcome import Kind, Outcome, compared
 from .runs import numbered
@@ -209,6 +210,7 @@ def check_golden(
     after it ran) or its describe(): recorded in the golden and checked for a changed model.
     Errors of the runner propagate; the comparison's and the write's are outcomes. An old
     `.golden` path stands for the `.safetensors` golden that replaces it."""
+    __tracebackhide__ = user_code_raised
     fp64 = outputs_checked_by(tolerance, FP64)
     if fp64:  # before "create it with": the golden could never pass this check
         output = f"output {fp64[0]!r}" if fp64[0] else "every output"
@@ -236,9 +238,9 @@ def check_golden(
         except GoldenError as exc:
             return Outcome(Kind.FAILED, str(exc), source="golden")
         feeds = kept if kept is not None else _feeds(inputs)
-        produced: list[Outputs] = [
-            numbered(outputs, feed, index, len(feeds)) for index, feed in enumerate(feeds)
-        ]
+        produced: list[Outputs] = []
+        for index, feed in enumerate(feeds):  # a loop: a comprehension's frame has no hide
+            produced.append(numbered(outputs, feed, index, len(feeds)))
     else:
         produced = [outputs] if isinstance(outputs, Mapping) else list(outputs)
         feeds = _feeds(inputs) if inputs is not None else [{} for _ in produced]
@@ -311,8 +313,8 @@ def _never_matches_itself(
         return None
     why = "; ".join(
         f"{out.name} has NaN at {out.nan_actual} position{'' if out.nan_actual == 1 else 's'}"
-        if out.nan_actual
-        else f"{out.name}: {out.failure or out.problem}"
+        if out.nan_actual and out.invalid is None
+        else output_line(out)
         for out in itself.failed_outputs
     )
     message = (
@@ -320,7 +322,7 @@ def _never_matches_itself(
         "nan_equal=True, so the next check would fail against this golden; pass "
         "nan_equal=True if the NaN are expected, else fix what makes them"
     )
-    if not any(out.nan_actual for out in itself.failed_outputs):
+    if not any(out.nan_actual and out.invalid is None for out in itself.failed_outputs):
         message = (
             f"golden {store.show(path)} not written: the outputs fail against themselves under "
             f"the test's tolerance ({why}), so the next check would fail against this golden"

@@ -88,15 +88,17 @@ def compare_layers(
     layers: str = "gate",
     layer_dtypes: str = "float",
     keep: dict[str, tuple[Any, Any]] | None = None,
+    validate: bool = False,
     **tolerance_fields: Any,
 ) -> ComparisonResult:
     """Compare every tensor both runners expose in topological order; the result's
     `first_divergence` (`first_divergence_node`) names the first one over tolerance.
 
-    `layers="report"` lets only the model outputs decide `passed`; `layer_dtypes="all"` also
-    compares integer and bool tensors. Tensors are fetched `group` (default LAYER_GROUP) at a
-    time and dropped once compared; `keep`, when given, receives the (actual, expected)
-    arrays of the first divergence and of failing model outputs (for failure artifacts)."""
+    `validate=True`: a NaN or Inf in any tensor fails it (compare_outputs'). `layers="report"` lets
+    only the model outputs decide `passed`; `layer_dtypes="all"` also compares integer and bool
+    tensors. Tensors are fetched `group` (default LAYER_GROUP) at a time and dropped once compared;
+    `keep`, when given, receives the (actual, expected) arrays of the first divergence and of
+    failing model outputs (for failure artifacts)."""
     if layers not in LAYER_MODES:
         raise ValueError(f"layers={layers!r}: takes one of {', '.join(LAYER_MODES)}")
     if layer_dtypes not in LAYER_DTYPES:
@@ -119,7 +121,14 @@ def compare_layers(
         actual = _subset(target, feed, chunk)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ToleranceWarning)
-            result = compare_outputs(actual, expected, tolerance, names=chunk, **tolerance_fields)
+            result = compare_outputs(
+                actual,
+                expected,
+                tolerance,
+                names=chunk,
+                validate=validate,
+                **tolerance_fields,
+            )
         outputs.update(result.outputs)
         for name, out in result.outputs.items():
             if out.passed or keep is None:

@@ -290,6 +290,20 @@ OPTIONS: list[Option] = [
         cli=("diff", "check"),
     ),
     Option(
+        "validate",
+        "fail a comparison whose outputs hold NaN or Inf, on either side, whatever the "
+        "tolerance (Polygraphy's --validate; ini: trtcompare_validate)",
+        flag="--trt-validate",
+        ini="trtcompare_validate",
+        kind="flag",
+        ini_type="bool",
+        default=False,
+        marker=True,
+        call=True,
+        compare=True,
+        cli=("diff", "check"),
+    ),
+    Option(
         "baseline",
         "an earlier run's --trt-report: list the outputs whose margin drifted toward failing "
         "(ini: trtcompare_baseline)",
@@ -378,13 +392,18 @@ def ini_defaults() -> dict[str, Any]:
 def session_values(
     flag_value: Callable[[Option], Any], ini_text: Callable[[Option], str]
 ) -> dict[str, tuple[Any, Any]]:
-    """Each option with choices that the test can also give: (its flag's value, its ini key's
-    value), the ini's checked (the flag's argparse checked; ValueError naming the ini key and
-    what it takes); None where unset. The test's own value goes between them or before them
-    (`resolve`)."""
-    found = {}
+    """Each option with choices, and each on/off one, that the test can also give: (its flag's
+    value, its ini key's value), the ini's checked (the flag's argparse checked; ValueError
+    naming the ini key and what it takes); None where unset. The test's own value goes
+    between them or before them (`resolve`)."""
+    found: dict[str, tuple[Any, Any]] = {}
     for declared in OPTIONS:
-        if declared.choices is None or declared.flag is None:
+        if declared.flag is None:
+            continue
+        if _on_off(declared) and (declared.marker or declared.call):
+            on = ini_text(declared) == "True" if declared.ini else False
+            found[declared.name] = (flag_value(declared) or None, on or None)
+        if declared.choices is None:
             continue
         ini = (ini_text(declared).strip() or None) if declared.ini else None
         if ini is not None and ini not in declared.choices:
@@ -403,6 +422,21 @@ def resolve(name: str, given: Any, session: Mapping[str, tuple[Any, Any]]) -> An
     return next((value for value in order if value is not None), declared.default)
 
 
+def _on_off(declared: Option) -> bool:
+    return declared.kind == "flag"
+
+
+def check_value(declared: Option, value: Any) -> str | None:
+    """What a test's value of `declared` (a marker argument, a call keyword) should be, or
+    None when it is one: one of its choices, or True / False for an on/off option."""
+    if _on_off(declared):
+        on_off = isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's too
+        return None if on_off else "True or False"
+    if declared.choices is not None and not (isinstance(value, str) and value in declared.choices):
+        return " or ".join(map(repr, declared.choices))
+    return None
+
+
 def call_values(keywords: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A fixture call's keywords split into the table's call options, checked against their
     choices (ToleranceError naming the keyword), and the rest (tolerance fields)."""
@@ -412,8 +446,8 @@ def call_values(keywords: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
         if declared is None:
             rest[key] = value
             continue
-        if value is not None and declared.choices is not None and value not in declared.choices:
-            takes = " or ".join(map(repr, declared.choices))
+        takes = None if value is None else check_value(declared, value)
+        if takes is not None:
             raise ToleranceError(f"{key}={value!r}: takes {takes}")
         if value is not None:
             given[key] = value

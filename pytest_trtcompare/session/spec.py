@@ -33,7 +33,7 @@ from .marker_values import (
     tolerance,
     val_range,
 )
-from .option_table import marker_options
+from .option_table import check_value, marker_options
 
 
 @dataclass(frozen=True)
@@ -233,10 +233,9 @@ def _given(kwargs: Mapping[str, Any], check: Checker) -> dict[str, Any]:
         value = kwargs.get(declared.name)
         if value is None:
             continue
-        if declared.choices is not None and (
-            not isinstance(value, str) or value not in declared.choices
-        ):
-            raise check.fail(declared.name, value, " or ".join(map(repr, declared.choices)))
+        takes = check_value(declared, value)
+        if takes is not None:
+            raise check.fail(declared.name, value, takes)
         found[declared.name] = value
     return found
 

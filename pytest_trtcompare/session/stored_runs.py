@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import ComparisonResult, compare_outputs
-from ..errors import InputDataError
+from ..errors import InputDataError, user_code_raised
 from ..goldens import GoldenError, GoldenMeta, load_reference
 from ..inputs import val_range_record
 from ..runners import median_ms
@@ -31,7 +31,7 @@ def run_saved(cases: Any, spec: CompareSpec, case: Case, path: Path) -> Outcome:
     try:
         saved = cases.saved.get(path) or load_reference(path)
     except GoldenError as exc:  # missing, unreadable: named as the marker's argument
-        raise InputDataError(f"reference={path.name!r}: {exc}") from None
+        raise InputDataError(f"reference={_as_given(path)!r}: {exc}") from None
     cases.saved[path] = saved
     target = cases.as_export(spec, case, cases.runner(spec, case.target, case.precision, case))
     iterations = saved.iterations
@@ -41,23 +41,23 @@ def run_saved(cases: Any, spec: CompareSpec, case: Case, path: Path) -> Outcome:
         feeds = cases.feeds(spec, target, case)
         if len(feeds) != len(iterations):
             raise InputDataError(
-                f"reference={path.name!r} holds {counted(len(iterations), 'iteration')} "
+                f"reference={_as_given(path)!r} holds {counted(len(iterations), 'iteration')} "
                 f"of outputs, inputs={shown(spec.inputs)} {counted(len(feeds), 'feed')}: "
                 "give the inputs the outputs were made from (polygraphy run --save-inputs "
                 "with the same --iterations)"
             )
     else:
         raise InputDataError(
-            f"reference={path.name!r} holds no inputs: give the inputs its outputs were made "
+            f"reference={_as_given(path)!r} holds no inputs: give the inputs its outputs were made "
             "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
         )
     problem = inputs_problem(None, feeds, case.shapes, iterations=len(feeds))
     if problem is not None:  # the inputs the outputs were made from decide the shapes
-        raise InputDataError(f"reference={path.name!r}: {problem.replace('stored', 'saved')}")
+        raise InputDataError(f"reference={_as_given(path)!r}: {problem.replace('stored', 'saved')}")
     own = {layer.tensor for layer in getattr(target, "layers", None) or [] if layer.model_output}
     if spec.outputs == "all" and own and set(iterations[0].outputs) <= own:
         raise InputDataError(
-            f"reference={path.name!r} holds the model's outputs only "
+            f"reference={_as_given(path)!r} holds the model's outputs only "
             f"({', '.join(iterations[0].outputs)}); outputs='all' compares every layer: save "
             "every tensor (polygraphy run --onnx-outputs mark all --save-outputs)"
         )
@@ -83,6 +83,7 @@ def run_golden(
     cases: Any, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
 ) -> Outcome:
     """golden=True: the target against the stored golden, or (updating) write it."""
+    __tracebackhide__ = user_code_raised
     # first the runner: what cannot run here skips, whether or not its golden exists
     target = cases.as_export(spec, case, cases.runner(spec, case.target, case.precision, case))
     mark = len(target.inference_times)
@@ -152,3 +153,12 @@ def shown(inputs: Any) -> str:
     if isinstance(inputs, (str, os.PathLike)):
         return repr(Path(inputs).name)
     return f"({type(inputs).__name__})"
+
+
+def _as_given(path: Path) -> str:
+    """A saved reference as the user wrote it, near enough: relative to the working folder
+    where it lies under it ('saved/outputs.json'), else the whole path."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
