@@ -135,6 +135,10 @@ def test_a_torchscript_or_torch_export_file(models, capsys, monkeypatch):
     for path in ("twin.pt", "twin.pt2"):
         code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", path, "--inputs", "x:[2,4]")
         assert code == 0 and "PASSED torch-fp32-bs2" in out, out
+        code, out, _ = run(
+            capsys, "m.onnx", "--onnxrt", "--torch", path, "--inputs", "x:[2,4]", "--fp16"
+        )
+        assert code == 0 and "PASSED torch-fp16-bs2" in out, out  # its weights cast too
     code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "gone.pt", "--inputs", "x:[2,4]")
     assert code == 2 and "torch runner: " in out and "gone.pt does not exist" in out
     argv = ["m.onnx", "--onnxrt", "--torch", "twin.pt2", "--inputs", "x:[2,4]"]
@@ -165,7 +169,10 @@ def test_a_torch_module_by_its_factory(models, capsys):
         ),
         (["m.onnx", "--onnxrt", "oops"], "trtcompare: --onnxrt takes no value (got 'oops')"),
         (["m.onnx", "--torch", "twin:nope", "--onnxrt"], "trtcompare: --torch twin:nope: "),
-        (["m.onnx", "--onnxrt", "--atol", "big"], "trtcompare: --atol big: 'big' is not a value"),
+        (
+            ["m.onnx", "--onnxrt", "--atol", "big"],
+            "trtcompare: --atol big: 'big' is not a number; give VALUE, or NAME:VALUE",
+        ),
         (
             ["m.onnx", "--onnxrt", "--atol", "-1"],
             "trtcompare: --atol -1: atol must be finite and >= 0",
@@ -520,3 +527,14 @@ def test_save_outputs_writes_a_golden_or_npz_by_its_suffix(models, capsys):
     assert code == 2
     assert "--save-outputs two.npz: an .npz holds one iteration, this run made 2" in err
     assert not (models / "two.npz").exists()
+
+
+def test_a_warning_is_one_line_of_the_command(models, capsys):
+    code, _, err = run(
+        capsys, "m.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[2,4]", "--atol", "yy:1"
+    )
+    assert code == 0
+    assert err == (
+        "trtcompare: warning: tolerance given for output(s) ['yy'] that the comparison does "
+        "not have; did you mean 'y'? (1 output)\n"
+    )

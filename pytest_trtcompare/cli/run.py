@@ -181,7 +181,12 @@ def _per_output(
             found[name] = parse(text)
             Tolerance(**{key: found[name] if at is None else at for key, at in field.items()})
         except ValueError as exc:
-            why = str(exc) if isinstance(exc, ToleranceError) else f"{text!r} is not a value"
+            why = (
+                str(exc)
+                if isinstance(exc, ToleranceError)
+                else f"{text!r} is not a number; give VALUE, or NAME:VALUE for one output "
+                "(logits:1e-3)"
+            )
             raise TrtCompareError(f"{flag} {value}: {why}") from None
     return found
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,6 +207,11 @@ class TorchRunner(Runner):
             # never change the user's module: a copy of its structure with tensors of its own
             # (Module.to would cast the user's parameters in place, through the Parameter
             # objects a plain copy shares)
+            if isinstance(model, torch.jit.ScriptModule):  # its copy ignores the memo
+                with warnings.catch_warnings():  # Module.to reads a scripted tensor's .grad
+                    warnings.filterwarnings("ignore", "The .grad attribute of a Tensor")
+                    copied = copy.deepcopy(model).to(device=self.device, dtype=self.dtype)
+                return copied.eval()
             tensors = [*model.parameters(), *model.buffers()]
             return copy.deepcopy(model, {id(t): self._cast(t) for t in tensors}).eval()
         if callable(model):
