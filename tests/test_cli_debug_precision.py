@@ -113,7 +113,7 @@ def test_no_passing_set_exits_1(tmp_path, capsys):
         (["--check", "nosuch=0.5"], "--check 'nosuch=0.5': 'nosuch' is not a check"),
         (["--check", "atol=abc"], "atol='abc'"),
         (["--atol", "-1"], "--atol/--rtol: atol must be finite and >= 0"),
-        (["--shapes", "x1x64"], "--shapes 'x1x64' is not NAME:DxDx"),
+        (["--shapes", "x1x64"], "--shapes x1x64: cannot read 'x1x64': give NAME:1x3x224x224"),
         (["--shapes", "x:1x3"], "shape (1, 3) given for input 'x' does not fit"),
         (["--shapes", "y:1x64"], "shapes name input(s) ['y'] that the model does not have"),
         (["--runner", "nope"], "unknown framework 'nope'"),
@@ -131,3 +131,20 @@ def test_a_missing_model_and_a_bad_precision_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["debug-precision", str(tmp_path / "nope.onnx"), "--precision", "int8"])
     assert exit_info.value.code == 2
+
+
+def test_shapes_as_run_takes_them_and_a_dynamic_input_is_named_with_the_flag(tmp_path, capsys):
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["n", 4])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["n", 4])
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Tanh", ["x"], ["y"])], "g", [x], [y])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "dyn.onnx")
+    argv = ["debug-precision", str(tmp_path / "dyn.onnx"), "--precision", "fp16"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "trtcompare: input x: float32[n, 4] has dynamic dimensions: give its shape with "
+        "--shapes x:[1,4]\n"
+    )
+    assert main([*argv, "--input-shapes", "x:[2,4]"]) == 0
+    assert main([*argv, "--shapes", "x:2x4"]) == 0

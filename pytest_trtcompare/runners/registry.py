@@ -83,10 +83,11 @@ _BUILTIN = {
     "callable": Builtin(f"{_RUNNERS}.callable_runner:CallableRunner"),
 }
 
-#: The documented defaults (README): the reference of a marker that names none (when
-#: listed), the runner of the fp64 check's anchor for an ONNX model (its float64
-#: conversion) and of --trt-debug-precision / `trtcompare debug-precision`, and the runner of
-#: the range scan (every intermediate tensor of the fp32 model, session/range_scan.py).
+#: The documented defaults (docs/tutorials/first-test.md): the reference of a marker that
+#: names none (when listed), the runner of the fp64 check's anchor for an ONNX model (its
+#: float64 conversion) and of --trt-debug-precision / `trtcompare debug-precision`, and the
+#: runner of the range scan (every intermediate tensor of the fp32 model,
+#: session/range_scan.py).
 DEFAULT_REFERENCE = "onnxrt"
 FLOAT64_ONNX_RUNNER = "onnxref"
 DEBUG_PRECISION_RUNNER = "onnxref"

@@ -34,6 +34,7 @@ from ..errors import (
     ModelLoadError,
     RunnerSkip,
     TrtCompareError,
+    user_code_raised,
 )
 from ..goldens import Golden
 from ..inputs import Feed
@@ -256,15 +257,18 @@ class CaseRunner:
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
         """Target against the reference framework on every feed."""
-        return _guarded(lambda: self._run(spec, case))
+        __tracebackhide__ = user_code_raised
+        return _guarded(functools.partial(self._run, spec, case))
 
     def run_golden(
         self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
     ) -> Outcome:
         """golden=True: the target against the stored golden, or (updating) write it."""
-        return _guarded(lambda: stored_runs.run_golden(self, spec, case, path, goldens))
+        __tracebackhide__ = user_code_raised
+        return _guarded(functools.partial(stored_runs.run_golden, self, spec, case, path, goldens))
 
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
+        __tracebackhide__ = user_code_raised
         if spec.reference_path is not None:
             return stored_runs.run_saved(self, spec, case, Path(spec.reference_path))
         if self.calibrate > spec.iterations and spec.inputs is None:
@@ -491,6 +495,7 @@ def _float64_model_failed(exc: InferenceError | ModelLoadError) -> TrtCompareErr
 def _guarded(run: Any) -> Outcome:
     """What cannot run here skips, a crash fails, our own errors become the message alone;
     errors raised by user code (a callable runner, a torch module) propagate as they are."""
+    __tracebackhide__ = user_code_raised
     source = "compare_frameworks"
     try:
         outcome: Outcome = run()
