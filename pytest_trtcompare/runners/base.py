@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine import PRECISIONS, dtype_from_name
-from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
+from ..errors import (
+    FeedError,
+    PrecisionUnsupported,
+    RunnerOptionError,
+    TrtCompareError,
+    user_code_raised,
+)
 from ..vocabulary import FP64
 
 Dim = int | str | None
@@ -343,6 +349,7 @@ class Runner(abc.ABC):
 
     def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """Check the feed against `input_specs` (FeedError names the tensor) and run."""
+        __tracebackhide__ = user_code_raised
         checker = self._checker
         if checker is None and self.checks_feed:
             checker = self._checker = FeedChecker(self.input_specs())

@@ -4,7 +4,8 @@ keyword, `trtcompare` flag, choices, default, precedence and help.
 plugin/argv.py registers the flags and ini keys from it, plugin/options.py reads the session's
 values through `session_values`, session/spec.py takes the marker arguments and the fixtures
 the call keywords it declares, cli/__init__.py adds the `trtcompare` flags, and
-tests/test_option_table.py checks the README's option reference against it. A comparison
+tests/test_option_table.py checks the manual's option notes against it, and
+docs/gen_reference.py makes docs/reference/options.md from it. A comparison
 option (`compare=True`) reaches engine/compare.py `compare_with_table` as the keyword of its
 name (ARCHITECTURE.md "An option").
 
@@ -352,7 +353,7 @@ OPTIONS: list[Option] = [
     Option(
         "calibrate",
         "run every compare_frameworks case on N input draws and write the tolerances their "
-        "worst errors suggest to the tolerance file (README: Choosing tolerances)",
+        "worst errors suggest to the tolerance file (the manual: Choosing tolerances)",
         flag="--trt-calibrate",
         kind="int",
         metavar="N",
