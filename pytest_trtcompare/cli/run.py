@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -437,11 +438,13 @@ def _save_golden(
     path: Path, reference: Any, outputs: list[Any], feeds: list[Any], seed: int
 ) -> None:
     """A golden of the reference's outputs and the feeds, as the golden fixture writes one."""
-    from .. import __version__
     from ..goldens import GoldenMeta, write_golden
 
     meta = GoldenMeta(
-        precision="fp32", seed=seed, runner=reference.describe(), plugin_version=__version__
+        precision="fp32",
+        seed=seed,
+        runner=reference.describe(),
+        plugin_version=importlib.metadata.version("pytest-trtcompare"),
     )
     later = list(zip(outputs[1:], feeds[1:], strict=True))
     write_golden(path, outputs[0], feeds[0], meta, later=later)
