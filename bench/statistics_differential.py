@@ -25,7 +25,7 @@ from pytest_trtcompare.engine import Anchor, ToleranceTable, compare_with_table
 from pytest_trtcompare.reports import properties, summary
 from pytest_trtcompare.reports.document import report_json
 
-#: The documented figures of an output's result (README, SPEC)
+#: The documented figures of an output's result (docs/explanation/comparisons.md, SPEC)
 FIGURES = [
     "count",
     "mismatches",

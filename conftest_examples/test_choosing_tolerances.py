@@ -1,4 +1,4 @@
-"""Example 11: tolerances no one guesses (main README: Choosing tolerances).
+"""Example 11: tolerances no one guesses (docs/how-to/tolerances.md).
 
 - `Tolerance(check="fp64")`: the ONNX model on onnx.reference against its torch twin. The
   plugin also runs the twin at float64 and at the item's precision; the item passes when

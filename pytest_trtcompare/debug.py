@@ -1,10 +1,25 @@
 """Precision debugging, at its documented import path (`from pytest_trtcompare.debug import
 find_fp32_nodes`): the search lives in session/precision_debug.py, beside the comparisons
-that run it (`--trt-debug-precision`); `trtcompare debug-precision` is cli/debug_precision.py.
+that run it (`--trt-debug-precision`), the range scan it starts from in
+session/range_scan.py; `trtcompare debug-precision` is cli/debug_precision.py.
 """
 
 from __future__ import annotations
 
-from .session.precision_debug import PrecisionDebugResult, explain_failure, find_fp32_nodes
+from .session.precision_debug import (
+    PrecisionDebugResult,
+    explain_failure,
+    explain_range,
+    find_fp32_nodes,
+)
+from .session.range_scan import RangeFinding, RangeScan, scan_ranges
 
-__all__ = ["PrecisionDebugResult", "explain_failure", "find_fp32_nodes"]
+__all__ = [
+    "PrecisionDebugResult",
+    "RangeFinding",
+    "RangeScan",
+    "explain_failure",
+    "explain_range",
+    "find_fp32_nodes",
+    "scan_ranges",
+]

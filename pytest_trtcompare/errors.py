@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 
 class TrtCompareError(Exception):
     """Base class of every error pytest-trtcompare raises on purpose."""
@@ -105,3 +108,17 @@ class RunnerOptionError(TrtCompareError, TypeError):
 class MarkerError(TrtCompareError, ValueError):
     """A marker argument of the wrong type or value; the message names the test, the
     argument, what it got and what it takes."""
+
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def user_code_raised(excinfo: Any) -> bool:
+    """The `__tracebackhide__` of our frames between a test and the user's own code: hidden
+    when the error was raised outside this package (a callable runner's function, a module's
+    forward), so pytest shows the user's frames alone; shown for our own errors and bugs."""
+    try:
+        raised_in = Path(str(excinfo.traceback[-1].path)).resolve()
+    except (IndexError, AttributeError, OSError):
+        return False
+    return _PACKAGE not in raised_in.parents

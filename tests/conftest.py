@@ -58,7 +58,7 @@ importlib.import_module("pytest_trtcompare.plugin.session_hooks")
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that runs pytest on a scenario (the pytester fixture) is a plugin scenario:
     `-m scenario` selects them, which CI runs on both ends of the supported pytest and
-    Python versions (README: Supported versions)."""
+    Python versions (docs/development.md: Supported versions)."""
     for item in items:
         if "pytester" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.scenario)

@@ -1,6 +1,9 @@
-"""A chain of benign Add/Mul nodes with a planted fp16-unsafe pair, and helpers to run it."""
+"""A chain of benign Add/Mul nodes with a planted fp16-unsafe pair, helpers to run it, and
+`plant_overflow`: a real model with one node planted to pass fp16's 65504."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import onnx
@@ -71,3 +74,46 @@ def constant_model() -> onnx.ModelProto:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
     )
     return make(graph)
+
+
+def plant_overflow(
+    model: onnx.ModelProto, op_type: str, feed: dict[str, np.ndarray]
+) -> tuple[onnx.ModelProto, str]:
+    """`model` (changed in place, and returned) with the middle node of `op_type` among those
+    with a weight of their own planted: its weight times a power of two k that takes its
+    output past 65504 (about 4x) on `feed`, and a node `plant_rescale` (Mul by 1/k, exact)
+    after it that gives the rest its fp32 values back. Both must run in fp32 at fp16. Unnamed
+    nodes are named `<op_type>_<index>`; returns the planted node's name."""
+    import onnxruntime
+
+    from pytest_trtcompare.runners.onnx_graph import with_outputs
+
+    weights = {t.name: t for t in model.graph.initializer}
+    uses: dict[str, int] = {}
+    for index, node in enumerate(model.graph.node):
+        node.name = node.name or f"{node.op_type}_{index}"
+        for tensor in node.input:
+            uses[tensor] = uses.get(tensor, 0) + 1
+    chosen = [
+        node
+        for node in model.graph.node
+        if node.op_type == op_type
+        and len(node.input) > 1
+        and node.input[1] in weights
+        and uses[node.input[1]] == 1
+    ]
+    node = chosen[len(chosen) // 2]
+    original = node.output[0]
+    session = onnxruntime.InferenceSession(with_outputs(model, [original]).SerializeToString())
+    largest = float(np.abs(session.run([original], feed)[0]).max())
+    k = 2.0 ** math.ceil(math.log2(4 * 65504 / largest))
+    weight = weights[node.input[1]]
+    scaled = numpy_helper.to_array(weight) * np.float32(k)
+    weight.CopyFrom(numpy_helper.from_array(scaled, weight.name))
+    node.output[0] = original + "_planted"
+    model.graph.initializer.append(numpy_helper.from_array(np.float32(1 / k), "plant_inv_k"))
+    rescale = helper.make_node(
+        "Mul", [node.output[0], "plant_inv_k"], [original], name="plant_rescale"
+    )
+    model.graph.node.insert(list(model.graph.node).index(node) + 1, rescale)
+    return model, node.name

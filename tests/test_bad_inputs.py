@@ -114,7 +114,7 @@ def test_a_golden_holding_a_pickled_object_array_is_refused(pytester):
             [],
             "[pytest]\ntrtcompare_tolerances =\n    fp16: atol=1e-2 rtl=1e-2\n",
             "*trtcompare_tolerances line 'fp16: atol=1e-2 rtl=1e-2': "
-            "'rtl=1e-2' is not FIELD=VALUE*",
+            "'rtl=1e-2' is not FIELD=VALUE*(did you mean 'rtol'?)",
         ),
         (
             ["--trt-atol", "-1"],

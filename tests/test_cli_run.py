@@ -135,6 +135,10 @@ def test_a_torchscript_or_torch_export_file(models, capsys, monkeypatch):
     for path in ("twin.pt", "twin.pt2"):
         code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", path, "--inputs", "x:[2,4]")
         assert code == 0 and "PASSED torch-fp32-bs2" in out, out
+        code, out, _ = run(
+            capsys, "m.onnx", "--onnxrt", "--torch", path, "--inputs", "x:[2,4]", "--fp16"
+        )
+        assert code == 0 and "PASSED torch-fp16-bs2" in out, out  # its weights cast too
     code, out, _ = run(capsys, "m.onnx", "--onnxrt", "--torch", "gone.pt", "--inputs", "x:[2,4]")
     assert code == 2 and "torch runner: " in out and "gone.pt does not exist" in out
     argv = ["m.onnx", "--onnxrt", "--torch", "twin.pt2", "--inputs", "x:[2,4]"]
@@ -165,7 +169,10 @@ def test_a_torch_module_by_its_factory(models, capsys):
         ),
         (["m.onnx", "--onnxrt", "oops"], "trtcompare: --onnxrt takes no value (got 'oops')"),
         (["m.onnx", "--torch", "twin:nope", "--onnxrt"], "trtcompare: --torch twin:nope: "),
-        (["m.onnx", "--onnxrt", "--atol", "big"], "trtcompare: --atol big: 'big' is not a value"),
+        (
+            ["m.onnx", "--onnxrt", "--atol", "big"],
+            "trtcompare: --atol big: 'big' is not a number; give VALUE, or NAME:VALUE",
+        ),
         (
             ["m.onnx", "--onnxrt", "--atol", "-1"],
             "trtcompare: --atol -1: atol must be finite and >= 0",
@@ -501,3 +508,33 @@ def test_onnx_outputs_names_inner_tensors_as_polygraphy_marks_them(models, capsy
     assert 'outputs=["h", "y"],' in (models / "test_inner.py").read_text()
     code, out, _ = run(capsys, *argv[:-2], "hh")
     assert code == 2 and "has no output(s) ['hh']" in out
+
+
+def test_save_outputs_writes_a_golden_or_npz_by_its_suffix(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--inputs", "x:[2,4]", "--validate"]
+    assert run(capsys, *argv, "--iterations", "2", "--save-outputs", "ref.safetensors")[0] == 0
+    saves = ["--save-outputs", "ref.npz", "--save-inputs", "in.json"]
+    assert run(capsys, *argv, *saves)[0] == 0
+    for saved in (["ref.safetensors"], ["ref.npz", "--load-inputs", "in.json"]):
+        code, out, _ = run(capsys, "changed.onnx", *argv[1:], "--load-outputs", *saved)
+        assert code == 1 and f"vs saved {saved[0]}" in out, out
+        assert run(capsys, "m.onnx", *argv[1:], "--load-outputs", *saved)[0] == 0
+    capsys.readouterr()
+    assert main(["show", "ref.safetensors"]) == 0  # a golden of 2 iterations with its inputs
+    shown = capsys.readouterr().out
+    assert "iteration 1" in shown and "x" in shown
+    code, _, err = run(capsys, *argv, "--iterations", "2", "--save-outputs", "two.npz")
+    assert code == 2
+    assert "--save-outputs two.npz: an .npz holds one iteration, this run made 2" in err
+    assert not (models / "two.npz").exists()
+
+
+def test_a_warning_is_one_line_of_the_command(models, capsys):
+    code, _, err = run(
+        capsys, "m.onnx", "--onnxrt", "--onnxref", "--inputs", "x:[2,4]", "--atol", "yy:1"
+    )
+    assert code == 0
+    assert err == (
+        "trtcompare: warning: tolerance given for output(s) ['yy'] that the comparison does "
+        "not have; did you mean 'y'? (1 output)\n"
+    )

@@ -27,16 +27,31 @@ def test_search_returns_exactly_the_planted_pair_in_logarithmic_runs(level):
     check_written(result.model)
     assert compare_outputs(run(result.model), run(model), Tolerance.for_precision(level)).passed
     assert "keep these 2 nodes in fp32: plant_add (Add), plant_sub (Sub)" in result.describe()
-    assert result.to_json() == {
+    report = result.to_json()
+    assert {k: report[k] for k in ("keep_fp32", "passed", "runs")} == {
         "keep_fp32": ["plant_add", "plant_sub"],
         "passed": True,
         "runs": result.runs,
     }
+    assert [cause["node"] for cause in report["probable_causes"]] == ["plant_add", "plant_sub"]
+    assert report["scan_runs"] == 1
 
 
 def test_runs_grow_logarithmically_with_the_node_count():
-    runs = [debug.find_fp32_nodes(planted(n, n), "fp16").runs for n in (4, 16, 64)]
+    runs = [
+        debug.find_fp32_nodes(planted(n, n), "fp16", range_scan=False).runs for n in (4, 16, 64)
+    ]
     assert runs[2] <= runs[0] + 2 * 4 + 2  # 16 times the nodes: about 2 * log2(16) more runs
+
+
+def test_the_range_scan_makes_the_runs_independent_of_the_node_count():
+    """The scan names the planted pair: all at fp16 (fail), the pair in fp32 (pass), each
+    of the two alone (fail): 4 runs whatever the length of the chain."""
+    for n in (4, 16, 64):
+        result = debug.find_fp32_nodes(planted(n, n), "fp16")
+        assert result.keep_fp32 == ("plant_add", "plant_sub") and result.runs == 4
+        assert result.scan is not None  # one fp32 run per SCAN_GROUP (64) float tensors
+        assert result.scan.runs == math.ceil(result.scan.tensors / 64)
 
 
 def test_a_set_spread_over_the_graph_is_shrunk_to_the_needed_nodes():
@@ -90,8 +105,13 @@ def test_unnamed_nodes_get_names_and_bad_precision_is_an_error():
 
 def test_explain_failure_is_the_text_for_a_report():
     text = debug.explain_failure(planted(), "fp16", "onnxref", Tolerance(atol=1e-2, rtol=1e-2))
-    assert text.startswith("precision debugging (onnxref fp16, 63 candidate nodes): keep these 2")
-    assert text.endswith("runs; the mixed model passes)")
+    causes, search = text.splitlines()[:2], text.splitlines()[2]
+    assert [line.split(" (")[0] for line in causes] == [
+        "probable cause: plant_add",
+        "probable cause: plant_sub",
+    ]
+    assert search.startswith("precision debugging (onnxref fp16, 63 candidate nodes): keep these 2")
+    assert search.endswith("(4 runs; the mixed model passes)")
     assert debug.explain_failure("missing.onnx", "fp16", "onnxref").startswith(
         "precision debugging could not run: model file"
     )

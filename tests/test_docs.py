@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pytest_trtcompare"
 ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
-#: A cited file: `engine/scan.py` (under pytest_trtcompare/) or `tests/test_layout.py`.
+#: A cited file: `engine/scan.py` (under pytest_trtcompare/), `tests/test_layout.py` or
+#: `docs/gen_reference.py`.
 CITED_PATH = r"(?<![\w/.])((?:[a-z_]+/)*[a-z_]+\.py)\b"
 NAME = r"`([A-Za-z_][\w.]*)(?:\(\))?`"
 #: A file followed by the names it defines: engine/figures.py `Worst` and `Required`.
@@ -39,7 +40,7 @@ def test_readme_opens_with_the_two_commands():
 
 
 def _cited_file(path: str) -> Path:
-    return ROOT / path if path.startswith("tests/") else PACKAGE / path
+    return ROOT / path if path.startswith(("tests/", "docs/")) else PACKAGE / path
 
 
 def test_architecture_cites_only_files_that_exist():

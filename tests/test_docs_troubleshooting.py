@@ -26,11 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
 from pytest_trtcompare.cli import main as trtcompare
+from pytest_trtcompare.goldens import write_golden, write_polygraphy_outputs
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"
 SUITE = "/home/me/suite"
@@ -60,13 +62,13 @@ def squeezed(text: str) -> str:
 # -- the suite the reproductions run on ------------------------------------------------------
 
 
-def _model(dims: list[int | str]) -> onnx.ModelProto:
-    """x float32[dims] -> Tanh -> y."""
+def _model(dims: list[int | str], output: str = "y") -> onnx.ModelProto:
+    """x float32[dims] -> Tanh -> y (or the output named)."""
     graph = helper.make_graph(
-        [helper.make_node("Tanh", ["x"], ["y"], name="tanh")],
+        [helper.make_node("Tanh", ["x"], [output], name="tanh")],
         "tiny",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, dims)],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
@@ -262,6 +264,41 @@ def test_output_of_another_model(comparison):
 )
 def test_zero_timeout(comparison):
     pass
+
+
+@pytest.mark.compare_frameworks(model=M, frameworks=BOTH, seed="1")
+def test_str_seed(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(model=M, frameworks=BOTH)
+@pytest.mark.precisions("fp61")
+def test_unknown_precision(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(model=M, frameworks=BOTH, tolerance={"check": "cosinee"})
+def test_misspelt_check(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model=M, frameworks=BOTH, tolerance={"": {"atol": 1e-3}, "atol": 1e-3}
+)
+def test_field_beside_outputs(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(model=M, frameworks=["onnxrt"], reference="run_0.json")
+def test_reference_without_inputs(comparison):
+    pass
+
+
+@pytest.mark.compare_frameworks(
+    model="classifier.onnx", frameworks=BOTH, tolerance={"logit": {"atol": 1e-3}}
+)
+def test_tolerance_of_another_output(comparison):
+    pass
 """
 
 #: Runners that crash or hang in their worker process.
@@ -305,11 +342,18 @@ def test_classifier(golden):
 class Scenario:
     files: dict[str, str]  # test modules and other text files, by path
     args: tuple[str, ...] = ()
+    prepare: Callable[[Path], None] | None = None  # writes other files into the suite's folder
+
+
+def _saved_outputs(folder: Path) -> None:
+    """run_0.json: Polygraphy outputs of model.onnx, without the inputs they were made from."""
+    x = np.zeros((2, 4), np.float32)
+    write_polygraphy_outputs(folder / "run_0.json", [{"y": np.tanh(x)}])
 
 
 #: pytest runs, by name: one run serves every entry that names it.
 SCENARIOS = {
-    "setup": Scenario({"test_models.py": SETUP}, ("-rs",)),  # -rs: the reasons of skips
+    "setup": Scenario({"test_models.py": SETUP}, ("-rs",), _saved_outputs),  # -rs: skips' reasons
     "crashes": Scenario({"test_crashes.py": CRASHES}),
     "golden missing": Scenario({"test_goldens.py": GOLDENS}),
 }
@@ -329,6 +373,7 @@ class Lab:
         pytester.syspathinsert()  # `callable:functions:off` imports functions.py from here
         onnx.save(_model([2, 4]), pytester.path / "model.onnx")
         onnx.save(_model(["batch", 4]), pytester.path / "dynamic.onnx")
+        onnx.save(_model([2, 4], output="logits"), pytester.path / "classifier.onnx")
         pytester.makepyfile(functions=FUNCTIONS)
 
     def normalized(self, text: str) -> str:
@@ -339,6 +384,8 @@ class Lab:
     def scenario(self, name: str) -> str:
         if name not in SEEN:
             scenario = SCENARIOS[name]
+            if scenario.prepare is not None:
+                scenario.prepare(self.pytester.path)
             SEEN[name] = (self.pytest(*scenario.args, files=scenario.files), self.ret)
         text, self.ret = SEEN[name]
         return text
@@ -442,6 +489,24 @@ def _setup(lab: Lab) -> str:
     return lab.scenario("setup")
 
 
+def _tolerance_of_another_output(lab: Lab) -> str:
+    """The warning's entry says the test passes, its output under the default tolerance."""
+    printed = lab.scenario("setup")
+    passed = r"ok test_tolerance_of_another_output\[onnxref-fp32\] :: logits abs \S+ rel \S+"
+    assert re.search(rf"{passed} elemwise atol=1e-05 rtol=1e-05 \(default\)", printed)
+    return printed
+
+
+def _check_other_iterations(lab: Lab) -> str:
+    """A golden of 2 iterations, checked against outputs of 1."""
+    x = np.zeros((2, 4), np.float32)
+    first, second = {"x": x}, {"x": x + 1}
+    path = lab.pytester.path / "golden.safetensors"
+    write_golden(path, {"y": np.tanh(x)}, first, {}, later=[({"y": np.tanh(x + 1)}, second)])
+    np.savez(lab.pytester.path / "outputs.npz", y=np.tanh(x))
+    return lab.cli("check", "golden.safetensors", "outputs.npz")
+
+
 #: Entry heading -> the function that makes its message happen.
 REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
     # marker and fixture arguments
@@ -456,6 +521,10 @@ REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
     "A runner option the runner does not take": _setup,
     "A bare shape in @pytest.mark.shapes": _setup,
     "The comparison fixture without the marker": _setup,
+    "A marker argument of the wrong type": _setup,
+    "An unknown precision in @pytest.mark.precisions": _setup,
+    "A check name that is not one": _setup,
+    "A tolerance field beside output names": _setup,
     # command-line options and ini keys
     "An unknown precision": lambda lab: lab.options("--trt-precision", "fp17"),
     "A negative tolerance on the command line": lambda lab: lab.options("--trt-atol=-1"),
@@ -478,6 +547,7 @@ REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
     "A damaged golden": _golden_damaged,
     "Unused goldens under --trt-strict-goldens": _golden_unused,
     "The reference file does not exist": _setup,
+    "A reference that holds no inputs": _setup,
     # frameworks and runners
     "A framework that is not installed": _tensorrt_missing_skip,
     "The model file does not exist": _setup,
@@ -494,6 +564,7 @@ REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
     "Outputs out of tolerance": _setup,
     "A negative tolerance in a call": _setup,
     "An output name the result does not have": _setup,
+    "A tolerance for an output the model does not have": _tolerance_of_another_output,
     # the fp64 check, calibration, drift
     "The fp64 check against a golden": _setup,
     "A tolerance file that does not exist": lambda lab: lab.options(
@@ -529,12 +600,16 @@ REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
     "run: a value out of range": lambda lab: lab.cli(
         "run", "model.onnx", "--onnxrt", "--onnxref", "--atol", "-1"
     ),
+    "run: a value that is not a number": lambda lab: lab.cli(
+        "run", "model.onnx", "--onnxrt", "--atol", "abc"
+    ),
     "show, diff: a file that does not exist": lambda lab: lab.cli(
         "diff", "outputs.npz", "goldens/test_m/test_x.safetensors"
     ),
     "check: a golden path that is no golden": lambda lab: lab.cli(
         "check", "outputs.npz", "golden.safetensors"
     ),
+    "check: a golden of another number of iterations": _check_other_iterations,
 }
 
 
@@ -555,6 +630,8 @@ EXIT_STATUS = {
     "run: a model that does not exist": 2,
     "run: a target that cannot run here": 2,
     "check: a golden path that is no golden": 2,
+    "run: a value that is not a number": 2,
+    "check: a golden of another number of iterations": 2,
 }
 
 

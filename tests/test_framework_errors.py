@@ -195,3 +195,20 @@ def test_a_failure_raised_while_handling_another_names_both():
         with pytest.raises(ValueError) as info:
             action()
         assert library_line(info.value) == expected
+
+
+def test_a_torchscript_error_is_said_by_its_last_line():
+    from pytest_trtcompare.runners.failures import library_line
+
+    text = (
+        "The following operation failed in the TorchScript interpreter.\n"
+        "Traceback of TorchScript, serialized code (most recent call last):\n"
+        '  File "code/__torch__.py", line 10, in forward\n'
+        "    return (c).forward(x, )\n\n"
+        "RuntimeError: Input type (torch.FloatTensor) and weight type (torch.HalfTensor) "
+        "should be the same\n"
+    )
+    assert library_line(RuntimeError(text)) == (
+        "RuntimeError: Input type (torch.FloatTensor) and weight type "
+        "(torch.HalfTensor) should be the same"
+    )

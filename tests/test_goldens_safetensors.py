@@ -1,5 +1,6 @@
 """Goldens are safetensors files (issue 27): the libraries users already have open them, as the
-README and docs/GOLDEN_FORMAT.md say; what safetensors has no dtype for is still stored."""
+docs/tutorials/goldens.md and docs/GOLDEN_FORMAT.md say; what safetensors has no dtype for is
+still stored."""
 
 from __future__ import annotations
 

@@ -322,15 +322,20 @@ def test_listing_counts_the_rest():
 
 
 # -- the marker path's memory bound -------------------------------------------------------------
-def test_marker_path_fetches_a_group_at_a_time_and_caches_no_layers(monkeypatch):
+def test_marker_path_fetches_groups_within_the_budget_and_caches_no_layers(monkeypatch):
+    """layer_budget="1KiB": tensors of 2x32 float32 (256 B a side, 512 B both) two a group,
+    the last ones of 2x8 with them."""
     from pytest_trtcompare.runners.onnxrt import OnnxRuntimeRunner
 
     asked: list[int] = []
+    held: list[int] = []
 
     class RecordingRunner(OnnxRuntimeRunner):
         def _infer(self, feed):
             asked.append(len(self.wanted_outputs()))
-            return super()._infer(feed)
+            outputs = super()._infer(feed)
+            held.append(sum(value.nbytes for value in outputs.values()))
+            return outputs
 
     real_create = runners.create
     monkeypatch.setattr(
@@ -342,18 +347,16 @@ def test_marker_path_fetches_a_group_at_a_time_and_caches_no_layers(monkeypatch)
             else real_create(name, model, precision, **options)
         ),
     )
-    monkeypatch.setattr(layer_runs, "LAYER_GROUP", 2)
     from .onnx_models import layer_chain
 
-    spec = compare_spec(
-        (), {"model": layer_chain(), "frameworks": ["onnxrt", "onnxref"], "outputs": "all"}, "t"
-    )
+    arguments = {"frameworks": ["onnxrt", "onnxref"], "outputs": "all", "layer_budget": "1KiB"}
+    spec = compare_spec((), {"model": layer_chain(), **arguments}, "t")
     runner = cases.CaseRunner(ToleranceSettings())
     outcome = runner.run(spec, Case("onnxref", "fp32", {"x": (2, 16)}, "bs2", ({"x": (2, 16)},)))
     assert outcome.kind.value == "passed", outcome.message
     assert len(outcome.results[0].outputs) == 12
-    assert asked and max(asked) <= 2  # never all layers at once
-    assert len(asked) == 6
+    assert asked == [2, 2, 2, 2, 4]  # never all layers at once
+    assert max(held) * 2 <= 1024  # both sides' tensors of a group within the budget
     assert not runner._expected  # the reference's all-layer outputs are not cached
 
 

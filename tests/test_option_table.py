@@ -1,7 +1,8 @@
 """session/option_table.py declares every option once: the flags and ini keys registered,
-the marker arguments and call keywords taken, the `trtcompare` flags and the README's option
-reference all come from (or are checked against) it; an option declared in a test module is a
-flag, an ini key, a marker argument and a call keyword with nothing else written."""
+the marker arguments and call keywords taken, the `trtcompare` flags and the manual's option
+notes (docs/reference/option-notes.md) all come from (or are checked against) it; an option
+declared in a test module is a flag, an ini key, a marker argument and a call keyword with
+nothing else written."""
 
 from __future__ import annotations
 
@@ -15,24 +16,25 @@ from pytest_trtcompare.cli import main
 from pytest_trtcompare.session.option_table import OPTIONS, Option, resolve
 from tests.pytester_helpers import XDIST_SLOW, run
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+NOTES = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "option-notes.md").read_text()
 
 
 def _options_reference() -> str:
-    """The README's table of options and ini keys."""
-    start = README.index("| option / ini | meaning | state |")
-    return README[start : README.index("\n\n", start)]
+    """The table of options and ini keys of docs/reference/option-notes.md (the table made
+    from OPTIONS, docs/reference/options.md, is checked by tests/test_docs_reference.py)."""
+    start = NOTES.index("| option / ini | meaning | state |")
+    return NOTES[start : NOTES.index("\n\n", start)]
 
 
 @pytest.mark.parametrize("declared", OPTIONS, ids=lambda o: o.name)
-def test_the_readme_option_reference_names_each_flag_and_ini_key(declared):
+def test_the_option_notes_name_each_flag_and_ini_key(declared):
     reference = _options_reference()
     for name in (declared.flag, declared.ini):
         if name is not None:
-            assert re.search(rf"`{re.escape(name)}[`=\s]", reference), f"README lacks {name}"
+            assert re.search(rf"`{re.escape(name)}[`=\s]", reference), f"the notes lack {name}"
 
 
-def test_every_flag_and_ini_key_of_the_readme_reference_is_declared():
+def test_every_flag_and_ini_key_of_the_option_notes_is_declared():
     reference = _options_reference()
     declared = {o.flag for o in OPTIONS} | {o.ini for o in OPTIONS}
     written = set(re.findall(r"`(--trt-[a-z0-9-]+)", reference))

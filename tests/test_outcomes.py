@@ -417,6 +417,13 @@ def test_complex_output():
 def test_user_code_keeps_its_traceback(runners):
     runner = runners.callable(broken_user_code, input_specs=SPECS)
     runner.infer({"x": np.ones(4, np.float32)})
+
+@pytest.mark.compare_frameworks(model="model.onnx", frameworks=["onnxref", "callable"],
+                                reference="onnxref", models={"callable": broken_user_code},
+                                options={"callable": {"input_specs": {"x": DYNAMIC}}})
+@pytest.mark.shapes({"x": (1, 8)})
+def test_marker_user_code(comparison):
+    pass
 """
 
 
@@ -425,7 +432,7 @@ def test_5_own_errors_show_the_message_alone(pytester, xdist):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_errors=OWN_ERRORS)
     result = run(pytester, "-rA", *xdist)
-    result.assert_outcomes(errors=3, failed=1)
+    result.assert_outcomes(errors=4, failed=1)
     result.stdout.fnmatch_lines_random(
         [
             "ERROR test_errors.py::test_wrong_input_name[[]onnxref-fp32-bs1[]] - *shapes name "
@@ -437,13 +444,14 @@ def test_5_own_errors_show_the_message_alone(pytester, xdist):
             " output 'y' (test_errors:complex_out) is a complex tensor*",
             "FAILED test_errors.py::test_user_code_keeps_its_traceback - ValueError: the user's "
             "model code broke",
+            "ERROR test_errors.py::test_marker_user_code[[]callable-fp32-bs1[]] - ValueError: "
+            "the user's model code broke",
             "*raise ValueError*",  # the user's own line is shown
         ]
     )
     out = result.stdout.str()
-    own = [line for line in out.splitlines() if "pytest_trtcompare/" in line]
-    # only the runner's own call frames, between the user's test and the user's function
-    assert all("pytest_trtcompare/runners/" in line for line in own), own
+    # the user's frames alone: none of ours between the test and the user's function
+    assert [line for line in out.splitlines() if "pytest_trtcompare/" in line] == []
 
 
 ERRORS_IN_A_BODY = """

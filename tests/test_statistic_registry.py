@@ -1,6 +1,6 @@
 """A statistic of one's own, defined in a test module and registered there, reaches the
 result, the failure report, the pass line, the JSON report and the JUnit properties without
-another file changed (ARCHITECTURE.md "A statistic": its module, its test, a README line)."""
+another file changed (ARCHITECTURE.md "A statistic": its module, its test, a line of the manual)."""
 
 from __future__ import annotations
 
@@ -200,8 +200,8 @@ def test_a_statistic_that_raises_is_named_with_the_output(registered):
 
 @pytest.mark.parametrize("torch_path", [False, True])
 def test_bit_equal_sides_feed_empty_arrays_of_the_chunks_namespace(registered, torch_path):
-    """The README's example sums `chunk.xp` arrays: a bit-equal chunk's empty arrays are of
-    that namespace too (torch's on the torch path)."""
+    """The example of docs/how-to/statistic.md sums `chunk.xp` arrays: a bit-equal chunk's
+    empty arrays are of that namespace too (torch's on the torch path)."""
     torch = pytest.importorskip("torch")
     from pytest_trtcompare.engine.tuning import TUNING
 

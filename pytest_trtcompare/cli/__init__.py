@@ -17,6 +17,7 @@ import os
 import platform
 import shlex
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -467,12 +468,20 @@ def versions() -> str:
     return f"trtcompare (pytest-trtcompare) {version}\n{', '.join(found)}"
 
 
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    """A warning as one line of the command's ('trtcompare: warning: ...'), not Python's
+    with the source line that raised it."""
+    print(f"trtcompare: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:  # argparse reports these with the top-level usage: show the command's
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        return int(args.run(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(args.run(args))
     except BrokenPipeError:  # `trtcompare show G | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush fails silently

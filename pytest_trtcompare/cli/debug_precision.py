@@ -18,23 +18,24 @@ import onnx
 from .. import runners
 from ..engine import FIELD_NAMES, METRICS, Tolerance
 from ..errors import InputDataError, ToleranceError
-from ..session.settings import is_metric_spec, parse_metric, parse_tolerance_fields
+from ..session.settings import (
+    is_metric_spec,
+    parse_input_shapes,
+    parse_metric,
+    parse_tolerance_fields,
+)
 
 
 def parse_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
-    """['x:1x3x224x224', ...] -> {'x': (1, 3, 224, 224)}; the name may contain ':'."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    for value in values:
-        for item in value.split(","):
-            name, sep, dims = item.strip().rpartition(":")
-            try:
-                shape = tuple(int(d) for d in dims.lower().split("x")) if dims else ()
-            except ValueError:
-                shape = ()
-            if not sep or not name or not shape or min(shape) < 0:
-                raise InputDataError(f"--shapes {item!r} is not NAME:DxDx... (e.g. x:1x3x224x224)")
-            shapes[name] = shape
-    return shapes
+    """--shapes as `trtcompare run --input-shapes` takes them: 'x:1x3x224x224,y:2x5' or
+    Polygraphy's 'x:[1,3,224,224] y:[2,5]'."""
+    if not values:
+        return {}
+    text = " ".join(values)
+    try:
+        return parse_input_shapes(text)
+    except ValueError as exc:
+        raise InputDataError(f"--shapes {text}: {exc}") from None
 
 
 def parse_check(text: str) -> Tolerance:
@@ -71,9 +72,24 @@ def run(args: argparse.Namespace) -> int:
     tolerance = tolerances(args)
     log = None if args.json else (lambda line: print(line, file=sys.stderr))
     started = time.perf_counter()
-    result = precision_debug.find_fp32_nodes(
-        args.model, args.precision, args.runner, tolerance, shapes or None, log=log
-    )
+    try:
+        result = precision_debug.find_fp32_nodes(
+            args.model,
+            args.precision,
+            args.runner,
+            tolerance,
+            shapes or None,
+            log=log,
+            range_scan=not args.no_range_scan,
+        )
+    except InputDataError as exc:
+        if exc.shape_needed is None:
+            raise
+        problem, name, example = exc.shape_needed
+        example_text = ",".join(map(str, example))
+        raise InputDataError(
+            f"{problem}: give its shape with --shapes {name}:[{example_text}]"
+        ) from None
     seconds = time.perf_counter() - started
     if args.output:
         onnx.save_model(result.model, args.output)
@@ -110,10 +126,25 @@ def add_parser(commands: Any) -> None:
         "'check=mean atol=1e-3' (repeatable)",
     )
     parser.add_argument(
-        "--shapes", action="append", default=[], metavar="NAME:1x3x224x224", help="input shapes"
+        "--shapes",
+        "--input-shapes",
+        dest="shapes",
+        action="append",
+        default=[],
+        metavar="NAME:1x3x224x224",
+        help="input shapes (NAME:[1,3,224,224] too, as trtcompare run takes them)",
     )
     parser.add_argument("-o", "--output", type=Path, help="write the mixed-precision model here")
     parser.add_argument(
-        "--json", action="store_true", help='print {"keep_fp32": [...], "passed": ..., "runs": N}'
+        "--no-range-scan",
+        action="store_true",
+        help="search by bisection alone, not from the nodes the range scan names (one fp32 "
+        "run per 64 tensors that names the probable causes)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"keep_fp32": [...], "passed": ..., "runs": N, "probable_causes": [...], '
+        '"scan_runs": N}',
     )
     parser.set_defaults(run=run)

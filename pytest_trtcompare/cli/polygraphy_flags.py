@@ -16,7 +16,10 @@ class Flag(NamedTuple):
 
 
 _TF = "TensorFlow models are not supported (ONNX, torch, OpenVINO IR, TensorRT engines)"
-_TRT_BUILD = "a TensorRT builder setting: give it as the trt runner's option in a test"
+_TRT_BUILD = "a TensorRT builder setting the trt runner does not offer yet"
+_TRT_SHAPES = "the trt runner builds one profile covering every shape set of the test"
+_TIMING = 'options={"trt": {"timing_cache": "FILE"}}'
+_TIMING_WHY = "the trt runner's timing_cache option, in a test: it loads and saves the file"
 _NOT_YET = "not offered yet"
 _LOG = "logging is pytest's: -v / -q, --log-cli-level"
 
@@ -62,9 +65,9 @@ FLAGS = (
     Flag("--fp-to-fp16", "--fp16", 'precisions("fp16") on an onnxrt target'),
     Flag("--providers", "", 'options={"onnxrt": {"providers": [...]}}', _NOT_YET),
     Flag("--graph-optimization-level", "", 'options={"onnxrt": {...}}', _NOT_YET),
-    Flag("--trt-min-shapes", "", "@pytest.mark.shapes (a profile of every set)", _TRT_BUILD),
-    Flag("--trt-opt-shapes", "", "@pytest.mark.shapes (a profile of every set)", _TRT_BUILD),
-    Flag("--trt-max-shapes", "", "@pytest.mark.shapes (a profile of every set)", _TRT_BUILD),
+    Flag("--trt-min-shapes", "", "@pytest.mark.shapes (a profile of every set)", _TRT_SHAPES),
+    Flag("--trt-opt-shapes", "", "@pytest.mark.shapes (a profile of every set)", _TRT_SHAPES),
+    Flag("--trt-max-shapes", "", "@pytest.mark.shapes (a profile of every set)", _TRT_SHAPES),
     Flag("--tf32", "--tf32", 'precisions("tf32"), --trt-precision tf32'),
     Flag("--fp16", "--fp16", 'precisions("fp16"), --trt-precision fp16'),
     Flag("--bf16", "--bf16", 'precisions("bf16"), --trt-precision bf16'),
@@ -84,7 +87,7 @@ FLAGS = (
     Flag("--calib-base-cls", "", "", "INT8 calibration is not supported"),
     Flag("--quantile", "", "", "INT8 calibration is not supported"),
     Flag("--regression-cutoff", "", "", "INT8 calibration is not supported"),
-    Flag("--load-timing-cache", "", "", _TRT_BUILD),
+    Flag("--load-timing-cache", "", _TIMING, _TIMING_WHY),
     Flag("--error-on-timing-cache-miss", "", "", _TRT_BUILD),
     Flag("--disable-compilation-cache", "", "", _TRT_BUILD),
     Flag("--save-tactics", "", "", _TRT_BUILD),
@@ -97,7 +100,12 @@ FLAGS = (
     Flag("--strip-plan", "", "", _TRT_BUILD),
     Flag("--use-dla", "", "", "DLA is not supported"),
     Flag("--allow-gpu-fallback", "", "", "DLA is not supported"),
-    Flag("--pool-limit", "", "", _TRT_BUILD),
+    Flag(
+        "--pool-limit",
+        "",
+        'options={"trt": {"workspace_bytes": N}}',
+        "the workspace pool is the trt runner's workspace_bytes option, in a test",
+    ),
     Flag("--preview-features", "", "", _TRT_BUILD),
     Flag("--builder-optimization-level", "", "", _TRT_BUILD),
     Flag("--hardware-compatibility-level", "", "", _TRT_BUILD),
@@ -126,7 +134,7 @@ FLAGS = (
     Flag("--mark-debug", "", 'outputs="all"', "per layer marks the ONNX tensors"),
     Flag("--mark-unfused-tensors-as-debug-tensors", "", 'outputs="all"', "per layer marks"),
     Flag("--save-engine", "", "--trt-engine-cache DIR", "engines are cached by the plugin"),
-    Flag("--save-timing-cache", "", "", _TRT_BUILD),
+    Flag("--save-timing-cache", "", _TIMING, _TIMING_WHY),
     Flag("--load-runtime", "", "", _TRT_BUILD),
     Flag("--dla-workspace-allocation-strategy", "", "", "DLA is not supported"),
     Flag("--optimization-profile", "", "", "one profile holds every shape set"),

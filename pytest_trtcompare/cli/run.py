@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .. import runners
 from ..engine import STAT_CHECKS, Tolerance
@@ -179,7 +182,12 @@ def _per_output(
             found[name] = parse(text)
             Tolerance(**{key: found[name] if at is None else at for key, at in field.items()})
         except ValueError as exc:
-            why = str(exc) if isinstance(exc, ToleranceError) else f"{text!r} is not a value"
+            why = (
+                str(exc)
+                if isinstance(exc, ToleranceError)
+                else f"{text!r} is not a number; give VALUE, or NAME:VALUE for one output "
+                "(logits:1e-3)"
+            )
             raise TrtCompareError(f"{flag} {value}: {why}") from None
     return found
 
@@ -395,7 +403,8 @@ def pytest_command(
 
 def _save(args: argparse.Namespace, cases: Any, spec: Any, case: Any) -> None:
     """--save-inputs, --save-outputs: the feeds, and the reference runner's outputs on them,
-    as `polygraphy run --load-inputs / --load-outputs` reads them."""
+    as `polygraphy run --load-inputs / --load-outputs` reads them; --save-outputs to a
+    .safetensors path writes a golden (with the inputs), to .npz one iteration's arrays."""
     from ..goldens import write_polygraphy_inputs, write_polygraphy_outputs
 
     if args.save_outputs and spec.reference_path is not None:
@@ -403,12 +412,42 @@ def _save(args: argparse.Namespace, cases: Any, spec: Any, case: Any) -> None:
     if spec.outputs == "all":
         raise TrtCompareError("--save-outputs/--save-inputs with --onnx-outputs mark all: not yet")
     reference, outputs, _ = cases.expected(spec, case)
+    feeds = cases.feeds(spec, reference, case)
     if args.save_inputs:
-        write_polygraphy_inputs(Path(args.save_inputs), cases.feeds(spec, reference, case))
+        write_polygraphy_inputs(Path(args.save_inputs), feeds)
         print(f"wrote {args.save_inputs} (--load-inputs {args.save_inputs})")
-    if args.save_outputs:
-        write_polygraphy_outputs(Path(args.save_outputs), outputs, reference.name)
-        print(f"wrote {args.save_outputs} ({reference.name}; --load-outputs {args.save_outputs})")
+    if not args.save_outputs:
+        return
+    path = Path(args.save_outputs)
+    suffix = path.suffix.lower()
+    if suffix in (".safetensors", ".golden"):
+        _save_golden(path, reference, outputs, feeds, spec.seed)
+    elif suffix == ".npz":
+        if len(outputs) > 1:
+            raise TrtCompareError(
+                f"--save-outputs {path}: an .npz holds one iteration, this run made "
+                f"{len(outputs)}: save them as Polygraphy JSON or a golden (.safetensors)"
+            )
+        np.savez(path, **outputs[0])
+    else:
+        write_polygraphy_outputs(path, outputs, reference.name)
+    print(f"wrote {path} ({reference.name}; --load-outputs {path})")
+
+
+def _save_golden(
+    path: Path, reference: Any, outputs: list[Any], feeds: list[Any], seed: int
+) -> None:
+    """A golden of the reference's outputs and the feeds, as the golden fixture writes one."""
+    from ..goldens import GoldenMeta, write_golden
+
+    meta = GoldenMeta(
+        precision="fp32",
+        seed=seed,
+        runner=reference.describe(),
+        plugin_version=importlib.metadata.version("pytest-trtcompare"),
+    )
+    later = list(zip(outputs[1:], feeds[1:], strict=True))
+    write_golden(path, outputs[0], feeds[0], meta, later=later)
 
 
 def test_source(

@@ -75,7 +75,20 @@ def _listing_lines(result: LayerResultView, view: LayerView, listing: Listing) -
         )
     if view.unmatched:
         lines.append(unmatched_line(view.unmatched))
+    if view.over_budget:
+        lines.append(budget_line(view))
     return lines
+
+
+def budget_line(view: LayerView) -> str:
+    """The tensors larger than the per-layer memory budget: each was fetched alone."""
+    shown = ", ".join(view.label(name) for name in view.over_budget[:5])
+    more = f" (+{len(view.over_budget) - 5} more)" if len(view.over_budget) > 5 else ""
+    return (
+        f"note: {len(view.over_budget)} tensor(s) larger than the layer budget of {view.budget} "
+        f"on both sides together, each fetched and compared alone: {shown}{more} "
+        "(--trt-layer-budget)"
+    )
 
 
 def unmatched_line(names: tuple[str, ...], shown: int = 8) -> str:

@@ -33,6 +33,9 @@ class LayerView:
     #: module outputs that have no ONNX counterpart (listed, not compared)
     modules: Mapping[str, str] = field(default_factory=dict)
     unmatched: tuple[str, ...] = ()
+    #: tensors larger than the memory budget (`budget`, as text), each fetched alone
+    over_budget: tuple[str, ...] = ()
+    budget: str = ""
 
     def label(self, tensor: str) -> str:
         """'/encoder/layer.3/attn/Softmax (Softmax)', and the tensor's name after an arrow

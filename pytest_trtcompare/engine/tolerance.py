@@ -56,10 +56,11 @@ PRECISION_DEFAULTS: Mapping[str, float] = {
     "fp8": 1e-1,
 }
 
-#: Where a tolerance's field came from (README "Tolerances", precedence: option > marker /
-#: call > ini > default): the built-in value, the ini key `trtcompare_tolerances`, the command
-#: line, the compare_frameworks marker, a call (compare(..., atol=), golden.check,
-#: assert_outputs_close, compare_outputs), or a golden's stored tolerance.
+#: Where a tolerance's field came from (docs/reference/option-notes.md; precedence:
+#: option > marker / call > ini > default): the built-in value, the ini key
+#: `trtcompare_tolerances`, the command line, the compare_frameworks marker, a call
+#: (compare(..., atol=), golden.check, assert_outputs_close, compare_outputs), or a golden's
+#: stored tolerance.
 SOURCES = ("default", "ini", "calibrated", "option", "marker", "call", "golden")
 
 _TOP_K = re.compile(r"^top-(?P<k>\d+)(?:,axis=(?P<axis>-?\d+))?$")

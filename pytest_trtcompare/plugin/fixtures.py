@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..errors import TrtCompareError
+from ..errors import TrtCompareError, user_code_raised
 
 # The plugin imports this module at every pytest run: what a fixture needs (numpy, the
 # engine, the session) is imported when it first runs.
@@ -154,6 +154,7 @@ def golden(request: pytest.FixtureRequest) -> GoldenFixture:
 def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
     """Runs this item's compare_frameworks comparison (or golden write). What cannot run here
     skips and a user mistake errors, now; the verdict comes in the call phase."""
+    __tracebackhide__ = user_code_raised
     from ..session.outcome import Kind, Outcome
     from .settle import settle
     from .state import state_of
@@ -186,6 +187,7 @@ def trtcompare_case(request: pytest.FixtureRequest) -> Outcome:
 def comparison(request: pytest.FixtureRequest) -> ComparisonResult:
     """The result of this item's compare_frameworks comparison (the worst iteration). Under
     --trt-update-goldens with golden=True: the target against the golden it just wrote."""
+    __tracebackhide__ = user_code_raised
     from ..engine import ComparisonResult
 
     if request.node.get_closest_marker("compare_frameworks") is None:

@@ -180,7 +180,7 @@ def suggest(
 def to_toml(calibration: Calibration, command: str) -> str:
     lines = [
         f"# Tolerances suggested by {command}: the worst error observed x {calibration.factor:g},",
-        "# rounded up to two significant digits (README: Choosing tolerances). Review, commit,",
+        "# rounded up to two significant digits (the manual: Choosing tolerances). Review, commit,",
         "# and later runs read them as the tolerance source 'calibrated'.",
         "",
         "[calibration]",

@@ -27,6 +27,7 @@ _LAZY = {
         "registry": (
             "ENTRY_POINT_GROUP FRAMEWORK_ALIASES runners_that libraries framework_of capabilities "
             "Library DEBUG_PRECISION_RUNNER FLOAT64_ONNX_RUNNER DEFAULT_REFERENCE "
+            "RANGE_SCAN_RUNNER "
             "canonical_framework check_framework_name check_runner_options create_local "
             "known_runners runner_factory runner_options"
         ),
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         ENTRY_POINT_GROUP,
         FLOAT64_ONNX_RUNNER,
         FRAMEWORK_ALIASES,
+        RANGE_SCAN_RUNNER,
         Library,
         canonical_framework,
         capabilities,
@@ -98,6 +100,7 @@ __all__ = [
     "FLOAT64_ONNX_RUNNER",
     "FRAMEWORK_ALIASES",
     "LOW_DTYPES",
+    "RANGE_SCAN_RUNNER",
     "Computed",
     "Layer",
     "Library",

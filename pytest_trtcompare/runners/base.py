@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine import PRECISIONS, dtype_from_name
-from ..errors import FeedError, PrecisionUnsupported, RunnerOptionError, TrtCompareError
+from ..errors import (
+    FeedError,
+    PrecisionUnsupported,
+    RunnerOptionError,
+    TrtCompareError,
+    user_code_raised,
+)
 from ..vocabulary import FP64
 from .computed import Computed
 
@@ -65,6 +71,15 @@ class Layer:
     dtype: str  # numpy dtype name of the tensor
     model_output: bool = False  # one of the model's own outputs (not marked for the comparison)
     shape: tuple[int, ...] | None = None  # where the runner knows it (a torch module's output)
+
+
+def tensor_nbytes(shape: Sequence[int], dtype: str) -> int:
+    """Bytes of a tensor of this shape and numpy dtype name."""
+    try:
+        itemsize = dtype_from_name(dtype).itemsize
+    except (ValueError, TypeError):
+        itemsize = 8  # a dtype numpy does not name: count it as the widest
+    return int(np.prod(shape, dtype=np.int64)) * itemsize
 
 
 def shape_fits(spec: TensorSpec, shape: Sequence[int]) -> bool:
@@ -295,6 +310,22 @@ class Runner(abc.ABC):
         layers = self.layers
         return None if layers is None else [layer.tensor for layer in layers]
 
+    def layer_bytes(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        """Per-layer runners: the bytes of each layer's tensor for inputs of these `shapes`,
+        for those it knows before fetching them (a torch module's from its first run; an
+        ONNX model's from shape inference); a per-layer comparison fetches them in groups
+        that fit its budget (session/layer_budget.py)."""
+        return {
+            layer.tensor: tensor_nbytes(layer.shape, layer.dtype)
+            for layer in self._layers or ()
+            if layer.shape is not None
+        }
+
+    def free_device_bytes(self) -> int | None:
+        """The free memory of the device where the runner leaves the tensors it returns,
+        when that is not the host's (a torch runner on CUDA); None for the host."""
+        return None
+
     #: False when the runner cannot know its inputs (a callable without input_specs=).
     checks_feed: bool = True
     #: Whether an exception from inside `_infer` is a framework's (one InferenceError message)
@@ -319,6 +350,7 @@ class Runner(abc.ABC):
 
     def infer(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """Check the feed against `input_specs` (FeedError names the tensor) and run."""
+        __tracebackhide__ = user_code_raised
         checker = self._checker
         if checker is None and self.checks_feed:
             checker = self._checker = FeedChecker(self.input_specs())

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import PRECISIONS, as_named_array
-from ..errors import FeedError, ModelLoadError
+from ..errors import FeedError, ModelLoadError, user_code_raised
 from .base import Runner, TensorSpec, specs_from
 
 
@@ -75,6 +75,7 @@ class CallableRunner(Runner):
         return list(self._outputs)
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        __tracebackhide__ = user_code_raised
         kwargs = {"precision": self.precision} if self._takes_precision else {}
         result = self.function(dict(feed), **kwargs)
         if not isinstance(result, Mapping):

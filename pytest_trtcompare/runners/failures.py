@@ -67,7 +67,10 @@ def _first_line(error: BaseException, limit: int) -> str:
     text = str(error).strip()
     if text.startswith("[ONNXRuntimeError]"):
         text = tidy_onnxruntime_text(text)
-    first = text.splitlines()[0] if text else ""
+    lines = [line for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if first.startswith("The following operation failed in the TorchScript interpreter"):
+        return lines[-1].strip()  # its traceback, then the error at its end: 'RuntimeError: ..'
     if len(first) > limit:  # its end says most (shapes, versions): cut in the middle
         first = f"{first[: limit // 3]} ... {first[-(limit - limit // 3 - 5) :]}"
     return f"{type(error).__name__}: {first}" if first else type(error).__name__

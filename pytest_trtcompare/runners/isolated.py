@@ -25,7 +25,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -378,11 +378,21 @@ class IsolatedRunner(Runner):
         reply = self._ask(("specs_for", self._handle, list(names)), "reading its inputs")
         return list(reply[1])
 
+    def layer_bytes(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        if self._local is not None:
+            return self._local.layer_bytes(shapes)
+        if self._layers is None:
+            return {}
+        shapes = {name: tuple(int(d) for d in shape) for name, shape in shapes.items()}
+        return dict(self._ask(("layer_bytes", self._handle, shapes), "sizing its layers")[1])
+
     def discover_layers(self, feed: dict[str, Any]) -> None:
-        """outputs="all" of a runner that learns its layers by running (torch)."""
+        """outputs="all" of a runner that learns its layers by running (torch): a run that
+        records them, not their values."""
         if self._layers is not None or self._describe.get("framework") != "torch":
             return
-        self.infer(feed)
+        with self.select_outputs([]):
+            self.infer(feed)
 
     def _what_computed(self) -> Computed | None:
         """What the runner in the worker counted, as its description brought it."""

@@ -150,6 +150,9 @@ def serve(connection: Any, stderr_path: str, folder: str, log_level: int) -> Non
                 specs_for = getattr(runner, "specs_for", None)
                 connection.send(("specs", specs_for(message[2]) if specs_for else []))
                 continue
+            if kind == "layer_bytes":  # outputs="all": the sizes its budget groups by
+                connection.send(("bytes", runner.layer_bytes(message[2])))
+                continue
             selection = message[3]
             with nullcontext() if selection is None else runner.select_outputs(selection):
                 outputs = runner.infer(unpack(message[2]))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from .base import Dim, Layer, TensorSpec
+from .base import Dim, Layer, TensorSpec, tensor_nbytes
 
 
 def numpy_dtype_name(elem_type: int) -> str:
@@ -144,3 +144,42 @@ def with_all_outputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[Laye
             dtype = numpy_dtype_name(vi.type.tensor_type.elem_type)
             layers.append(Layer(name, node.name or name, node.op_type, dtype, name in existing))
     return marked, layers
+
+
+def inferred_bytes(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """The bytes of each node output that shape inference gives a whole shape to, with the
+    graph inputs at `shapes`; the weights are typed, not copied (a model over 2 GB too)."""
+    inputs = {vi.name for vi in model.graph.input}
+    fed = [
+        helper.make_tensor_value_info(vi.name, vi.type.tensor_type.elem_type, shapes[vi.name])
+        if vi.name in shapes and vi.type.HasField("tensor_type")
+        else vi
+        for vi in model.graph.input
+    ]
+    small, typed = [], []
+    for weight in model.graph.initializer:
+        if int(np.prod(weight.dims, dtype=np.int64)) <= 64:  # shape data: Reshape's, Slice's
+            small.append(weight)
+        elif weight.name not in inputs:
+            typed.append(helper.make_tensor_value_info(weight.name, weight.data_type, weight.dims))
+    outputs = [
+        helper.make_tensor_value_info(vi.name, vi.type.tensor_type.elem_type, None)
+        for vi in model.graph.output
+    ]
+    light = helper.make_model(
+        helper.make_graph(model.graph.node, model.graph.name, fed + typed, outputs, small),
+        opset_imports=model.opset_import,
+        ir_version=model.ir_version,
+    )
+    light.functions.extend(model.functions)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
+    except Exception:  # best effort: tensors without a size are fetched alone
+        return {}
+    found = {}
+    for vi in [*inferred.graph.value_info, *inferred.graph.output]:
+        dims = _dims(vi.type.tensor_type) if vi.type.HasField("tensor_type") else None
+        if dims is not None and all(isinstance(d, int) and d >= 0 for d in dims):
+            whole = [int(d) for d in dims if isinstance(d, int)]
+            found[vi.name] = tensor_nbytes(whole, numpy_dtype_name(vi.type.tensor_type.elem_type))
+    return found

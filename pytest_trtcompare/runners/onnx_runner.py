@@ -26,7 +26,7 @@ from onnx import helper
 from ..errors import ModelLoadError
 from .base import Runner, TensorSpec
 from .computed import Computed, onnx_computed
-from .onnx_graph import graph_input_specs, with_all_outputs, with_outputs
+from .onnx_graph import graph_input_specs, inferred_bytes, with_all_outputs, with_outputs
 from .onnx_model import LoadedModel, load_model
 from .precision import convert
 
@@ -204,6 +204,13 @@ class OnnxModelRunner(Runner):
 
     def input_specs(self) -> list[TensorSpec]:
         return list(self._specs)
+
+    def layer_bytes(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        """Shape inference of the model at these input shapes: each layer's bytes where it
+        gives a whole shape."""
+        if self._layers is None:
+            return {}
+        return inferred_bytes(self.proto, shapes)
 
     def output_names(self) -> list[str]:
         return list(self._outputs)

@@ -13,13 +13,14 @@ ends the process building one (SIGSEGV), so such a session is first built in a c
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -327,9 +328,10 @@ class OnnxRuntimeRunner(OnnxModelRunner):
         as_saved = self.loaded.path is not None and self.proto is self.loaded.proto
         source = str(self.loaded.path) if as_saved else self.proto.SerializeToString()
         try:
-            self.session = ort.InferenceSession(
-                source, sess_options=session_options, providers=wanted
-            )
+            with self._as_written(session_options):
+                self.session = ort.InferenceSession(
+                    source, sess_options=session_options, providers=wanted
+                )
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             text = str(exc)
             if precision != "fp32" and _TYPE_FAILURE.search(text):
@@ -345,6 +347,7 @@ class OnnxRuntimeRunner(OnnxModelRunner):
                 f"{tidy_onnxruntime_text(text)} (onnxruntime {ort.__version__})"
             ) from None
         self._run = self.session.run
+        self._build = (session_options, wanted)  # a group's session (`select_outputs`)
         self._restrict_outputs([out.name for out in self.session.get_outputs()])
 
     def _refuse_crashing_build(self, precision: str, provider: str) -> None:
@@ -367,6 +370,51 @@ class OnnxRuntimeRunner(OnnxModelRunner):
 
     def _runtime_versions(self) -> RuntimeVersions:
         return onnxruntime_versions(self._ort)
+
+    @contextlib.contextmanager
+    def _as_written(self, options: Any) -> Iterator[None]:
+        """outputs="all": the session runs the graph as written, no graph optimization, so
+        that which tensors a session marks (all, or a group's: `select_outputs`) changes no
+        fusion; the user's options object is given back as it was."""
+        if self._layers is None:
+            yield
+            return
+        level = options.graph_optimization_level
+        options.graph_optimization_level = self._ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        try:
+            yield
+        finally:
+            options.graph_optimization_level = level
+
+    @contextlib.contextmanager
+    def select_outputs(self, names: Sequence[str]) -> Iterator[None]:
+        """outputs="all": a session with only these tensors marked, for the block. The
+        session of every layer allocates all of them at each run (onnxruntime never reuses
+        a graph output's memory), whichever are fetched; a group's allocates only its own."""
+        marked = set(self._outputs)
+        if self._layers is None or not names or marked <= set(names):
+            with super().select_outputs(names):
+                yield
+            return
+        proto, kept = self.proto, set(names)
+        everything = list(proto.graph.output)
+        del proto.graph.output[:]
+        proto.graph.output.extend(vi for vi in everything if vi.name in kept)
+        try:
+            source = proto.SerializeToString()
+        finally:
+            del proto.graph.output[:]
+            proto.graph.output.extend(everything)
+        options, providers = self._build
+        with self._as_written(options):
+            session = self._ort.InferenceSession(source, sess_options=options, providers=providers)
+        del source
+        previous, self._run = self._run, session.run
+        try:
+            with super().select_outputs(names):
+                yield
+        finally:
+            self._run = previous
 
     def _infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = self._selection if self._selection is not None else self._outputs

@@ -83,12 +83,15 @@ _BUILTIN = {
     "callable": Builtin(f"{_RUNNERS}.callable_runner:CallableRunner"),
 }
 
-#: The documented defaults (README): the reference of a marker that names none (when
-#: listed), the runner of the fp64 check's anchor for an ONNX model (its float64
-#: conversion) and of --trt-debug-precision / `trtcompare debug-precision`.
+#: The documented defaults (docs/tutorials/first-test.md): the reference of a marker that
+#: names none (when listed), the runner of the fp64 check's anchor for an ONNX model (its
+#: float64 conversion) and of --trt-debug-precision / `trtcompare debug-precision`, and the
+#: runner of the range scan (every intermediate tensor of the fp32 model,
+#: session/range_scan.py).
 DEFAULT_REFERENCE = "onnxrt"
 FLOAT64_ONNX_RUNNER = "onnxref"
 DEBUG_PRECISION_RUNNER = "onnxref"
+RANGE_SCAN_RUNNER = "onnxrt"
 
 #: The names the frameworks go by elsewhere (the report header, pip) -> the runner's name.
 FRAMEWORK_ALIASES = {alias: name for name, entry in _BUILTIN.items() for alias in entry.aliases}

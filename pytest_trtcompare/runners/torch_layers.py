@@ -92,5 +92,6 @@ class ModuleTaps:
         for name, value in outputs:
             if name in model_outputs:
                 dtype = str(getattr(value, "dtype", "float32")).removeprefix("torch.")
-                found.append(Layer(name, name, "", dtype, model_output=True))
+                shape = tuple(getattr(value, "shape", ()))
+                found.append(Layer(name, name, "", dtype, model_output=True, shape=shape))
         return found

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -169,10 +170,11 @@ class TorchRunner(Runner):
         self.dtype = getattr(torch, _DTYPES[precision])
         self._model = model
         self._modes_fixed = False
+        self._by_position = False
         self.module = self._prepare(model)
         forward = self.module.forward if isinstance(self.module, torch.nn.Module) else self.module
         self.signature = ForwardSignature.of(forward, _names("input_names", input_names))
-        if self._modes_fixed:  # an exported program's module takes its inputs by position only
+        if self._by_position:  # an exported program of positional inputs refuses keywords
             self.signature = self.signature.by_position()
         output_names = _names("output_names", output_names)
         self._output_names = list(output_names) if output_names else None
@@ -197,6 +199,7 @@ class TorchRunner(Runner):
         exported_type: Any = getattr(getattr(torch, "export", None), "ExportedProgram", None)
         if exported_type is not None and isinstance(model, exported_type):
             self._modes_fixed = True  # its modes were fixed at export: train() raises
+            self._by_position = _takes_no_keywords(model)
             model = model.module()
         if isinstance(model, torch.nn.Module):
             needs_cast = any(
@@ -208,6 +211,11 @@ class TorchRunner(Runner):
             # never change the user's module: a copy of its structure with tensors of its own
             # (Module.to would cast the user's parameters in place, through the Parameter
             # objects a plain copy shares)
+            if isinstance(model, torch.jit.ScriptModule):  # its copy ignores the memo
+                with warnings.catch_warnings():  # Module.to reads a scripted tensor's .grad
+                    warnings.filterwarnings("ignore", "The .grad attribute of a Tensor")
+                    copied = copy.deepcopy(model).to(device=self.device, dtype=self.dtype)
+                return copied.eval()
             tensors = [*model.parameters(), *model.buffers()]
             return copy.deepcopy(model, {id(t): self._cast(t) for t in tensors}).eval()
         if callable(model):
@@ -288,10 +296,18 @@ class TorchRunner(Runner):
         names = self._output_names or self._produced or []
         return [n for n in names if self._requested is None or n in self._requested]
 
+    def free_device_bytes(self) -> int | None:
+        """On a CUDA device the outputs stay there (compared where they are)."""
+        if self.device.type != "cuda":
+            return None
+        free, _ = self.torch.cuda.mem_get_info(self.device)
+        return int(free)
+
     def discover_layers(self, feed: Mapping[str, Any]) -> None:
         """outputs="all": run once to learn which submodules produce tensors, in call order."""
         if self._taps is not None and self._layers is None:
-            self.infer(feed)
+            with self.select_outputs([]):  # the layers, not their values
+                self.infer(feed)
 
     @contextlib.contextmanager
     def _evaluating(self) -> Iterator[None]:
@@ -419,3 +435,13 @@ def _load(torch: Any, path: Path) -> Any:
             f"torch runner: {path} is not a TorchScript or torch.export (.pt2) file: "
             f"{str(exc).strip().splitlines()[0]}"
         ) from None
+
+
+def _takes_no_keywords(exported: Any) -> bool:
+    """An ExportedProgram exported with positional inputs only: its module refuses them by
+    keyword (one exported with keyword inputs takes those by keyword)."""
+    try:
+        keywords = exported.call_spec.in_spec.children_specs[1].context
+    except (AttributeError, IndexError):
+        return False
+    return not keywords

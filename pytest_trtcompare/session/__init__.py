@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 #: Bound on first use: the plugin imports session.layout at every pytest run, and that must
 #: not import runs.py (numpy, the engine, the runners).
-_LAZY = frozenset({"LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"})
+_LAZY = frozenset({"RunnerCache", "compare_layers", "compare_runners", "make_feeds"})
 
 
 def __getattr__(name: str) -> Any:
@@ -19,6 +19,6 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from .runs import LAYER_GROUP, RunnerCache, compare_layers, compare_runners, make_feeds
+    from .runs import RunnerCache, compare_layers, compare_runners, make_feeds
 
-__all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
+__all__ = ["RunnerCache", "compare_layers", "compare_runners", "make_feeds"]

@@ -34,6 +34,7 @@ from ..errors import (
     ModelLoadError,
     RunnerSkip,
     TrtCompareError,
+    user_code_raised,
 )
 from ..goldens import Golden
 from ..inputs import Feed
@@ -42,6 +43,7 @@ from ..vocabulary import FP64
 from . import stored_runs
 from .expand import Case
 from .golden_check import GoldenAccess
+from .layer_budget import LayerBudget, parse_layer_budget
 from .layer_runs import compare_layers
 from .layout import counted
 from .option_table import comparison_options, resolve
@@ -256,15 +258,18 @@ class CaseRunner:
 
     def run(self, spec: CompareSpec, case: Case) -> Outcome:
         """Target against the reference framework on every feed."""
-        return _guarded(lambda: self._run(spec, case))
+        __tracebackhide__ = user_code_raised
+        return _guarded(functools.partial(self._run, spec, case))
 
     def run_golden(
         self, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
     ) -> Outcome:
         """golden=True: the target against the stored golden, or (updating) write it."""
-        return _guarded(lambda: stored_runs.run_golden(self, spec, case, path, goldens))
+        __tracebackhide__ = user_code_raised
+        return _guarded(functools.partial(stored_runs.run_golden, self, spec, case, path, goldens))
 
     def _run(self, spec: CompareSpec, case: Case) -> Outcome:
+        __tracebackhide__ = user_code_raised
         if spec.reference_path is not None:
             return stored_runs.run_saved(self, spec, case, Path(spec.reference_path))
         if self.calibrate > spec.iterations and spec.inputs is None:
@@ -377,16 +382,29 @@ class CaseRunner:
             arrays=failing,
             header=f"{target.name} vs {reference.name} ({note}): " if note else "",
         )
-        return self._explained(spec, case, outcome, feeds)
+        failed = [feed for feed, result in zip(feeds, results, strict=False) if not result.passed]
+        return self._explained(spec, case, outcome, feeds, failed[:1] or feeds[:1])
 
     def _explained(
-        self, spec: CompareSpec, case: Case, outcome: Outcome, feeds: list[Feed]
+        self,
+        spec: CompareSpec,
+        case: Case,
+        outcome: Outcome,
+        feeds: list[Feed],
+        scanned: list[Feed],
     ) -> Outcome:
-        """--trt-debug-precision: a failing outcome gets the nodes to keep in fp32."""
-        if not self.debug_precision or outcome.kind is not Kind.MISMATCH:
+        """A failing fp16 / bf16 outcome of a converted ONNX model gets the range scan's
+        probable causes (of `scanned`: the first failing feed); with --trt-debug-precision,
+        the nodes to keep in fp32 too (on every feed)."""
+        if outcome.kind is not Kind.MISMATCH or case.precision == "fp32":
             return outcome
-        if case.precision == "fp32":
-            return outcome
+        if not self.debug_precision:
+            if self._not_converted(spec, case) is not None:
+                return outcome
+            from .precision_debug import explain_range
+
+            causes = explain_range(spec.model_for(case.target), case.precision, scanned)
+            return dataclasses.replace(outcome, note=causes) if causes else outcome
         why_not = self._not_debuggable(spec, case)
         if why_not is not None:
             return dataclasses.replace(outcome, note=f"--trt-debug-precision: not run; {why_not}")
@@ -417,6 +435,7 @@ class CaseRunner:
                 reference,
                 feed,
                 self.tolerance(spec, case),
+                budget=self.layer_budget(spec),
                 layers=mode,
                 layer_dtypes=spec.layer_dtypes or "float",
                 keep=kept,
@@ -432,6 +451,12 @@ class CaseRunner:
         )
         return self._settled(spec, case, results, (target, reference), failing, feeds, times)
 
+    def layer_budget(self, spec: CompareSpec) -> LayerBudget | None:
+        """The marker's layer_budget= > --trt-layer-budget > ini trtcompare_layer_budget >
+        the default (layer_budget.py)."""
+        value = resolve("layer_budget", spec.given.get("layer_budget"), self.option_values)
+        return None if value is None else parse_layer_budget(value)
+
     def layers_mode(self, spec: CompareSpec) -> str:
         """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""
         return str(resolve("layers", spec.layers, self.option_values))
@@ -439,17 +464,23 @@ class CaseRunner:
     def _not_debuggable(self, spec: CompareSpec, case: Case) -> str | None:
         """Why --trt-debug-precision cannot search this failing item: it converts the ONNX
         model with some nodes kept in fp32 and runs the target on each candidate."""
+        why_not = self._not_converted(spec, case)
+        if why_not is None and outputs_checked_by(self.tolerance(spec, case), FP64):
+            return (
+                "its search compares each candidate model under an elementwise or statistic "
+                "tolerance, and this test's is the fp64 check"
+            )
+        return why_not
+
+    def _not_converted(self, spec: CompareSpec, case: Case) -> str | None:
+        """Why the target does not run the marker's ONNX model converted to the case's
+        precision (then neither the range scan nor the search says anything of it)."""
         if runners.framework_of(case.target) in spec.models:
             return f"{case.target} runs its own model (models=), not the ONNX model it converts"
         if case.precision not in runners.capabilities(case.target).converted:
             return (
                 f"{case.target} runs {case.precision} by its own means, not on an ONNX model "
                 "converted to it, which the search varies"
-            )
-        if outputs_checked_by(self.tolerance(spec, case), FP64):
-            return (
-                "its search compares each candidate model under an elementwise or statistic "
-                "tolerance, and this test's is the fp64 check"
             )
         return None
 
@@ -492,6 +523,7 @@ def _float64_model_failed(exc: InferenceError | ModelLoadError) -> TrtCompareErr
 def _guarded(run: Any) -> Outcome:
     """What cannot run here skips, a crash fails, our own errors become the message alone;
     errors raised by user code (a callable runner, a torch module) propagate as they are."""
+    __tracebackhide__ = user_code_raised
     source = "compare_frameworks"
     try:
         outcome: Outcome = run()

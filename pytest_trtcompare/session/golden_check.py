@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from .. import progress
 from ..engine import ComparisonResult, Entry, compare_outputs, entry_record, outputs_checked_by
-from ..errors import FeedError, ToleranceError, TrtCompareError
+from ..errors import FeedError, ToleranceError, TrtCompareError, user_code_raised
 from ..goldens import (
     FORMAT_VERSION,
     Golden,
@@ -211,6 +211,7 @@ def check_golden(
     after it ran) or its describe(): recorded in the golden and checked for a changed model.
     Errors of the runner propagate; the comparison's and the write's are outcomes. An old
     `.golden` path stands for the `.safetensors` golden that replaces it."""
+    __tracebackhide__ = user_code_raised
     fp64 = outputs_checked_by(tolerance, FP64)
     if fp64:  # before "create it with": the golden could never pass this check
         output = f"output {fp64[0]!r}" if fp64[0] else "every output"
@@ -238,9 +239,9 @@ def check_golden(
         except GoldenError as exc:
             return Outcome(Kind.FAILED, str(exc), source="golden")
         feeds = kept if kept is not None else _feeds(inputs)
-        produced: list[Outputs] = [
-            numbered(outputs, feed, index, len(feeds)) for index, feed in enumerate(feeds)
-        ]
+        produced: list[Outputs] = []
+        for index, feed in enumerate(feeds):  # a loop: a comprehension's frame has no hide
+            produced.append(numbered(outputs, feed, index, len(feeds)))
     else:
         produced = [outputs] if isinstance(outputs, Mapping) else list(outputs)
         feeds = _feeds(inputs) if inputs is not None else [{} for _ in produced]

@@ -1,6 +1,7 @@
 """Per-layer comparison: every tensor both runners expose (built with outputs="all"), in the
-reference's topological order, a group at a time so that both frameworks' intermediates are
-never all alive together. The marker path (`outputs="all"`) and `compare_layers` share it."""
+reference's topological order, a group at a time whose tensors on both sides fit the memory
+budget (layer_budget.py), each group compared as it is fetched and then dropped. The marker
+path (`outputs="all"`) and `compare_layers` share it."""
 
 from __future__ import annotations
 
@@ -24,9 +25,7 @@ from ..engine import (
 from ..errors import ToleranceWarning
 from ..inputs import Feed
 from ..runners import Layer, Runner
-
-#: Intermediate tensors fetched per run in a per-layer comparison (bounds memory).
-LAYER_GROUP = 64
+from .layer_budget import LayerBudget, budget_bytes, plan_groups, size_text
 
 
 def _is_float(dtype: str) -> bool:
@@ -84,6 +83,7 @@ def compare_layers(
     feed: Feed,
     tolerance: ToleranceSpec = None,
     *,
+    budget: LayerBudget | int | None = None,
     group: int | None = None,
     layers: str = "gate",
     layer_dtypes: str = "float",
@@ -96,9 +96,11 @@ def compare_layers(
 
     `validate=True`: a NaN or Inf in any tensor fails it (compare_outputs'). `layers="report"` lets
     only the model outputs decide `passed`; `layer_dtypes="all"` also compares integer and bool
-    tensors. Tensors are fetched `group` (default LAYER_GROUP) at a time and dropped once compared;
-    `keep`, when given, receives the (actual, expected) arrays of the first divergence and of
-    failing model outputs (for failure artifacts)."""
+    tensors. Tensors are fetched in groups whose bytes on both sides stay within `budget`
+    (bytes, or a LayerBudget; default: layer_budget.py DEFAULT_FRACTION of the free memory),
+    at most `group` tensors each when given, and dropped once compared; `keep`, when given,
+    receives the (actual, expected) arrays of the first divergence and of failing model
+    outputs (for failure artifacts)."""
     if layers not in LAYER_MODES:
         raise ValueError(f"layers={layers!r}: takes one of {', '.join(LAYER_MODES)}")
     if layer_dtypes not in LAYER_DTYPES:
@@ -112,11 +114,13 @@ def compare_layers(
     ToleranceTable(tolerance, **tolerance_fields).warn_unknown(
         [*names, *target.output_names(), *reference.output_names()]
     )
-    size = group or LAYER_GROUP
+    limit = budget if isinstance(budget, int) else budget_bytes(budget, (target, reference))
+    chunks, over = plan_groups(names, _sizes(target, reference, feed), limit)
+    if group:
+        chunks = [chunk[i : i + group] for chunk in chunks for i in range(0, len(chunk), group)]
     outputs: dict[str, OutputComparison] = {}
     first: str | None = None
-    for start in range(0, len(names), size):
-        chunk = names[start : start + size]
+    for chunk in chunks:
         expected = _subset(reference, feed, chunk)
         actual = _subset(target, feed, chunk)
         with warnings.catch_warnings():
@@ -144,8 +148,27 @@ def compare_layers(
         expected_names=tuple(reference.output_names()),
         restricted_to=tuple(names),
         per_layer=True,
-        layers=dataclasses.replace(view, mode=layers),
+        layers=dataclasses.replace(
+            view, mode=layers, over_budget=tuple(over), budget=size_text(limit) if over else ""
+        ),
     )
+
+
+def _sizes(target: Runner, reference: Runner, feed: Feed) -> dict[str, int]:
+    """Each tensor's bytes on both sides, where either side knows it before fetching it (the
+    other side's count stands for a side that does not)."""
+    shapes = {}
+    for name, value in feed.items():
+        try:
+            shapes[name] = np.shape(value)
+        except ValueError:  # a ragged sequence: its layers' sizes stay unknown
+            continue
+    theirs, ours = reference.layer_bytes(shapes), target.layer_bytes(shapes)
+    both = {}
+    for name in {*theirs, *ours}:
+        one = ours.get(name) or theirs[name]
+        both[name] = one + (theirs.get(name) or one)
+    return both
 
 
 def _subset(runner: Runner, feed: Feed, names: Sequence[str]) -> dict[str, np.ndarray]:

@@ -4,7 +4,8 @@ keyword, `trtcompare` flag, choices, default, precedence and help.
 plugin/argv.py registers the flags and ini keys from it, plugin/options.py reads the session's
 values through `session_values`, session/spec.py takes the marker arguments and the fixtures
 the call keywords it declares, cli/__init__.py adds the `trtcompare` flags, and
-tests/test_option_table.py checks the README's option reference against it. A comparison
+tests/test_option_table.py checks the manual's option notes against it, and
+docs/gen_reference.py makes docs/reference/options.md from it. A comparison
 option (`compare=True`) reaches engine/compare.py `compare_with_table` as the keyword of its
 name (ARCHITECTURE.md "An option").
 
@@ -27,6 +28,7 @@ from ..vocabulary import (
     STAT_CHECKS,
     parse_precisions,
 )
+from .layer_budget import DEFAULT_FRACTION, TAKES, parse_layer_budget
 
 #: What --trt-artifacts takes.
 ARTIFACT_MODES = ("none", "failed", "all")
@@ -56,6 +58,7 @@ class Option:
     parse: Callable[[str], Any] | None = None  # a flag's text -> value; ValueError says why
     overrides: bool = False  # its flag wins over the test's own value
     renamed: bool = False  # it has a deprecated alias (plugin/names.py ALIASES)
+    takes: str | None = None  # what a `parse` option's marker argument takes, when refused
 
     @property
     def attribute(self) -> str:
@@ -268,6 +271,20 @@ OPTIONS: list[Option] = [
         overrides=True,
     ),
     Option(
+        "layer_budget",
+        "per-layer tests (outputs='all'): the memory the compared tensors of both sides may "
+        "hold at once, as 2GB, 512MiB, 1048576 (bytes) or a fraction of the free memory "
+        f"(0.25); layers are fetched and compared in groups that fit it (default "
+        f"{DEFAULT_FRACTION:g} of the free host memory, or of a CUDA device's where a torch "
+        "runner holds its tensors; ini: trtcompare_layer_budget)",
+        flag="--trt-layer-budget",
+        ini="trtcompare_layer_budget",
+        metavar="SIZE",
+        parse=parse_layer_budget,
+        takes=TAKES,
+        marker=True,
+    ),
+    Option(
         "isolate",
         "run every compare_frameworks runner in a worker process, so a crash fails one "
         "test, not the session (TensorRT always is, unless isolate=False)",
@@ -348,7 +365,7 @@ OPTIONS: list[Option] = [
     Option(
         "calibrate",
         "run every compare_frameworks case on N input draws and write the tolerances their "
-        "worst errors suggest to the tolerance file (README: Choosing tolerances)",
+        "worst errors suggest to the tolerance file (the manual: Choosing tolerances)",
         flag="--trt-calibrate",
         kind="int",
         metavar="N",
@@ -414,6 +431,8 @@ def session_values(
         if _on_off(declared) and (declared.marker or declared.call):
             on = ini_text(declared) == "True" if declared.ini else False
             found[declared.name] = (flag_value(declared) or None, on or None)
+        if declared.parse is not None and declared.choices is None and declared.marker:
+            found[declared.name] = (flag_value(declared), _parsed_ini(declared, ini_text))
         if declared.choices is None:
             continue
         ini = (ini_text(declared).strip() or None) if declared.ini else None
@@ -422,6 +441,18 @@ def session_values(
             raise ValueError(f"ini {declared.ini} = {ini!r}: takes {takes}")
         found[declared.name] = (flag_value(declared), ini)
     return found
+
+
+def _parsed_ini(declared: Option, ini_text: Callable[[Option], str]) -> Any:
+    """A `parse` option's ini value through its parser (None where unset); ValueError naming
+    the ini key."""
+    text = ini_text(declared).strip() if declared.ini else ""
+    if not text or declared.parse is None:
+        return None
+    try:
+        return declared.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"ini {declared.ini} = {text!r}: {exc}") from None
 
 
 def resolve(name: str, given: Any, session: Mapping[str, tuple[Any, Any]]) -> Any:
@@ -443,6 +474,12 @@ def check_value(declared: Option, value: Any) -> str | None:
     if _on_off(declared):
         on_off = isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's too
         return None if on_off else "True or False"
+    if declared.parse is not None and declared.choices is None:
+        try:
+            declared.parse(value)
+        except ValueError:
+            return declared.takes or "what its flag takes"
+        return None
     if declared.choices is not None and not (isinstance(value, str) and value in declared.choices):
         return " or ".join(map(repr, declared.choices))
     return None

@@ -5,6 +5,11 @@
 on the same runner, as `polygraphy debug precision` does:
 
 1. all nodes at the target precision; if that passes, nothing needs fp32;
+   then, when the range scan (session/range_scan.py, one more fp32 run with every tensor
+   exposed) names nodes whose values leave the precision's range or lose an addition's
+   meaning: those nodes (and the readers of a tensor past the range) in fp32, then those
+   and their neighbours; the first set that passes is shrunk as in 4 and is the answer;
+   else the search goes on:
 2. bisection for the shortest prefix of the topologically ordered nodes that passes in fp32;
 3. bisection for the shortest suffix of that prefix that still passes (a window);
 4. shrinking: interior nodes of the window are dropped by halves, then one at a time,
@@ -18,6 +23,7 @@ returned set is one whose comparison passed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +43,10 @@ from ..runners import (
     name_unnamed_nodes,
     topological_sort,
 )
+from .range_scan import RangeScan, first_trial, neighbours, scan_ranges
 
 Feed = Mapping[str, Any]
+_LOG = logging.getLogger(__name__)
 _FLOAT = onnx.TensorProto.FLOAT
 _NOT_CANDIDATES = {"Constant", "Cast"}  # no arithmetic of their own to keep in fp32
 
@@ -55,9 +63,20 @@ class PrecisionDebugResult:
     runner: str = DEBUG_PRECISION_RUNNER
     node_count: int = 0  # candidates searched: nodes with a float32 output
     op_types: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    #: the range scan the search started from (None: not asked for, or it could not run)
+    scan: RangeScan | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def probable_causes(self) -> tuple[str, ...]:
+        """The range scan's lines: 'probable cause: mm (MatMul) reaches 1.3e+05, past ...'."""
+        return tuple(self.scan.lines()) if self.scan is not None else ()
 
     def describe(self) -> str:
-        """'keep these 2 nodes in fp32: add (Add), sub (Sub) (13 runs; the mixed model passes)'."""
+        """The probable causes, then 'precision debugging (...): keep these 2 nodes in fp32:
+        add (Add), sub (Sub) (13 runs; the mixed model passes)'."""
+        return "\n".join([*self.probable_causes, self._search_line()])
+
+    def _search_line(self) -> str:
         where = f"{self.runner} {self.precision}, {self.node_count} candidate nodes"
         if not self.passed:
             return (
@@ -73,7 +92,17 @@ class PrecisionDebugResult:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"keep_fp32": list(self.keep_fp32), "passed": self.passed, "runs": self.runs}
+        """keep_fp32, passed, runs; with a range scan, its findings ("probable_causes") and
+        its fp32 runs ("scan_runs")."""
+        report: dict[str, Any] = {
+            "keep_fp32": list(self.keep_fp32),
+            "passed": self.passed,
+            "runs": self.runs,
+        }
+        if self.scan is not None:
+            report["probable_causes"] = self.scan.to_json()
+            report["scan_runs"] = self.scan.runs
+        return report
 
 
 def find_fp32_nodes(
@@ -87,6 +116,7 @@ def find_fp32_nodes(
     seed: int = DEFAULT_SEED,
     runner_options: Mapping[str, Any] | None = None,
     log: Callable[[str], None] | None = None,
+    range_scan: bool = True,
 ) -> PrecisionDebugResult:
     """Find a small set of nodes that must stay in fp32 for `model` at `precision` ('fp16' or
     'bf16') on `runner` to pass `tolerance` against the same runner at fp32.
@@ -95,6 +125,8 @@ def find_fp32_nodes(
     must all pass; default: the precision's built-in tolerance. `inputs`: one feed or a list
     of feeds (all must pass); default: one seeded synthetic feed, `shapes` for dynamic dims.
     Unnamed nodes are named `<op_type>_<index>` (the names in the result and the model).
+    `range_scan`: start from the nodes the range scan names (`scan_ranges`: one fp32 run per
+    SCAN_GROUP tensors; `runs` does not count it); False: the bisection alone.
     """
     if precision not in ("fp16", "bf16"):
         raise TrtCompareError(
@@ -126,7 +158,10 @@ def find_fp32_nodes(
                 log(f"run {len(verdicts)}: {len(key)} node(s) in fp32: {verdict}")
         return verdicts[key]
 
-    keep, passed = _search(order, passes)
+    scan = _scan(loaded.proto, precision, feeds) if range_scan else None
+    first = first_trial(loaded.proto, scan) if scan is not None else []
+    named = [name for name in first if name in set(order)]
+    keep, passed = _search(order, passes, named, neighbours(loaded.proto, named))
     final = _ordered(frozenset(keep), order)
     return PrecisionDebugResult(
         keep_fp32=final,
@@ -137,12 +172,33 @@ def find_fp32_nodes(
         runner=runner,
         node_count=len(order),
         op_types={name: op_types[name] for name in final},
+        scan=scan,
     )
 
 
-def _search(order: list[str], passes: Callable[[Sequence[str]], bool]) -> tuple[list[str], bool]:
+def _scan(model: onnx.ModelProto, precision: str, feeds: list[dict[str, Any]]) -> RangeScan | None:
+    """The range scan, or None where it cannot run (the search then goes without it)."""
+    try:
+        return scan_ranges(model, precision, feeds)
+    except TrtCompareError:
+        return None
+
+
+def _search(
+    order: list[str],
+    passes: Callable[[Sequence[str]], bool],
+    named: Sequence[str] = (),
+    around: Sequence[str] = (),
+) -> tuple[list[str], bool]:
     if passes([]):
         return [], True
+    candidates = set(order)
+    if named:  # the range scan's nodes, then those and their neighbours
+        extra = [name for name in around if name in candidates]
+        for trial in (list(named), [*named, *extra]):
+            if passes(trial):
+                keep = _shrink(trial, [name for name in trial if name not in named], passes)
+                return _shrink(keep, list(named), passes), True
     low, high = 0, len(order)  # order[:low] fails; the shortest passing prefix is <= high
     while high - low > 1:
         middle = (low + high) // 2
@@ -250,3 +306,19 @@ def explain_failure(
     except TrtCompareError as exc:
         return f"precision debugging could not run: {exc}"
     return result.describe()
+
+
+def explain_range(
+    model: Any,
+    precision: str,
+    feeds: Sequence[Feed],
+) -> str:
+    """The probable causes of a failing fp16 / bf16 comparison, one line each, from the range
+    scan of `model` at fp32 on `feeds` ('' when it names nothing or cannot run: the report
+    stays as it is, the reason logged at debug level). Never raises."""
+    try:
+        scan = scan_ranges(_named(load_model(model)).proto, precision, [dict(f) for f in feeds])
+    except Exception:  # an extra of a report that failed already: it must not change it
+        _LOG.debug("range scan of %s could not run", model, exc_info=True)
+        return ""
+    return "\n".join(scan.lines())

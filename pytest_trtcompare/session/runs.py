@@ -19,14 +19,14 @@ import numpy as np
 
 from .. import runners
 from ..engine import ComparisonResult, ToleranceSpec, compare_outputs
-from ..errors import InferenceError, RunnerSkip
+from ..errors import InferenceError, RunnerSkip, user_code_raised
 from ..inputs import Feed, load_feeds, specs_of, synthetic_feeds
 from ..runners import Runner, file_digest, session_options_key
-from .layer_runs import LAYER_GROUP, compare_layers
+from .layer_runs import compare_layers
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["LAYER_GROUP", "RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
+__all__ = ["RunnerCache", "compare_layers", "compare_runners", "make_feeds"]
 
 
 def _freeze(value: Any) -> Hashable:
@@ -163,6 +163,7 @@ def compare_runners(
 
 def numbered(infer: Any, feed: Feed, index: int, total: int) -> dict[str, np.ndarray]:
     """infer(feed); a framework's error says which iteration's feed it failed on."""
+    __tracebackhide__ = user_code_raised
     try:
         outputs: dict[str, np.ndarray] = infer(feed)
     except InferenceError as exc:

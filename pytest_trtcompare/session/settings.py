@@ -7,6 +7,7 @@ field of the resolved tolerances names which of them it came from (`Tolerance.so
 from __future__ import annotations
 
 import copy
+import difflib
 import re
 import shlex
 from collections.abc import Hashable, Iterable, Mapping
@@ -119,9 +120,11 @@ def parse_tolerance_fields(text: str, where: str) -> dict[str, Any]:
                 f"';' ('atol=1e-2 rtol=1e-2; {token}')"
             )
         if not sep or name not in FIELD_NAMES:
+            close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1) if sep else []
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ToleranceError(
                 f"{where}: {token!r} is not FIELD=VALUE with FIELD one of "
-                f"{', '.join(sorted(FIELD_NAMES))}"
+                f"{', '.join(sorted(FIELD_NAMES))}{hint}"
             )
         try:
             fields[name] = _field_value(name, value)

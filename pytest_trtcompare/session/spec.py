@@ -221,13 +221,14 @@ def compare_spec(
         options={k: dict(v) for k, v in options.items()},
         isolate=None if isolate is None else bool(isolate),
         reference_path=reference_path,
-        given=_given(kwargs, check),
+        given=_given(kwargs, check, per_layer=kwargs.get("outputs") == "all"),
         **layer_args,
     )
 
 
-def _given(kwargs: Mapping[str, Any], check: Checker) -> dict[str, Any]:
-    """The marker's values of the table's marker options, each checked against its choices."""
+def _given(kwargs: Mapping[str, Any], check: Checker, *, per_layer: bool) -> dict[str, Any]:
+    """The marker's values of the table's marker options, each checked against its choices
+    (layer_budget= against what it takes, with outputs="all")."""
     found = {}
     for declared in marker_options():
         value = kwargs.get(declared.name)
@@ -236,6 +237,10 @@ def _given(kwargs: Mapping[str, Any], check: Checker) -> dict[str, Any]:
         takes = check_value(declared, value)
         if takes is not None:
             raise check.fail(declared.name, value, takes)
+        if declared.name == "layer_budget" and not per_layer:
+            raise check.fail(
+                declared.name, value, "a per-layer comparison: add outputs='all' to the marker"
+            )
         found[declared.name] = value
     return found
 

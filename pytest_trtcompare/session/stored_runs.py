@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import ComparisonResult, compare_outputs
-from ..errors import InputDataError
+from ..errors import InputDataError, user_code_raised
 from ..goldens import GoldenError, GoldenMeta, load_reference
 from ..inputs import val_range_record
 from ..runners import median_ms
@@ -87,6 +87,7 @@ def run_golden(
     cases: Any, spec: CompareSpec, case: Case, path: Path, goldens: GoldenAccess
 ) -> Outcome:
     """golden=True: the target against the stored golden, or (updating) write it."""
+    __tracebackhide__ = user_code_raised
     # first the runner: what cannot run here skips, whether or not its golden exists
     built = cases.runner(spec, case.target, case.precision, case)
     refused = cases.fallback_refused(spec, case, built)

@@ -1,4 +1,4 @@
-"""The README's "Hugging Face, timm and torchvision models" example, pasted as a user would:
+"""The Hugging Face tutorial's example (docs/tutorials/hugging-face.md), pasted as a user would:
 export with its script, then run its tests at every precision."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ pytest.importorskip("transformers")
 
 
 def _block(name: str) -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split(f"<!-- hf-example:{name} -->")[1].split("<!-- hf-example:end -->")[0]
+    page = (ROOT / "docs" / "tutorials" / "hugging-face.md").read_text(encoding="utf-8")
+    block = page.split(f"<!-- hf-example:{name} -->")[1].split("<!-- hf-example:end -->")[0]
     return block.strip().removeprefix("```python").removesuffix("```")
 
 

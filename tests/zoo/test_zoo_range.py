@@ -1,0 +1,41 @@
+"""The range scan on real models (issue 48, part 3): torchvision's resnet18 and Hugging Face's
+GPT-2, exported with torch.onnx.export, one Conv / MatMul planted to pass fp16's 65504
+(tests/planted_models.py `plant_overflow`). The scan names that node, and `find_fp32_nodes`
+starting from it keeps the planted pair in fewer runs than the bisection alone
+(docs/BENCHMARKS.md "Range scan": 11 -> 4 and 16 -> 4)."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from .torchvision_ops import install
+
+install()
+pytest.importorskip("transformers")
+pytest.importorskip("torchvision", exc_type=ImportError)
+
+from pytest_trtcompare import debug  # noqa: E402
+from pytest_trtcompare.inputs import synthetic_feed  # noqa: E402
+from pytest_trtcompare.runners import graph_input_specs  # noqa: E402
+from pytest_trtcompare.session.range_scan import scan_ranges  # noqa: E402
+
+from ..planted_models import plant_overflow  # noqa: E402
+from . import models  # noqa: E402
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # onnx.reference's fp16 inf
+@pytest.mark.parametrize(("name", "op_type"), [("resnet18", "Conv"), ("gpt2", "MatMul")])
+def test_the_planted_overflow_is_named_and_found_in_fewer_runs(zoo, name, op_type):
+    model = onnx.load(str(zoo.onnx(name)))
+    feed = synthetic_feed(graph_input_specs(model), shapes=models.build(name).shapes, seed=0)
+    assert scan_ranges(model, "fp16", [feed]).findings == ()  # the export as it is
+    model, node = plant_overflow(model, op_type, feed)
+    after = debug.find_fp32_nodes(model, "fp16", inputs=feed)
+    before = debug.find_fp32_nodes(model, "fp16", inputs=feed, range_scan=False)
+    assert after.scan is not None and after.scan.nodes == (node,)
+    (finding,) = after.scan.findings
+    assert finding.kind == "overflow" and 65504 * 2 < finding.magnitude < 65504 * 8
+    assert finding.text().startswith(f"probable cause: {node} ({op_type}) reaches ")
+    assert after.keep_fp32 == before.keep_fp32 == (node, "plant_rescale")
+    assert after.runs == 4 < before.runs
