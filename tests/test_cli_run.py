@@ -538,3 +538,16 @@ def test_a_warning_is_one_line_of_the_command(models, capsys):
         "trtcompare: warning: tolerance given for output(s) ['yy'] that the comparison does "
         "not have; did you mean 'y'? (1 output)\n"
     )
+
+
+def test_saved_outputs_without_inputs_are_named_by_the_flags(models, capsys):
+    argv = ["m.onnx", "--onnxrt", "--inputs", "x:[2,4]"]
+    assert run(capsys, *argv, "--save-outputs", "out.json")[0] == 0
+    code, out, _ = run(capsys, *argv, "--load-outputs", "out.json")
+    assert code == 2
+    assert (
+        "InputDataError: --load-outputs out.json holds no inputs: give the inputs its outputs "
+        "were made from, e.g. --load-inputs inputs.json (polygraphy run --save-inputs)"
+    ) in out
+    code, out, _ = run(capsys, *argv, "--load-outputs", "gone.json")
+    assert code == 2 and "InputDataError: --load-outputs gone.json: " in out

@@ -348,7 +348,11 @@ def _run(args: argparse.Namespace) -> int:
         raise TrtCompareError(why)
     runner = CaseRunner(ToleranceSettings())
     runner.tolerance_source = "option"  # the command's flags
-    runner.shapes_flag = "--input-shapes"
+    runner.flags = {
+        "shapes": "--input-shapes",
+        "reference": "--load-outputs",
+        "inputs": "--load-inputs",
+    }
     if args.save_inputs or args.save_outputs:
         _save(args, runner, spec, cases[0])
     failed = errors = 0

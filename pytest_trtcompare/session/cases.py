@@ -91,8 +91,9 @@ class CaseRunner:
         self.settings = settings
         #: where a spec's tolerance came from, as reports credit it (`trtcompare run`: option)
         self.tolerance_source = "marker"
-        #: the flag that gives shapes, where not a marker (`trtcompare run`: --input-shapes)
-        self.shapes_flag: str | None = None
+        #: marker argument -> the flag that gives it, where not a marker (`trtcompare run`:
+        #: shapes -> --input-shapes, reference -> --load-outputs ...): how messages name it
+        self.flags: dict[str, str] = {}
         self.calibrate = calibrate  # --trt-calibrate: draws of synthetic inputs per case
         #: (flag, ini) of the options a test can also set (session/option_table.py `resolve`)
         self.option_values = option_values or {}
@@ -106,6 +107,12 @@ class CaseRunner:
         self.saved: dict[Path, Golden] = {}
         self._exports: dict[Hashable, Any] = {}  # model key -> the ONNX model twins follow
         self._twins: dict[int, Any] = {}  # id(reference runner) -> its twin of the export
+
+    def said(self, argument: str, value: str) -> str:
+        """How the user gave `argument`: "reference='outputs.json'" in a test, "--load-outputs
+        outputs.json" on the command line (`flags`)."""
+        flag = self.flags.get(argument)
+        return f"{argument}={value!r}" if flag is None else f"{flag} {value}"
 
     def runner(self, spec: CompareSpec, framework: str, precision: str, case: Case) -> Any:
         options = dict(spec.options.get(runners.framework_of(framework), {}))
@@ -142,10 +149,10 @@ class CaseRunner:
                 )
 
             except InputDataError as exc:
-                if exc.shape_needed is not None and self.shapes_flag:
+                if exc.shape_needed is not None and "shapes" in self.flags:
                     problem, name, example = exc.shape_needed
                     raise InputDataError(
-                        f"{problem}: give its shape with {self.shapes_flag} "
+                        f"{problem}: give its shape with {self.flags['shapes']} "
                         f"{name}:[{','.join(map(str, example))}]"
                     ) from None
                 if case.shape_id != "cli":

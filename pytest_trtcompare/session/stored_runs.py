@@ -31,7 +31,7 @@ def run_saved(cases: Any, spec: CompareSpec, case: Case, path: Path) -> Outcome:
     try:
         saved = cases.saved.get(path) or load_reference(path)
     except GoldenError as exc:  # missing, unreadable: named as the marker's argument
-        raise InputDataError(f"reference={_as_given(path)!r}: {exc}") from None
+        raise InputDataError(f"{cases.said('reference', _as_given(path))}: {exc}") from None
     cases.saved[path] = saved
     built = cases.runner(spec, case.target, case.precision, case)
     refused = cases.fallback_refused(spec, case, built)
@@ -45,23 +45,27 @@ def run_saved(cases: Any, spec: CompareSpec, case: Case, path: Path) -> Outcome:
         feeds = cases.feeds(spec, target, case)
         if len(feeds) != len(iterations):
             raise InputDataError(
-                f"reference={_as_given(path)!r} holds {counted(len(iterations), 'iteration')} "
+                f"{cases.said('reference', _as_given(path))} holds "
+                f"{counted(len(iterations), 'iteration')} "
                 f"of outputs, inputs={shown(spec.inputs)} {counted(len(feeds), 'feed')}: "
                 "give the inputs the outputs were made from (polygraphy run --save-inputs "
                 "with the same --iterations)"
             )
     else:
         raise InputDataError(
-            f"reference={_as_given(path)!r} holds no inputs: give the inputs its outputs were made "
-            "from, e.g. inputs='inputs.json' (polygraphy run --save-inputs)"
+            f"{cases.said('reference', _as_given(path))} holds no inputs: give the inputs its "
+            f"outputs were made from, e.g. {cases.said('inputs', 'inputs.json')} (polygraphy run "
+            "--save-inputs)"
         )
     problem = inputs_problem(None, feeds, case.shapes, iterations=len(feeds))
     if problem is not None:  # the inputs the outputs were made from decide the shapes
-        raise InputDataError(f"reference={_as_given(path)!r}: {problem.replace('stored', 'saved')}")
+        raise InputDataError(
+            f"{cases.said('reference', _as_given(path))}: {problem.replace('stored', 'saved')}"
+        )
     own = {layer.tensor for layer in getattr(target, "layers", None) or [] if layer.model_output}
     if spec.outputs == "all" and own and set(iterations[0].outputs) <= own:
         raise InputDataError(
-            f"reference={_as_given(path)!r} holds the model's outputs only "
+            f"{cases.said('reference', _as_given(path))} holds the model's outputs only "
             f"({', '.join(iterations[0].outputs)}); outputs='all' compares every layer: save "
             "every tensor (polygraphy run --onnx-outputs mark all --save-outputs)"
         )
