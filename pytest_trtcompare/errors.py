@@ -76,6 +76,16 @@ class InputDataError(TrtCompareError, ValueError):
         super().__init__(message)
         self.shape_needed = shape_needed
 
+    def with_shape_flag(self, flag: str) -> InputDataError:
+        """This error as a command whose `flag` gives shapes says it ('give its shape with
+        --shapes x:[1,4]'); itself where no shape is missing."""
+        if self.shape_needed is None:
+            return self
+        problem, name, example = self.shape_needed
+        return InputDataError(
+            f"{problem}: give its shape with {flag} {name}:[{','.join(map(str, example))}]"
+        )
+
 
 class RunnerSkip(TrtCompareError):
     """The comparison cannot run here; the plugin turns this into a skip with the reason."""

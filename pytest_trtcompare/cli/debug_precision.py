@@ -85,11 +85,7 @@ def run(args: argparse.Namespace) -> int:
     except InputDataError as exc:
         if exc.shape_needed is None:
             raise
-        problem, name, example = exc.shape_needed
-        example_text = ",".join(map(str, example))
-        raise InputDataError(
-            f"{problem}: give its shape with --shapes {name}:[{example_text}]"
-        ) from None
+        raise exc.with_shape_flag("--shapes") from None
     seconds = time.perf_counter() - started
     if args.output:
         onnx.save_model(result.model, args.output)

@@ -150,11 +150,7 @@ class CaseRunner:
 
             except InputDataError as exc:
                 if exc.shape_needed is not None and "shapes" in self.flags:
-                    problem, name, example = exc.shape_needed
-                    raise InputDataError(
-                        f"{problem}: give its shape with {self.flags['shapes']} "
-                        f"{name}:[{','.join(map(str, example))}]"
-                    ) from None
+                    raise exc.with_shape_flag(self.flags["shapes"]) from None
                 if case.shape_id != "cli":
                     raise
                 raise InputDataError(
