@@ -48,6 +48,7 @@ from ..session.settings import ToleranceSettings
 from .debug_precision import add_parser as add_debug_precision
 from .drift_command import add_parser as add_drift
 from .merge import add_parser as add_merge
+from .reduce_command import add_parser as add_reduce
 from .run import add_parser as add_run
 from .tolerances import add_parser as add_tolerances
 
@@ -410,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run(commands)
     add_debug_precision(commands)
+    add_reduce(commands)
     add_merge(commands)
     add_drift(commands)
     add_tolerances(commands)

@@ -35,7 +35,7 @@ _LAZY = {
             "Scope module_entries module_exits module_nodes subgraph_scopes node_scopes scope_names"
         ),
         "precision": "convert_mixed name_unnamed_nodes",
-        "onnx_graph": "graph_input_specs",
+        "onnx_graph": "graph_input_specs with_all_outputs",
         "float16_repair": "topological_sort",
         "onnxrt": "session_options_key",
         "cuda": "visible_device_count",
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from .frameworks import header_line
     from .isolated import IsolatedRunner as IsolatedRunner
     from .isolated import RunnerCrashed
-    from .onnx_graph import graph_input_specs
+    from .onnx_graph import graph_input_specs, with_all_outputs
     from .onnx_model import LoadedModel, file_digest, load_model
     from .onnx_scopes import (
         Scope,
@@ -139,6 +139,7 @@ __all__ = [
     "subgraph_scopes",
     "topological_sort",
     "visible_device_count",
+    "with_all_outputs",
 ]
 
 

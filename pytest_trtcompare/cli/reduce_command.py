@@ -1,0 +1,122 @@
+"""`trtcompare reduce MODEL`: the smallest subgraph that still fails at fp16/bf16, from the
+shell (session/reduce.py), with debug-precision's flags.
+
+-o OUT.onnx writes the reduced model, its inputs beside it (OUT.inputs.safetensors, a golden
+holding the inputs and the fp32 reference outputs of every feed, and OUT.inputs.json for
+`trtcompare run --load-inputs`), and prints the command that reproduces the failure. Exit 0
+when the model passes (nothing to reduce), 1 when a failing subgraph is reported, 2 on a bad
+argument, model or runner (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from .. import runners
+from ..goldens import write_golden, write_polygraphy_inputs
+from .debug_precision import parse_shapes, tolerances
+
+
+def _beside(output: Path, suffix: str) -> Path:
+    return output.with_name(output.stem + suffix)
+
+
+def reproduce_command(output: Path, runner: str, precision: str, tolerance: list[Any]) -> str:
+    """`trtcompare run OUT.onnx --onnxref --fp16 --load-inputs OUT.inputs.json --atol A
+    --rtol R`: the reduced model at `precision` against itself at fp32 on its saved inputs."""
+    words = ["trtcompare", "run", str(output), f"--{runner}", f"--{precision}"]
+    words += ["--load-inputs", str(_beside(output, ".inputs.json"))]
+    first = tolerance[0]
+    for name in ("atol", "rtol"):
+        value = getattr(first, name, None)
+        if isinstance(value, float):
+            words += [f"--{name}", repr(value)]
+    return shlex.join(words)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..session.reduce import reduce_model
+
+    shapes = parse_shapes(args.shapes)
+    tolerance = tolerances(args)
+    log = None if args.json else (lambda line: print(line, file=sys.stderr))
+    result = reduce_model(
+        args.model, args.precision, args.runner, tolerance, shapes or None, log=log
+    )
+    command = None
+    if args.output and not result.passed:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save_model(result.model, args.output)
+        later = list(zip(result.expected[1:], result.inputs[1:], strict=True))
+        write_golden(
+            _beside(args.output, ".inputs.safetensors"),
+            result.expected[0],
+            result.inputs[0],
+            later=later,
+        )
+        write_polygraphy_inputs(_beside(args.output, ".inputs.json"), result.inputs)
+        command = reproduce_command(args.output, args.runner, args.precision, tolerance)
+    if args.json:
+        report = result.to_json()
+        if command is not None:
+            report["command"] = command
+        print(json.dumps(report))
+    else:
+        print(result.describe())
+        if command is not None:
+            print(f"wrote {args.output} and its inputs; reproduce with:\n  {command}")
+    return 0 if result.passed else 1
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "reduce",
+        help="find the smallest subgraph that still fails at fp16/bf16; exit 1 if one fails",
+    )
+    parser.add_argument("model", type=Path, help="the fp32 ONNX model")
+    parser.add_argument("--precision", choices=("fp16", "bf16"), default="fp16")
+    parser.add_argument(
+        "--runner",
+        default=runners.DEBUG_PRECISION_RUNNER,
+        help=f"a runner of ONNX models (default {runners.DEBUG_PRECISION_RUNNER})",
+    )
+    parser.add_argument("--atol", type=float, help="default: the precision's built-in tolerance")
+    parser.add_argument("--rtol", type=float)
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="another tolerance that must pass: NAME=VALUE for a metric check, or "
+        "'check=mean atol=1e-3' (repeatable)",
+    )
+    parser.add_argument(
+        "--shapes",
+        "--input-shapes",
+        dest="shapes",
+        action="append",
+        default=[],
+        metavar="NAME:1x3x224x224",
+        help="input shapes (NAME:[1,3,224,224] too, as trtcompare run takes them)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="write the reduced model here, its inputs beside it (OUT.inputs.safetensors, "
+        "OUT.inputs.json)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"nodes": [...], "op_types": [...], "passed": ..., "runs": N, '
+        '"node_count": N, "command": ...}',
+    )
+    parser.set_defaults(run=run)

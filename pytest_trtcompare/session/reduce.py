@@ -1,0 +1,299 @@
+"""Reduction: the smallest subgraph of a model that still fails at a reduced precision.
+
+`reduce_model` runs the model at fp32 once with every tensor exposed (the reference values of
+every intermediate tensor, runners/onnx_graph.py `with_all_outputs`), then candidate
+subgraphs: a contiguous range of the topologically ordered nodes, extracted as a model of
+its own (`extract`). A candidate's graph inputs are the tensors it reads from outside the
+range, fed the reference's fp32 values of them (so it sees exactly what it sees inside the
+model); initializers and the outputs of Constant nodes it reads are folded in as
+initializers; its outputs are the tensors it makes that are read after it or are model
+outputs. A candidate fails when, converted to the target precision on the target runner, its
+outputs miss the reference's values of them under the tolerance on any feed.
+
+The search, as Polygraphy's `debug reduce` bisect then linear modes: the whole model must
+fail; bisection keeps the half of the range that still fails (and stops when both halves
+pass: the failure needs nodes of both); then nodes are dropped one at a time from the end,
+then from the start, while the rest still fails. If and Loop nodes are single nodes of the
+order: their bodies move whole. Every candidate costs one run per feed; the reference one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .. import runners
+from ..engine import compare_outputs
+from ..errors import TrtCompareError
+from ..inputs import DEFAULT_SEED, synthetic_feed
+from ..runners import DEBUG_PRECISION_RUNNER, load_model, with_all_outputs
+from .precision_debug import _named, _tolerances
+
+Feed = Mapping[str, Any]
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReduceResult:
+    """The reduced subgraph (or the whole model when it passes), its inputs per feed, the
+    verdict and the cost."""
+
+    model: onnx.ModelProto = field(repr=False)
+    nodes: tuple[str, ...]  # in topological order
+    op_types: tuple[str, ...]
+    passed: bool  # True: the whole model passes, nothing to reduce
+    runs: int  # candidate runs (one per feed each), the reference run not counted
+    inputs: tuple[dict[str, np.ndarray], ...] = field(default=(), repr=False)
+    expected: tuple[dict[str, np.ndarray], ...] = field(default=(), repr=False)
+    error: str = ""  # the reduced graph's comparison on its first failing feed
+    node_count: int = 0  # nodes of the whole model
+    precision: str = "fp16"
+    runner: str = DEBUG_PRECISION_RUNNER
+
+    def describe(self) -> str:
+        """'reduced (onnxref fp16): 2 of 63 nodes still fail: plant_add (Add), plant_sub
+        (Sub) (9 runs)' and the comparison's figures, or that the model passes."""
+        where = f"{self.runner} {self.precision}"
+        if self.passed:
+            return f"reduce ({where}): the model passes, nothing to reduce ({self.runs} runs)"
+        names = ", ".join(f"{n} ({t})" for n, t in zip(self.nodes, self.op_types, strict=True))
+        head = (
+            f"reduce ({where}): {len(self.nodes)} of {self.node_count} nodes still fail: "
+            f"{names} ({self.runs} runs)"
+        )
+        return "\n".join([head, self.error] if self.error else [head])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodes": list(self.nodes),
+            "op_types": list(self.op_types),
+            "passed": self.passed,
+            "runs": self.runs,
+            "node_count": self.node_count,
+        }
+
+
+def reduce_model(
+    model: Any,
+    precision: str = "fp16",
+    runner: str = DEBUG_PRECISION_RUNNER,
+    tolerance: Any = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    inputs: Feed | Sequence[Feed] | None = None,
+    *,
+    seed: int = DEFAULT_SEED,
+    runner_options: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ReduceResult:
+    """The smallest contiguous subgraph of `model` that fails at `precision` ('fp16' or
+    'bf16') on `runner` against the fp32 reference under `tolerance` (as `find_fp32_nodes`
+    takes it: one, a list that must all pass, or None for the precision's default), judged
+    on every feed of `inputs` (default: one seeded synthetic feed, `shapes` for dynamic dims).
+    Unnamed nodes are named `<op_type>_<index>`."""
+    if precision not in ("fp16", "bf16"):
+        raise TrtCompareError(f"reduce takes precision fp16 or bf16, not {precision!r}")
+    loaded = _named(load_model(model))
+    proto = loaded.proto
+    options = dict(runner_options or {})
+    tolerances = _tolerances(tolerance, precision)
+    marked, _ = with_all_outputs(proto)
+    with runners.create(runner, marked, "fp32", **options) as reference:
+        if inputs is None:
+            feeds = [synthetic_feed(reference.input_specs(), shapes=shapes, seed=seed)]
+        else:
+            feeds = [dict(inputs)] if isinstance(inputs, Mapping) else [dict(f) for f in inputs]
+        values = [{**feed, **reference.infer(feed)} for feed in feeds]
+    nodes = list(proto.graph.node)
+    runs = 0
+    verdicts: dict[tuple[int, int], str | None] = {}
+
+    def fails(low: int, high: int) -> bool:
+        """Whether nodes[low:high] fails; its first failing comparison kept."""
+        nonlocal runs
+        if (low, high) not in verdicts:
+            sub = extract(proto, nodes[low:high], values)
+            verdicts[(low, high)] = None
+            if sub is not None:
+                candidate, sub_feeds, sub_expected = sub
+                found, count = _judge(
+                    candidate, runner, precision, options, sub_feeds, sub_expected, tolerances
+                )
+                runs += count
+                verdicts[(low, high)] = found
+            if log is not None:
+                verdict = "fail" if verdicts[(low, high)] is not None else "pass"
+                log(f"run {len(verdicts)}: nodes {low}..{high - 1} of {len(nodes)}: {verdict}")
+        return verdicts[(low, high)] is not None
+
+    low, high = 0, len(nodes)
+    if not nodes or not fails(low, high):
+        return ReduceResult(
+            proto,
+            (),
+            (),
+            True,
+            runs,
+            tuple(feeds),
+            node_count=len(nodes),
+            precision=precision,
+            runner=runner,
+        )
+    while high - low > 1:  # bisection
+        middle = (low + high) // 2
+        if fails(low, middle):
+            high = middle
+        elif fails(middle, high):
+            low = middle
+        else:
+            break
+    while high - low > 1 and fails(low, high - 1):  # node by node from the end
+        high -= 1
+    while high - low > 1 and fails(low + 1, high):  # and from the start
+        low += 1
+    sub = extract(proto, nodes[low:high], values)
+    assert sub is not None  # it failed, so it was extracted
+    candidate, sub_feeds, sub_expected = sub
+    chosen = nodes[low:high]
+    return ReduceResult(
+        candidate,
+        tuple(node.name for node in chosen),
+        tuple(node.op_type for node in chosen),
+        False,
+        runs,
+        tuple(sub_feeds),
+        tuple(sub_expected),
+        verdicts[(low, high)] or "",
+        len(nodes),
+        precision,
+        runner,
+    )
+
+
+def _judge(
+    candidate: onnx.ModelProto,
+    runner: str,
+    precision: str,
+    options: Mapping[str, Any],
+    feeds: Sequence[Feed],
+    expected: Sequence[Mapping[str, np.ndarray]],
+    tolerances: list[Any],
+) -> tuple[str | None, int]:
+    """The first failing comparison's text (None: every feed passes) and the runs made. A
+    candidate that cannot be converted or run does not reproduce the failure."""
+    runs = 0
+    try:
+        with runners.create(runner, candidate, precision, **options) as target:
+            for feed, want in zip(feeds, expected, strict=True):
+                runs += 1
+                actual = target.infer(feed)
+                for tol in tolerances:
+                    result = compare_outputs(actual, want, tol)
+                    if not result.passed:
+                        return str(result), runs
+    except Exception as exc:  # a candidate the runner refuses: not the failure sought
+        _LOG.debug("candidate could not run: %s", exc)
+    return None, runs
+
+
+def extract(
+    model: onnx.ModelProto,
+    chosen: Sequence[onnx.NodeProto],
+    values: Sequence[Mapping[str, np.ndarray]],
+) -> tuple[onnx.ModelProto, list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]] | None:
+    """`chosen` (a contiguous range of `model`'s sorted nodes) as a model of its own, its
+    feeds and expected outputs from `values` (the reference's tensors per feed); None when a
+    tensor it needs has no reference value (untyped to shape inference) or it has no output.
+    """
+    graph = model.graph
+    made = {name for node in chosen for name in node.output if name}
+    read: list[str] = []
+    for node in chosen:
+        for name in [*node.input, *_outer_reads(node)]:
+            if name and name not in made and name not in read:
+                read.append(name)
+    position = {id(node): i for i, node in enumerate(graph.node)}
+    last = max(position[id(node)] for node in chosen)
+    later_reads = {
+        name for node in list(graph.node)[last + 1 :] for name in [*node.input, *_outer_reads(node)]
+    }
+    own_outputs = [vi.name for vi in graph.output]
+    outputs = [
+        name
+        for node in chosen
+        for name in node.output
+        if name and (name in later_reads or name in own_outputs)
+    ]
+    if not outputs:
+        return None
+    initializers = {t.name: t for t in graph.initializer}
+    constants = {
+        node.output[0] for node in graph.node if node.op_type == "Constant" and node not in chosen
+    }
+    needed = [*read, *outputs]
+    if any(name not in values[0] and name not in initializers for name in needed):
+        return None
+    inits = []
+    fed: list[str] = []
+    for name in read:
+        if name in initializers:
+            inits.append(initializers[name])
+        elif name in constants:
+            inits.append(numpy_helper.from_array(np.asarray(values[0][name]), name))
+        else:
+            fed.append(name)
+    sub_graph = helper.make_graph(
+        [_copy(node) for node in chosen],
+        f"{graph.name or 'model'}_reduced",
+        [_value_info(name, [v[name] for v in values]) for name in fed],
+        [_value_info(name, [v[name] for v in values]) for name in outputs],
+        inits,
+    )
+    sub = helper.make_model(sub_graph, opset_imports=list(model.opset_import))
+    sub.ir_version = model.ir_version
+    sub.functions.extend(model.functions)
+    feeds = [{name: np.asarray(v[name]) for name in fed} for v in values]
+    expected = [{name: np.asarray(v[name]) for name in outputs} for v in values]
+    return sub, feeds, expected
+
+
+def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
+    copied = onnx.NodeProto()
+    copied.CopyFrom(node)
+    return copied
+
+
+def _outer_reads(node: onnx.NodeProto) -> set[str]:
+    """The outer-scope tensors an If/Loop/Scan body reads (empty for other nodes)."""
+    reads: set[str] = set()
+    for attribute in node.attribute:
+        bodies = [attribute.g] if attribute.HasField("g") else list(attribute.graphs)
+        for body in bodies:
+            defined = {vi.name for vi in body.input} | {t.name for t in body.initializer}
+            for inner in body.node:
+                defined.update(inner.output)
+            for inner in body.node:
+                reads.update(n for n in [*inner.input, *_outer_reads(inner)] if n)
+            reads -= defined
+    return reads
+
+
+def _value_info(name: str, arrays: Sequence[Any]) -> onnx.ValueInfoProto:
+    """A graph input or output typed from its reference values: a dimension that differs
+    between feeds is left symbolic."""
+    first = np.asarray(arrays[0])
+    elem = helper.np_dtype_to_tensor_dtype(first.dtype)
+    shapes = {np.asarray(a).shape for a in arrays}
+    if len(shapes) == 1:
+        dims: list[Any] = list(first.shape)
+    else:
+        dims = [
+            size if all(np.asarray(a).shape[i] == size for a in arrays) else f"{name}_d{i}"
+            for i, size in enumerate(first.shape)
+        ]
+    return helper.make_tensor_value_info(name, elem, dims)

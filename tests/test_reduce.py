@@ -1,0 +1,170 @@
+"""`reduce_model` and `trtcompare reduce`: the smallest subgraph that still fails at fp16,
+fed the reference's own intermediate tensors; JSON, text, -o with its inputs and the command
+that reproduces the failure, and misuse (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_trtcompare.cli import main
+from pytest_trtcompare.goldens import load_reference
+from pytest_trtcompare.session.reduce import reduce_model
+
+from .onnx_models import make
+from .planted_models import WIDTH, planted
+
+
+def test_the_planted_pair_is_the_reduced_graph():
+    result = reduce_model(planted(), "fp16", "onnxref", shapes={"x": (1, WIDTH)})
+    assert not result.passed
+    assert 1 <= len(result.nodes) <= 5
+    assert set(result.nodes) <= {"plant_add", "plant_sub"}
+    assert result.node_count == 63 and result.runs <= 12
+    onnx.checker.check_model(result.model, full_check=True)
+    assert [vi.name for vi in result.model.graph.input] == list(result.inputs[0])
+    text = result.describe()
+    assert text.startswith(f"reduce (onnxref fp16): {len(result.nodes)} of 63 nodes still fail:")
+    assert "out of tolerance" in text
+
+
+def test_every_feed_is_judged_and_its_inputs_are_the_reference_tensors():
+    """Feeds of 0 and 2 pass exactly (3000 and 3002 are fp16 numbers): only the third, a
+    uniform draw, fails; the reduced graph's inputs are the reference's tensors per feed."""
+    uniform = np.random.default_rng(1).uniform(0, 1, (1, WIDTH)).astype(np.float32)
+    feeds = [{"x": np.full((1, WIDTH), v, np.float32)} for v in (0.0, 2.0)] + [{"x": uniform}]
+    assert reduce_model(planted(0, 0), inputs=feeds[:2]).passed
+    result = reduce_model(planted(0, 0), inputs=feeds)
+    assert not result.passed and len(result.inputs) == 3 and len(result.expected) == 3
+    fed = result.inputs[2][result.model.graph.input[0].name]
+    if result.nodes[0] == "plant_sub":  # fed plant_add's fp32 output
+        np.testing.assert_array_equal(fed, uniform + np.float32(3000))
+    assert result.runs >= 3
+
+
+def test_a_passing_model_has_nothing_to_reduce():
+    result = reduce_model(planted(4, 4), tolerance={"atol": 10.0, "rtol": 1.0})
+    assert result.passed and result.nodes == () and result.runs == 1
+    assert (
+        result.describe() == "reduce (onnxref fp16): the model passes, nothing to reduce (1 runs)"
+    )
+
+
+def if_model() -> onnx.ModelProto:
+    """x -> Add(+3000) -> If(cond) whose branches Sub 3000 from the outer-scope tensor ->
+    Relu: the If is moved whole, its bodies reading the tensor fed from outside."""
+
+    def branch(tag: str) -> onnx.GraphProto:
+        return helper.make_graph(
+            [helper.make_node("Sub", ["big", "c3000"], [f"{tag}_out"], name=f"{tag}_sub")],
+            tag,
+            [],
+            [helper.make_tensor_value_info(f"{tag}_out", TensorProto.FLOAT, [1, WIDTH])],
+        )
+
+    weights = [
+        numpy_helper.from_array(np.full(WIDTH, 3000.0, np.float32), "c3000"),
+        numpy_helper.from_array(np.array(True), "cond"),
+        numpy_helper.from_array(np.full(WIDTH, 0.5, np.float32), "half"),
+    ]
+    nodes = [
+        helper.make_node("Mul", ["x", "half"], ["small"], name="scale"),
+        helper.make_node("Add", ["small", "c3000"], ["big"], name="add"),
+        helper.make_node(
+            "If",
+            ["cond"],
+            ["back"],
+            name="if",
+            then_branch=branch("then"),
+            else_branch=branch("else"),
+        ),
+        helper.make_node("Relu", ["back"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "with_if",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, WIDTH])],
+        weights,
+    )
+    return make(graph)
+
+
+def test_an_if_node_is_kept_whole():
+    result = reduce_model(if_model())
+    assert not result.passed and "if" in result.nodes and len(result.nodes) <= 2
+    onnx.checker.check_model(result.model, full_check=True)
+    kept = next(node for node in result.model.graph.node if node.name == "if")
+    assert {a.name for a in kept.attribute} == {"then_branch", "else_branch"}
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "planted.onnx"
+    onnx.save_model(planted(8, 8), str(path))
+    return path
+
+
+def test_json_and_the_written_model_reproduce_the_failure(model_file, tmp_path, capsys):
+    out = tmp_path / "sub" / "reduced.onnx"
+    argv = ["reduce", str(model_file), "--atol", "1e-2", "--rtol", "1e-3", "--shapes", "x:1x64"]
+    assert main([*argv, "-o", str(out), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is False and 1 <= len(report["nodes"]) <= 5
+    assert set(report["nodes"]) <= {"plant_add", "plant_sub"}
+    assert report["op_types"] == [
+        {"plant_add": "Add", "plant_sub": "Sub"}[n] for n in report["nodes"]
+    ]
+    assert isinstance(report["runs"], int) and report["node_count"] == 19
+    written = onnx.load(str(out))
+    assert [node.name for node in written.graph.node] == report["nodes"]
+    golden = load_reference(tmp_path / "sub" / "reduced.inputs.safetensors")
+    assert golden.inputs is not None and set(golden.inputs) == {
+        vi.name for vi in written.graph.input
+    }
+    command = shlex.split(report["command"])
+    assert command[:3] == ["trtcompare", "run", str(out)]
+    assert command[3:] == [
+        "--onnxref",
+        "--fp16",
+        "--load-inputs",
+        str(tmp_path / "sub" / "reduced.inputs.json"),
+        "--atol",
+        "0.01",
+        "--rtol",
+        "0.001",
+    ]
+    assert main(command[1:]) == 1  # the command fails as the reduced graph did
+    capsys.readouterr()
+
+
+def test_text_output_names_the_nodes_and_the_command(model_file, tmp_path, capsys):
+    out = tmp_path / "reduced.onnx"
+    assert main(["reduce", str(model_file), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "reduce (onnxref fp16): " in captured.out and " of 19 nodes still fail: " in captured.out
+    assert "reproduce with:\n  trtcompare run " in captured.out
+    assert "run 1: nodes 0..18 of 19: fail" in captured.err
+
+
+def test_a_passing_model_exits_0_and_writes_nothing(model_file, tmp_path, capsys):
+    out = tmp_path / "reduced.onnx"
+    assert main(["reduce", str(model_file), "--atol", "10", "-o", str(out)]) == 0
+    assert "the model passes, nothing to reduce" in capsys.readouterr().out
+    assert not out.exists()
+
+
+def test_misuse_exits_2_with_one_line(tmp_path, model_file, capsys):
+    assert main(["reduce", str(tmp_path / "missing.onnx")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("trtcompare: model file")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reduce", str(model_file), "--atol", "x"])
+    assert exit_info.value.code == 2
+    assert "argument --atol: invalid float value: 'x'" in capsys.readouterr().err
+    assert main(["reduce", str(model_file), "--check", "cosin=0.9"]) == 2
+    assert "--check 'cosin=0.9'" in capsys.readouterr().err
