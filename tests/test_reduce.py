@@ -168,3 +168,36 @@ def test_misuse_exits_2_with_one_line(tmp_path, model_file, capsys):
     assert "argument --atol: invalid float value: 'x'" in capsys.readouterr().err
     assert main(["reduce", str(model_file), "--check", "cosin=0.9"]) == 2
     assert "--check 'cosin=0.9'" in capsys.readouterr().err
+
+
+def dynamic_model() -> onnx.ModelProto:
+    """x [N, 64] -> Add(c) -> Sub(c) -> Relu, c = 3000 from a Constant node."""
+    nodes = [
+        helper.make_node(
+            "Constant", [], ["c"], name="const", value=numpy_helper.from_array(np.float32(3000))
+        ),
+        helper.make_node("Add", ["x", "c"], ["big"], name="add"),
+        helper.make_node("Sub", ["big", "c"], ["back"], name="sub"),
+        helper.make_node("Relu", ["back"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "dynamic",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", WIDTH])],
+    )
+    return make(graph)
+
+
+def test_dynamic_shapes_and_a_constant_folded_in():
+    rng = np.random.default_rng(2)
+    feeds = [{"x": rng.uniform(0, 1, (n, WIDTH)).astype(np.float32)} for n in (1, 3)]
+    result = reduce_model(dynamic_model(), inputs=feeds)
+    assert not result.passed and set(result.nodes) <= {"add", "sub"}
+    graph = result.model.graph
+    assert "c" not in {vi.name for vi in graph.input}
+    assert "c" in {t.name for t in graph.initializer}
+    (fed,) = graph.input
+    assert fed.type.tensor_type.shape.dim[0].dim_param  # the batch differs between feeds
+    assert fed.type.tensor_type.shape.dim[1].dim_value == WIDTH
+    assert [feed[fed.name].shape[0] for feed in result.inputs] == [1, 3]

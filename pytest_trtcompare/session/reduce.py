@@ -117,7 +117,7 @@ def reduce_model(
         """Whether nodes[low:high] fails; its first failing comparison kept."""
         nonlocal runs
         if (low, high) not in verdicts:
-            sub = extract(proto, nodes[low:high], values)
+            sub = extract(proto, low, high, values)
             verdicts[(low, high)] = None
             if sub is not None:
                 candidate, sub_feeds, sub_expected = sub
@@ -156,7 +156,7 @@ def reduce_model(
         high -= 1
     while high - low > 1 and fails(low + 1, high):  # and from the start
         low += 1
-    sub = extract(proto, nodes[low:high], values)
+    sub = extract(proto, low, high, values)
     assert sub is not None  # it failed, so it was extracted
     candidate, sub_feeds, sub_expected = sub
     chosen = nodes[low:high]
@@ -203,25 +203,24 @@ def _judge(
 
 def extract(
     model: onnx.ModelProto,
-    chosen: Sequence[onnx.NodeProto],
+    low: int,
+    high: int,
     values: Sequence[Mapping[str, np.ndarray]],
 ) -> tuple[onnx.ModelProto, list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]] | None:
-    """`chosen` (a contiguous range of `model`'s sorted nodes) as a model of its own, its
-    feeds and expected outputs from `values` (the reference's tensors per feed); None when a
-    tensor it needs has no reference value (untyped to shape inference) or it has no output.
-    """
+    """`model`'s (topologically sorted) nodes[low:high] as a model of its own, its feeds and
+    expected outputs from `values` (the reference's tensors per feed, the model's inputs
+    among them); None when a tensor it needs has no reference value (untyped to shape
+    inference) or it makes no tensor used outside it."""
     graph = model.graph
+    every = list(graph.node)
+    chosen = every[low:high]
     made = {name for node in chosen for name in node.output if name}
     read: list[str] = []
     for node in chosen:
         for name in [*node.input, *_outer_reads(node)]:
             if name and name not in made and name not in read:
                 read.append(name)
-    position = {id(node): i for i, node in enumerate(graph.node)}
-    last = max(position[id(node)] for node in chosen)
-    later_reads = {
-        name for node in list(graph.node)[last + 1 :] for name in [*node.input, *_outer_reads(node)]
-    }
+    later_reads = {name for node in every[high:] for name in [*node.input, *_outer_reads(node)]}
     own_outputs = [vi.name for vi in graph.output]
     outputs = [
         name
@@ -232,9 +231,8 @@ def extract(
     if not outputs:
         return None
     initializers = {t.name: t for t in graph.initializer}
-    constants = {
-        node.output[0] for node in graph.node if node.op_type == "Constant" and node not in chosen
-    }
+    outside = [*every[:low], *every[high:]]
+    constants = {node.output[0] for node in outside if node.op_type == "Constant"}
     needed = [*read, *outputs]
     if any(name not in values[0] and name not in initializers for name in needed):
         return None

@@ -39,3 +39,30 @@ def test_the_planted_overflow_is_named_and_found_in_fewer_runs(zoo, name, op_typ
     assert finding.text().startswith(f"probable cause: {node} ({op_type}) reaches ")
     assert after.keep_fp32 == before.keep_fp32 == (node, "plant_rescale")
     assert after.runs == 4 < before.runs
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # onnx.reference's fp16 inf
+def test_reduce_finds_the_planted_conv_in_resnet18(zoo):
+    """`reduce_model` on resnet18 with a planted Conv: the reduced graph holds that Conv and
+    at most 5 nodes (docs/BENCHMARKS.md "Reduce")."""
+    import time
+
+    from pytest_trtcompare import runners
+    from pytest_trtcompare.session.reduce import reduce_model
+
+    model = onnx.load(str(zoo.onnx("resnet18")))
+    feed = synthetic_feed(graph_input_specs(model), shapes=models.build("resnet18").shapes, seed=0)
+    model, node = plant_overflow(model, "Conv", feed)
+    started = time.perf_counter()
+    with runners.create("onnxref", model, "fp32") as reference:
+        reference.infer(feed)
+    one_run = time.perf_counter() - started
+    started = time.perf_counter()
+    result = reduce_model(model, "fp16", "onnxref", inputs=feed)
+    seconds = time.perf_counter() - started
+    print(
+        f"reduce resnet18: {len(result.nodes)} of {result.node_count} nodes {result.nodes}, "
+        f"{result.runs} runs, {seconds:.1f} s = {seconds / one_run:.1f} fp32 runs"
+    )
+    assert not result.passed and node in result.nodes and len(result.nodes) <= 5
+    onnx.checker.check_model(result.model, full_check=True)
