@@ -201,3 +201,64 @@ def test_dynamic_shapes_and_a_constant_folded_in():
     assert fed.type.tensor_type.shape.dim[0].dim_param  # the batch differs between feeds
     assert fed.type.tensor_type.shape.dim[1].dim_value == WIDTH
     assert [feed[fed.name].shape[0] for feed in result.inputs] == [1, 3]
+
+
+def mask_model() -> onnx.ModelProto:
+    """A mask of float32's min (Where of a constant condition) added to x, a Softmax, then
+    the planted pair: the mask's -3.4e38 is -65504 at fp16 (the conversion clamps it) and
+    the Softmax is fed -65504 for it, so neither is taken for the fault."""
+    cond = np.zeros((1, WIDTH), bool)
+    cond[0, :48] = True
+    weights = [
+        numpy_helper.from_array(cond, "cond"),
+        numpy_helper.from_array(np.zeros(1, np.float32), "zero"),
+        numpy_helper.from_array(np.array([np.finfo(np.float32).min], np.float32), "low"),
+        numpy_helper.from_array(np.full(WIDTH, 3000.0, np.float32), "c3000"),
+    ]
+    nodes = [
+        helper.make_node("Where", ["cond", "zero", "low"], ["mask"], name="mask"),
+        helper.make_node("Add", ["x", "mask"], ["masked"], name="apply"),
+        helper.make_node("Softmax", ["masked"], ["p"], name="softmax", axis=-1),
+        helper.make_node("Add", ["p", "c3000"], ["big"], name="plant_add"),
+        helper.make_node("Sub", ["big", "c3000"], ["y"], name="plant_sub"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "masked",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, WIDTH])],
+        weights,
+    )
+    return make(graph)
+
+
+def test_a_mask_past_the_range_is_not_the_fault():
+    result = reduce_model(mask_model(), tolerance={"atol": 1e-4, "rtol": 1e-2})
+    assert not result.passed and set(result.nodes) <= {"plant_add", "plant_sub"}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # onnx.reference's fp16 inf
+def test_a_tensor_past_the_range_is_fed_to_no_candidate():
+    """x*1024 -> *64 (up to 65536, past fp16's range) -> /65536: a candidate that starts
+    after the overflow is not fed the value it cannot hold; the reduced graph holds the
+    node that overflows."""
+    weights = [
+        numpy_helper.from_array(np.float32(1024), "k1"),
+        numpy_helper.from_array(np.float32(64), "k2"),
+        numpy_helper.from_array(np.float32(1 / 65536), "k3"),
+    ]
+    nodes = [
+        helper.make_node("Mul", ["x", "k1"], ["a"], name="scale"),
+        helper.make_node("Mul", ["a", "k2"], ["b"], name="overflow"),
+        helper.make_node("Mul", ["b", "k3"], ["y"], name="rescale"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "overflow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, WIDTH])],
+        weights,
+    )
+    feed = {"x": np.linspace(0.5, 1.5, WIDTH, dtype=np.float32).reshape(1, WIDTH)}
+    result = reduce_model(make(graph), inputs=feed)
+    assert not result.passed and result.nodes == ("overflow", "rescale")

@@ -110,6 +110,8 @@ def reduce_model(
             feeds = [dict(inputs)] if isinstance(inputs, Mapping) else [dict(f) for f in inputs]
         values = [{**feed, **reference.infer(feed)} for feed in feeds]
     nodes = list(proto.graph.node)
+    model_outputs = frozenset(vi.name for vi in proto.graph.output)
+    model_inputs = frozenset(vi.name for vi in proto.graph.input)
     runs = 0
     verdicts: dict[tuple[int, int], str | None] = {}
 
@@ -119,10 +121,18 @@ def reduce_model(
         if (low, high) not in verdicts:
             sub = extract(proto, low, high, values)
             verdicts[(low, high)] = None
-            if sub is not None:
-                candidate, sub_feeds, sub_expected = sub
+            held = None if sub is None else _held(sub[1], precision, model_inputs)
+            if sub is not None and held is not None:
+                candidate, sub_feeds, sub_expected = sub[0], held, sub[2]
                 found, count = _judge(
-                    candidate, runner, precision, options, sub_feeds, sub_expected, tolerances
+                    candidate,
+                    runner,
+                    precision,
+                    options,
+                    sub_feeds,
+                    sub_expected,
+                    tolerances,
+                    model_outputs,
                 )
                 runs += count
                 verdicts[(low, high)] = found
@@ -157,8 +167,9 @@ def reduce_model(
     while high - low > 1 and fails(low + 1, high):  # and from the start
         low += 1
     sub = extract(proto, low, high, values)
-    assert sub is not None  # it failed, so it was extracted
-    candidate, sub_feeds, sub_expected = sub
+    held = None if sub is None else _held(sub[1], precision, model_inputs)
+    assert sub is not None and held is not None  # it failed, so it was extracted and fed
+    candidate, sub_feeds, sub_expected = sub[0], held, sub[2]
     chosen = nodes[low:high]
     return ReduceResult(
         candidate,
@@ -183,15 +194,17 @@ def _judge(
     feeds: Sequence[Feed],
     expected: Sequence[Mapping[str, np.ndarray]],
     tolerances: list[Any],
+    model_outputs: frozenset[str] = frozenset(),
 ) -> tuple[str | None, int]:
     """The first failing comparison's text (None: every feed passes) and the runs made. A
-    candidate that cannot be converted or run does not reproduce the failure."""
+    candidate that cannot be converted or run does not reproduce the failure; an
+    intermediate output past the precision's range is judged by `_saturated`."""
     runs = 0
     try:
         with runners.create(runner, candidate, precision, **options) as target:
             for feed, want in zip(feeds, expected, strict=True):
                 runs += 1
-                actual = target.infer(feed)
+                actual = _saturated(target.infer(feed), want, precision, model_outputs)
                 for tol in tolerances:
                     result = compare_outputs(actual, want, tol)
                     if not result.passed:
@@ -199,6 +212,71 @@ def _judge(
     except Exception as exc:  # a candidate the runner refuses: not the failure sought
         _LOG.debug("candidate could not run: %s", exc)
     return None, runs
+
+
+#: The largest finite value of each target precision.
+_LARGEST = {"fp16": float(np.finfo(np.float16).max), "bf16": 3.3895313892515355e38}
+
+
+#: A fed value at least this large stands for infinity (a mask's float32 min): it is fed as
+#: the precision's largest value, as the conversion clamps such a constant.
+_SENTINEL = 1e38
+
+
+def _held(
+    feeds: Sequence[Mapping[str, np.ndarray]], precision: str, model_inputs: frozenset[str]
+) -> list[dict[str, np.ndarray]] | None:
+    """A candidate's feeds as the precision holds them, or None where it is fed an
+    intermediate tensor with finite values past the precision's range that are no sentinel:
+    what goes wrong there starts before the candidate (its producer's values cannot be held
+    at that precision), so it is no reproduction of its own. A sentinel (|value| >= 1e38, a
+    mask's float32 min) is fed as the precision's largest value of its sign; the model's own
+    inputs are fed as given."""
+    largest = _LARGEST[precision]
+    held = []
+    for feed in feeds:
+        fed = dict(feed)
+        for name, value in feed.items():
+            if name in model_inputs or not np.issubdtype(value.dtype, np.floating):
+                continue
+            size = np.abs(np.where(np.isfinite(value), value, 0))
+            if not (size > largest).any():
+                continue
+            if ((size > largest) & (size < _SENTINEL)).any():
+                return None
+            fed[name] = np.where(size >= _SENTINEL, np.sign(value) * largest, value).astype(
+                value.dtype
+            )
+        held.append(fed)
+    return held
+
+
+def _saturated(
+    actual: Mapping[str, np.ndarray],
+    expected: Mapping[str, np.ndarray],
+    precision: str,
+    model_outputs: frozenset[str],
+) -> dict[str, np.ndarray]:
+    """`actual` with the elements of intermediate tensors (not the model's outputs) that the
+    precision gives as its infinity or largest value (a conversion clamps) of the sign of a
+    reference value past its range taken as agreeing: that is the value at that precision (a
+    mask's -3.4e38 is -65504 or -inf at fp16), and an
+    error it causes shows where a finite value after it goes wrong, which a larger candidate
+    holds. Without this, the first half of a model with such a mask would always "fail"."""
+    largest = _LARGEST[precision]
+    fixed = dict(actual)
+    for name, got in actual.items():
+        want = expected.get(name)
+        if name in model_outputs or want is None or not np.issubdtype(want.dtype, np.floating):
+            continue
+        got_array = np.asarray(got)
+        if got_array.shape != want.shape:
+            continue
+        past = (np.abs(want) > largest) & (np.abs(got_array) >= largest)
+        past &= np.sign(got_array) == np.sign(want)
+        if past.any():
+            fixed[name] = np.where(past, want, got_array)
+    return fixed
 
 
 def extract(
