@@ -168,6 +168,14 @@ def test_misuse_exits_2_with_one_line(tmp_path, model_file, capsys):
     assert "argument --atol: invalid float value: 'x'" in capsys.readouterr().err
     assert main(["reduce", str(model_file), "--check", "cosin=0.9"]) == 2
     assert "--check 'cosin=0.9'" in capsys.readouterr().err
+    assert main(["reduce", str(model_file), "--runner", "onnxrtt"]) == 2
+    assert capsys.readouterr().err.startswith("trtcompare: unknown framework 'onnxrtt'")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_text("not a model")
+    assert main(["reduce", str(garbage)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"trtcompare: model file '{garbage}' is not a readable ONNX model")
+    assert len(err.strip().splitlines()) == 1
 
 
 def dynamic_model() -> onnx.ModelProto:
