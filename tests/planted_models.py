@@ -15,10 +15,14 @@ from .onnx_models import make
 WIDTH = 64
 
 
-def planted(before: int = 30, after: int = 30) -> onnx.ModelProto:
+def planted(
+    before: int = 30, after: int = 30, pair: tuple[tuple[str, str, float], ...] = ()
+) -> onnx.ModelProto:
     """x -> `before` benign Add/Mul -> plant_add (+3000) -> plant_sub (-3000) -> `after`
     benign -> y. The constants are exact in fp16 and bf16, so the benign nodes only round;
-    at 3000 the fp16 ulp is 2 (bf16: 16): the planted pair destroys values in [0, 2]."""
+    at 3000 the fp16 ulp is 2 (bf16: 16): the planted pair destroys values in [0, 2].
+    `pair`: other planted (name, op, constant) nodes (scaled(): a weight past fp16's range,
+    which even a runtime computing float16 nodes in float32 gets wrong)."""
     nodes, weights, current = [], [], "x"
 
     def node(op: str, value: float, name: str) -> None:
@@ -29,8 +33,8 @@ def planted(before: int = 30, after: int = 30) -> onnx.ModelProto:
 
     for i in range(before):
         node("Mul" if i % 2 else "Add", 1.0625 if i % 2 else 0.0625, f"pre{i}")
-    node("Add", 3000.0, "plant_add")
-    node("Sub", 3000.0, "plant_sub")
+    for name, op, value in pair or (("plant_add", "Add", 3000.0), ("plant_sub", "Sub", 3000.0)):
+        node(op, value, name)
     for i in range(after):
         node("Mul" if i % 2 else "Add", 0.9375 if i % 2 else -0.0625, f"post{i}")
     nodes.append(helper.make_node("Relu", [current], ["y"], name="relu_out"))
@@ -42,6 +46,12 @@ def planted(before: int = 30, after: int = 30) -> onnx.ModelProto:
         weights,
     )
     return make(graph)
+
+
+def scaled(before: int = 4, after: int = 4) -> onnx.ModelProto:
+    """The planted chain with plant_scale (x 1e5: a weight fp16 cannot hold, clamped to
+    65504 by the conversion) and plant_unscale (x 1e-5)."""
+    return planted(before, after, (("plant_scale", "Mul", 1e5), ("plant_unscale", "Mul", 1e-5)))
 
 
 def feed() -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trtcompare.cli import main
+from pytest_trtcompare.errors import TrtCompareError
 from pytest_trtcompare.goldens import load_reference
 from pytest_trtcompare.session.reduce import reduce_model
 
@@ -50,9 +51,7 @@ def test_every_feed_is_judged_and_its_inputs_are_the_reference_tensors():
 def test_a_passing_model_has_nothing_to_reduce():
     result = reduce_model(planted(4, 4), tolerance={"atol": 10.0, "rtol": 1.0})
     assert result.passed and result.nodes == () and result.runs == 1
-    assert (
-        result.describe() == "reduce (onnxref fp16): the model passes, nothing to reduce (1 runs)"
-    )
+    assert result.describe() == "reduce (onnxref fp16): the model passes, nothing to reduce (1 run)"
 
 
 def if_model() -> onnx.ModelProto:
@@ -270,3 +269,46 @@ def test_a_tensor_past_the_range_is_fed_to_no_candidate():
     feed = {"x": np.linspace(0.5, 1.5, WIDTH, dtype=np.float32).reshape(1, WIDTH)}
     result = reduce_model(make(graph), inputs=feed)
     assert not result.passed and result.nodes == ("overflow", "rescale")
+
+
+def _refusing(monkeypatch, refuses):
+    """runners.create, but an fp16 model for which `refuses(node count)` holds cannot be built
+    (as a runtime without a kernel for some op): no real runner here refuses a slice of a
+    model it runs whole, so the refusal is planted."""
+    from pytest_trtcompare import runners
+    from pytest_trtcompare.errors import InferenceError
+
+    create = runners.create
+
+    def refusing(name, model, precision="fp32", **options):
+        if precision == "fp16" and refuses(len(model.graph.node)):
+            raise InferenceError(f"no float16 kernel for {len(model.graph.node)} nodes")
+        return create(name, model, precision, **options)
+
+    monkeypatch.setattr(runners, "create", refusing)
+
+
+def test_a_model_the_target_cannot_run_is_an_error_not_a_pass(monkeypatch, capsys, tmp_path):
+    _refusing(monkeypatch, lambda count: True)
+    with pytest.raises(TrtCompareError) as raised:
+        reduce_model(planted(4, 4))
+    assert str(raised.value).startswith(
+        "reduce: onnxref cannot run model <ModelProto> at fp16: no float16 kernel for 11 nodes"
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save_model(planted(4, 4), str(path))
+    assert main(["reduce", str(path)]) == 2
+    progress, error = capsys.readouterr().err.strip().splitlines()
+    assert progress == "run 1: nodes 0..10 of 11: could not run (no float16 kernel for 11 nodes)"
+    assert error.startswith(f"trtcompare: reduce: onnxref cannot run model {path} at fp16: ")
+
+
+def test_candidates_that_cannot_run_are_left_out_and_counted(monkeypatch):
+    _refusing(monkeypatch, lambda count: 1 < count < 11)
+    result = reduce_model(planted(4, 4))
+    assert not result.passed and result.unrunnable >= 2
+    assert (
+        f"; {result.unrunnable} candidates could not run and were left out)"
+        in (result.describe().splitlines()[0])
+    )
+    assert result.to_json()["unrunnable"] == result.unrunnable

@@ -12,33 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-import onnx
-
 from .. import runners
-from ..goldens import write_golden, write_polygraphy_inputs
 from .debug_precision import parse_shapes, tolerances
-
-
-def _beside(output: Path, suffix: str) -> Path:
-    return output.with_name(output.stem + suffix)
-
-
-def reproduce_command(output: Path, runner: str, precision: str, tolerance: list[Any]) -> str:
-    """`trtcompare run OUT.onnx --onnxref --fp16 --load-inputs OUT.inputs.json --atol A
-    --rtol R`: the reduced model at `precision` against itself at fp32 on its saved inputs."""
-    words = ["trtcompare", "run", str(output), f"--{runner}", f"--{precision}"]
-    words += ["--load-inputs", str(_beside(output, ".inputs.json"))]
-    first = tolerance[0]
-    for name in ("atol", "rtol"):
-        value = getattr(first, name, None)
-        if isinstance(value, float):
-            words += [f"--{name}", repr(value)]
-    return shlex.join(words)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,19 +29,7 @@ def run(args: argparse.Namespace) -> int:
     result = reduce_model(
         args.model, args.precision, args.runner, tolerance, shapes or None, log=log
     )
-    command = None
-    if args.output and not result.passed:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        onnx.save_model(result.model, args.output)
-        later = list(zip(result.expected[1:], result.inputs[1:], strict=True))
-        write_golden(
-            _beside(args.output, ".inputs.safetensors"),
-            result.expected[0],
-            result.inputs[0],
-            later=later,
-        )
-        write_polygraphy_inputs(_beside(args.output, ".inputs.json"), result.inputs)
-        command = reproduce_command(args.output, args.runner, args.precision, tolerance)
+    command = result.save(args.output) if args.output and not result.passed else None
     if args.json:
         report = result.to_json()
         if command is not None:
@@ -117,6 +84,6 @@ def add_parser(commands: Any) -> None:
         "--json",
         action="store_true",
         help='print {"nodes": [...], "op_types": [...], "passed": ..., "runs": N, '
-        '"node_count": N, "command": ...}',
+        '"node_count": N, "unrunnable": N, "command": ...}',
     )
     parser.set_defaults(run=run)

@@ -52,7 +52,8 @@ def before_call(item: pytest.Item, outcome: Any) -> None:
     """A compare_frameworks verdict comes before the body's own checks."""
     __tracebackhide__ = True
     if outcome.kind not in (Kind.SKIPPED, Kind.ERROR):
-        item.stash[OUTCOME] = dataclasses.replace(outcome, arrays=None)  # items live on
+        # items live on: their arrays and reduced model go
+        item.stash[OUTCOME] = dataclasses.replace(outcome, arrays=None, reduced=None)
         settle(item, state_of(item.config).settings, outcome, in_body=False)
 
 

@@ -149,10 +149,32 @@ def failure_artifacts(
     return "\n\n" + made.describe()
 
 
+def reduced_files(item: pytest.Item, settings: Settings, reduced: Any) -> str:
+    """--trt-reduce: the reduced model and its inputs in the item's artifacts folder (whatever
+    --trt-artifacts says: they are what the option was asked for); the text naming them and
+    the command that reproduces the failure."""
+    from ..session import artifacts
+
+    folder = artifacts.folder_for(artifacts_root(item, settings), item.nodeid)
+    output = folder / "reduced.onnx"
+    try:
+        command = reduced.save(output)
+    except OSError as exc:
+        return f"\n\n(the reduced model could not be written to {folder}: {exc})"
+    written = [output, *(folder / f"reduced.inputs.{ext}" for ext in ("safetensors", "json"))]
+    item.stash.setdefault(ARTIFACT_FILES, []).extend(written)
+    described = {**reduced.to_json(), "files": [str(p) for p in written], "command": command}
+    item.user_properties.append((properties.REDUCED_PROPERTY, json.dumps(described)))
+    names = ", ".join(path.name for path in written)
+    return f"\n\nreduced graph in {folder}:\n  {names}\nreproduce with:\n  {command}"
+
+
 def mismatch_text(item: pytest.Item, settings: Settings, outcome: Outcome) -> str:
     worst = outcome.worst
     assert worst is not None
     text = outcome.report_text(settings.verbosity)
+    if outcome.reduced is not None:
+        text += reduced_files(item, settings, outcome.reduced)
     return text + failure_artifacts(item, settings, worst, outcome.arrays)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 PROPERTY = "trtcompare"
 RECORD_SUFFIX = ".record"  # trtcompare.<output>.record: the whole record as JSON
 LAYERS_PROPERTY = "trtcompare.layers"  # one JSON summary per per-layer test
+REDUCED_PROPERTY = "trtcompare.reduced"  # --trt-reduce: the reduced graph and its files, JSON
 
 
 def to_properties(items: Iterable[Any], taken: Iterable[str] = ()) -> list[tuple[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
@@ -42,6 +41,7 @@ from ..runners import Runner, RunnerCrashed, load_model, median_ms
 from ..vocabulary import FP64
 from . import stored_runs
 from .expand import Case
+from .explain import Searches, explained, is_onnx
 from .golden_check import GoldenAccess
 from .layer_budget import LayerBudget, parse_layer_budget
 from .layer_runs import compare_layers
@@ -183,7 +183,7 @@ class CaseRunner:
         framework = spec.reference_framework
         assert framework is not None
         runner = self.runner(spec, framework, precision, case)
-        if runners.framework_of(framework) not in spec.models or not _is_onnx(spec.model):
+        if runners.framework_of(framework) not in spec.models or not is_onnx(spec.model):
             return runner
         if id(runner) not in self._twins:  # one twin per cached runner: outputs keyed by id
             from .twins import ExportSpecs, as_twin
@@ -216,7 +216,7 @@ class CaseRunner:
         framework = spec.reference_framework
         assert framework is not None
         model = spec.model_for(framework)
-        converted = _takes_onnx(framework) and _is_onnx(model)  # run by onnxref at float64
+        converted = _takes_onnx(framework) and is_onnx(model)  # run by onnxref at float64
         try:
             if converted:
                 anchor = self.runners.get(
@@ -350,7 +350,7 @@ class CaseRunner:
     def as_export(self, spec: CompareSpec, case: Case, target: Any) -> Any:
         """A twin (a framework's own model beside an ONNX model) fed and named as the export,
         where no reference runner gives the names: against a golden or saved outputs."""
-        if runners.framework_of(case.target) not in spec.models or not _is_onnx(spec.model):
+        if runners.framework_of(case.target) not in spec.models or not is_onnx(spec.model):
             return target
         from .twins import ExportSpecs, as_twin
 
@@ -386,43 +386,8 @@ class CaseRunner:
             header=f"{target.name} vs {reference.name} ({note}): " if note else "",
         )
         failed = [feed for feed, result in zip(feeds, results, strict=False) if not result.passed]
-        return self._explained(spec, case, outcome, feeds, failed[:1] or feeds[:1])
-
-    def _explained(
-        self,
-        spec: CompareSpec,
-        case: Case,
-        outcome: Outcome,
-        feeds: list[Feed],
-        scanned: list[Feed],
-    ) -> Outcome:
-        """A failing fp16 / bf16 outcome of a converted ONNX model gets the range scan's
-        probable causes (of `scanned`: the first failing feed); with --trt-debug-precision,
-        the nodes to keep in fp32 too (on every feed)."""
-        if outcome.kind is not Kind.MISMATCH or case.precision == "fp32":
-            return outcome
-        if not self.debug_precision:
-            if self._not_converted(spec, case) is not None:
-                return outcome
-            from .precision_debug import explain_range
-
-            causes = explain_range(spec.model_for(case.target), case.precision, scanned)
-            return dataclasses.replace(outcome, note=causes) if causes else outcome
-        why_not = self._not_debuggable(spec, case)
-        if why_not is not None:
-            return dataclasses.replace(outcome, note=f"--trt-debug-precision: not run; {why_not}")
-        from .precision_debug import explain_failure
-
-        note = explain_failure(
-            spec.model_for(case.target),
-            case.precision,
-            case.target,
-            tolerance=self.tolerance(spec, case),
-            shapes=case.shapes,
-            inputs=feeds,
-            **spec.options.get(case.target, {}),
-        )
-        return dataclasses.replace(outcome, note=note)
+        asked = Searches(self.debug_precision, self.option_values, self.tolerance(spec, case))
+        return explained(asked, spec, case, outcome, feeds, failed[:1] or feeds[:1])
 
     def _run_layers(
         self, spec: CompareSpec, case: Case, target: Any, reference: Any, feeds: list[Feed]
@@ -464,29 +429,6 @@ class CaseRunner:
         """--trt-layers > the marker's layers= > ini trtcompare_layers > "gate"."""
         return str(resolve("layers", spec.layers, self.option_values))
 
-    def _not_debuggable(self, spec: CompareSpec, case: Case) -> str | None:
-        """Why --trt-debug-precision cannot search this failing item: it converts the ONNX
-        model with some nodes kept in fp32 and runs the target on each candidate."""
-        why_not = self._not_converted(spec, case)
-        if why_not is None and outputs_checked_by(self.tolerance(spec, case), FP64):
-            return (
-                "its search compares each candidate model under an elementwise or statistic "
-                "tolerance, and this test's is the fp64 check"
-            )
-        return why_not
-
-    def _not_converted(self, spec: CompareSpec, case: Case) -> str | None:
-        """Why the target does not run the marker's ONNX model converted to the case's
-        precision (then neither the range scan nor the search says anything of it)."""
-        if runners.framework_of(case.target) in spec.models:
-            return f"{case.target} runs its own model (models=), not the ONNX model it converts"
-        if case.precision not in runners.capabilities(case.target).converted:
-            return (
-                f"{case.target} runs {case.precision} by its own means, not on an ONNX model "
-                "converted to it, which the search varies"
-            )
-        return None
-
 
 def _compare(
     actual: Any,
@@ -499,14 +441,6 @@ def _compare(
 ) -> ComparisonResult:
     table = tolerance if isinstance(tolerance, ToleranceTable) else ToleranceTable(tolerance)
     return compare_with_table(actual, expected, table, names=names, anchor=anchor, **options)
-
-
-def _is_onnx(model: Any) -> bool:
-    """A path, bytes or ModelProto: an ONNX model, which a twin's golden is fed as (an
-    OpenVINO IR .xml file is none: no float64 conversion of it is made)."""
-    if isinstance(model, (str, os.PathLike)):
-        return Path(model).suffix.lower() != ".xml"
-    return isinstance(model, (bytes, bytearray)) or type(model).__name__ == "ModelProto"
 
 
 def _float64_model_failed(exc: InferenceError | ModelLoadError) -> TrtCompareError:

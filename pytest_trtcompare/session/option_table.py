@@ -260,6 +260,17 @@ OPTIONS: list[Option] = [
         kind="flag",
     ),
     Option(
+        "reduce",
+        "when a reduced-precision compare_frameworks item fails, find the smallest subgraph "
+        "of its ONNX model that still fails at its tolerance on every draw; its report names "
+        "it, its artifacts hold reduced.onnx, its inputs and the command that reproduces it "
+        "(onnxref, onnxrt and trt targets; a torch twin's ONNX model on onnxref)",
+        flag="--trt-reduce",
+        kind="flag",
+        default=False,
+        marker=True,
+    ),
+    Option(
         "layers",
         "per-layer tests (outputs='all'): 'gate' fails on any layer out of tolerance; "
         "'report' fails only on the model outputs and reports the first divergence "

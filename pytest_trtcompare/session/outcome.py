@@ -39,6 +39,9 @@ class Outcome:
     golden: str | None = None  # the golden file involved, for the report
     note: str = ""  # added after the report (e.g. the nodes to keep in fp32)
     details: str = ""  # a framework's traceback (InferenceError), shown with --tb=long / -vv
+    #: --trt-reduce: the smallest subgraph that still fails (session/reduce.py ReduceResult),
+    #: written with the item's artifacts (plugin/settle.py)
+    reduced: Any = None
 
     @classmethod
     def error(cls, exc: BaseException, source: str = "compare") -> Outcome:

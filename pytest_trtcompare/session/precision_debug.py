@@ -132,9 +132,9 @@ def find_fp32_nodes(
         raise TrtCompareError(
             f"precision debugging takes precision fp16 or bf16, not {precision!r}"
         )
-    loaded = _named(load_model(model))
+    loaded = named_sorted(load_model(model))
     options = dict(runner_options or {})
-    tolerances = _tolerances(tolerance, precision)
+    tolerances = tolerance_list(tolerance, precision)
     with runners.create(runner, loaded.proto, "fp32", **options) as reference:
         if inputs is None:
             feeds = [synthetic_feed(reference.input_specs(), shapes=shapes, seed=seed)]
@@ -237,7 +237,8 @@ def _passes(actual: Mapping[str, np.ndarray], expected: Any, tolerances: list[An
     return all(compare_outputs(actual, expected, tol).passed for tol in tolerances)
 
 
-def _tolerances(tolerance: Any, precision: str) -> list[Any]:
+def tolerance_list(tolerance: Any, precision: str) -> list[Any]:
+    """One tolerance, a list that must all pass, or None: the precision's default."""
     if tolerance is None:
         return [Tolerance.for_precision(precision)]
     if isinstance(tolerance, (list, tuple)):
@@ -251,7 +252,7 @@ def _ordered(keep: frozenset[str], order: list[str]) -> tuple[str, ...]:
     return tuple(name for name in order if name in keep)
 
 
-def _named(loaded: LoadedModel) -> LoadedModel:
+def named_sorted(loaded: LoadedModel) -> LoadedModel:
     """The model topologically sorted, every node named (the block list goes by name)."""
     proto = onnx.ModelProto()
     proto.CopyFrom(loaded.proto)
@@ -317,7 +318,9 @@ def explain_range(
     scan of `model` at fp32 on `feeds` ('' when it names nothing or cannot run: the report
     stays as it is, the reason logged at debug level). Never raises."""
     try:
-        scan = scan_ranges(_named(load_model(model)).proto, precision, [dict(f) for f in feeds])
+        scan = scan_ranges(
+            named_sorted(load_model(model)).proto, precision, [dict(f) for f in feeds]
+        )
     except Exception:  # an extra of a report that failed already: it must not change it
         _LOG.debug("range scan of %s could not run", model, exc_info=True)
         return ""

@@ -20,8 +20,10 @@ order: their bodies move whole. Every candidate costs one run per feed; the refe
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,11 +31,12 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .. import runners
-from ..engine import compare_outputs
+from ..engine import ToleranceTable, compare_outputs, split_entry
 from ..errors import TrtCompareError
+from ..goldens import write_golden, write_polygraphy_inputs
 from ..inputs import DEFAULT_SEED, synthetic_feed
 from ..runners import DEBUG_PRECISION_RUNNER, load_model, with_all_outputs
-from .precision_debug import _named, _tolerances
+from .precision_debug import named_sorted, tolerance_list
 
 Feed = Mapping[str, Any]
 _LOG = logging.getLogger(__name__)
@@ -55,17 +58,24 @@ class ReduceResult:
     node_count: int = 0  # nodes of the whole model
     precision: str = "fp16"
     runner: str = DEBUG_PRECISION_RUNNER
+    #: candidates the runner could not convert or run: no reproduction of an accuracy
+    #: failure (a runtime error is another bug), so the search went on without them
+    unrunnable: int = 0
+    tolerances: tuple[Any, ...] = field(default=(), repr=False)  # the judge's, in order
 
     def describe(self) -> str:
-        """'reduced (onnxref fp16): 2 of 63 nodes still fail: plant_add (Add), plant_sub
+        """'reduce (onnxref fp16): 2 of 63 nodes still fail: plant_add (Add), plant_sub
         (Sub) (9 runs)' and the comparison's figures, or that the model passes."""
         where = f"{self.runner} {self.precision}"
+        cost = _counted(self.runs, "run")
+        if self.unrunnable:
+            cost += f"; {_counted(self.unrunnable, 'candidate')} could not run and were left out"
         if self.passed:
-            return f"reduce ({where}): the model passes, nothing to reduce ({self.runs} runs)"
+            return f"reduce ({where}): the model passes, nothing to reduce ({cost})"
         names = ", ".join(f"{n} ({t})" for n, t in zip(self.nodes, self.op_types, strict=True))
         head = (
             f"reduce ({where}): {len(self.nodes)} of {self.node_count} nodes still fail: "
-            f"{names} ({self.runs} runs)"
+            f"{names} ({cost})"
         )
         return "\n".join([head, self.error] if self.error else [head])
 
@@ -76,7 +86,45 @@ class ReduceResult:
             "passed": self.passed,
             "runs": self.runs,
             "node_count": self.node_count,
+            "unrunnable": self.unrunnable,
         }
+
+    def save(self, output: Path) -> str:
+        """Write the reduced model to `output`, its inputs beside it (OUT.inputs.safetensors:
+        a golden of the inputs and the fp32 reference outputs of every feed;
+        OUT.inputs.json for `trtcompare run --load-inputs`); the command that reproduces
+        the failure."""
+        output.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save_model(self.model, output)
+        later = list(zip(self.expected[1:], self.inputs[1:], strict=True))
+        write_golden(
+            _beside(output, ".inputs.safetensors"), self.expected[0], self.inputs[0], later=later
+        )
+        write_polygraphy_inputs(_beside(output, ".inputs.json"), self.inputs)
+        return reproduce_command(output, self.runner, self.precision, self.tolerances)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _beside(output: Path, suffix: str) -> Path:
+    return output.with_name(output.stem + suffix)
+
+
+def reproduce_command(
+    output: Path, runner: str, precision: str, tolerances: Sequence[Any] = ()
+) -> str:
+    """`trtcompare run OUT.onnx --onnxref --fp16 --load-inputs OUT.inputs.json --atol A
+    --rtol R`: the reduced model at `precision` against itself at fp32 on its saved inputs,
+    under the elementwise tolerance of the default entry of the first of `tolerances`."""
+    words = ["trtcompare", "run", str(output), f"--{runner}", f"--{precision}"]
+    words += ["--load-inputs", str(_beside(output, ".inputs.json"))]
+    if tolerances:
+        elementwise, _ = split_entry(ToleranceTable(tolerances[0]).default)
+        if elementwise is not None:
+            words += ["--atol", repr(elementwise.atol), "--rtol", repr(elementwise.rtol)]
+    return shlex.join(words)
 
 
 def reduce_model(
@@ -98,10 +146,10 @@ def reduce_model(
     Unnamed nodes are named `<op_type>_<index>`."""
     if precision not in ("fp16", "bf16"):
         raise TrtCompareError(f"reduce takes precision fp16 or bf16, not {precision!r}")
-    loaded = _named(load_model(model))
+    loaded = named_sorted(load_model(model))
     proto = loaded.proto
     options = dict(runner_options or {})
-    tolerances = _tolerances(tolerance, precision)
+    tolerances = tolerance_list(tolerance, precision)
     marked, _ = with_all_outputs(proto)
     with runners.create(runner, marked, "fp32", **options) as reference:
         if inputs is None:
@@ -113,6 +161,7 @@ def reduce_model(
     model_outputs = frozenset(vi.name for vi in proto.graph.output)
     model_inputs = frozenset(vi.name for vi in proto.graph.input)
     runs = 0
+    unrunnable: list[str] = []  # why each candidate that could not run did not
     verdicts: dict[tuple[int, int], str | None] = {}
 
     def fails(low: int, high: int) -> bool:
@@ -121,39 +170,52 @@ def reduce_model(
         if (low, high) not in verdicts:
             sub = extract(proto, low, high, values)
             verdicts[(low, high)] = None
+            refused = None
             held = None if sub is None else _held(sub[1], precision, model_inputs)
             if sub is not None and held is not None:
-                candidate, sub_feeds, sub_expected = sub[0], held, sub[2]
-                found, count = _judge(
-                    candidate,
-                    runner,
-                    precision,
-                    options,
-                    sub_feeds,
-                    sub_expected,
-                    tolerances,
-                    model_outputs,
+                found, count, refused = _judge(
+                    sub[0], runner, precision, options, held, sub[2], tolerances, model_outputs
                 )
                 runs += count
                 verdicts[(low, high)] = found
+                if refused is not None:
+                    unrunnable.append(refused)
             if log is not None:
                 verdict = "fail" if verdicts[(low, high)] is not None else "pass"
+                verdict = f"could not run ({refused})" if refused is not None else verdict
                 log(f"run {len(verdicts)}: nodes {low}..{high - 1} of {len(nodes)}: {verdict}")
         return verdicts[(low, high)] is not None
 
-    low, high = 0, len(nodes)
-    if not nodes or not fails(low, high):
+    def result(low: int, high: int, passed: bool) -> ReduceResult:
+        sub = extract(proto, low, high, values)
+        held = None if sub is None else _held(sub[1], precision, model_inputs)
+        assert sub is not None and held is not None  # judged, so it was extracted and fed
+        chosen = nodes[low:high]
         return ReduceResult(
-            proto,
-            (),
-            (),
-            True,
+            sub[0] if not passed else proto,
+            () if passed else tuple(node.name for node in chosen),
+            () if passed else tuple(node.op_type for node in chosen),
+            passed,
             runs,
-            tuple(feeds),
-            node_count=len(nodes),
-            precision=precision,
-            runner=runner,
+            tuple(held),
+            tuple(sub[2]),
+            verdicts[(low, high)] or "",
+            len(nodes),
+            precision,
+            runner,
+            len(unrunnable),
+            tuple(tolerances),
         )
+
+    low, high = 0, len(nodes)
+    if not nodes:
+        raise TrtCompareError(f"model {loaded.source} has no nodes: nothing to reduce")
+    if not fails(low, high):
+        if unrunnable:  # the whole model: a runtime error, not an accuracy failure
+            raise TrtCompareError(
+                f"reduce: {runner} cannot run model {loaded.source} at {precision}: {unrunnable[0]}"
+            )
+        return result(low, high, passed=True)
     while high - low > 1:  # bisection
         middle = (low + high) // 2
         if fails(low, middle):
@@ -166,24 +228,7 @@ def reduce_model(
         high -= 1
     while high - low > 1 and fails(low + 1, high):  # and from the start
         low += 1
-    sub = extract(proto, low, high, values)
-    held = None if sub is None else _held(sub[1], precision, model_inputs)
-    assert sub is not None and held is not None  # it failed, so it was extracted and fed
-    candidate, sub_feeds, sub_expected = sub[0], held, sub[2]
-    chosen = nodes[low:high]
-    return ReduceResult(
-        candidate,
-        tuple(node.name for node in chosen),
-        tuple(node.op_type for node in chosen),
-        False,
-        runs,
-        tuple(sub_feeds),
-        tuple(sub_expected),
-        verdicts[(low, high)] or "",
-        len(nodes),
-        precision,
-        runner,
-    )
+    return result(low, high, passed=False)
 
 
 def _judge(
@@ -195,10 +240,11 @@ def _judge(
     expected: Sequence[Mapping[str, np.ndarray]],
     tolerances: list[Any],
     model_outputs: frozenset[str] = frozenset(),
-) -> tuple[str | None, int]:
-    """The first failing comparison's text (None: every feed passes) and the runs made. A
-    candidate that cannot be converted or run does not reproduce the failure; an
-    intermediate output past the precision's range is judged by `_saturated`."""
+) -> tuple[str | None, int, str | None]:
+    """The first failing comparison's text (None: every feed passes), the runs made, and why
+    the runner could not convert or run the candidate (None: it ran). A candidate that cannot
+    run does not reproduce the accuracy failure; an intermediate output past the precision's
+    range is judged by `_saturated`."""
     runs = 0
     try:
         with runners.create(runner, candidate, precision, **options) as target:
@@ -208,10 +254,31 @@ def _judge(
                 for tol in tolerances:
                     result = compare_outputs(actual, want, tol)
                     if not result.passed:
-                        return str(result), runs
-    except Exception as exc:  # a candidate the runner refuses: not the failure sought
+                        return _figures(result), runs, None
+    except Exception as exc:  # the runner refuses this candidate: not the failure sought
         _LOG.debug("candidate could not run: %s", exc)
-    return None, runs
+        return None, runs, str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+    return None, runs, None
+
+
+def _figures(result: Any) -> str:
+    """The failing outputs of a candidate's comparison, a line each: how many elements, the
+    greatest errors, how far past the tolerance."""
+    lines = []
+    for out in result.failed_outputs:
+        if out.problem or out.invalid:
+            lines.append(f"  {out.name}: {out.problem or out.invalid}")
+            continue
+        figures, tolerance = out.figures, out.tolerance.describe(sources=False)
+        if out.failure or "mismatches" not in figures:
+            lines.append(f"  {out.name}: {out.failure or 'out of tolerance'}")
+            continue
+        lines.append(
+            f"  {out.name}: {figures['mismatches']} of {figures['count']} elements out of "
+            f"tolerance, greatest abs error {figures['max_abs_error']:.4g}, rel "
+            f"{figures['max_rel_error']:.4g} ({out.margin:.3g}x {tolerance})"
+        )
+    return "\n".join(lines)
 
 
 #: The largest finite value of each target precision.
