@@ -225,3 +225,24 @@ def test_junit_xml_carries_the_reduced_graph(pytester):
     ]
     assert all(Path(p).is_file() for p in reduced["files"])
     assert reduced["command"].startswith("trtcompare run ")
+
+
+def test_a_golden_item_says_why_it_is_not_reduced(pytester):
+    """The golden was written from another model: the item fails against its golden, which
+    no reduction judges (it runs the target's own fp32 run): the report says so."""
+    onnx.save(planted(before=6, after=6), str(pytester.path / "planted.onnx"))
+    pytester.makepyfile(
+        test_g="import pytest\n\n"
+        "@pytest.mark.compare_frameworks(model='planted.onnx', frameworks=['onnxref'], "
+        "golden=True)\n"
+        "def test_golden():\n    pass\n"
+    )
+    run(pytester, "--trt-precision=fp16", "--trt-update-goldens").assert_outcomes(passed=1)
+    onnx.save(scaled(before=6, after=6), str(pytester.path / "planted.onnx"))
+    result = run(pytester, "--trt-precision=fp16", "--trt-reduce")
+    result.assert_outcomes(failed=1)
+    assert (
+        "--trt-reduce: not run; this item compares with its golden, and a reduction judges each "
+        "subgraph against the target's own fp32 run: reduce the model from the shell "
+        "(trtcompare reduce MODEL --precision fp16 --runner RUNNER)"
+    ) in " ".join(result.stdout.str().split())

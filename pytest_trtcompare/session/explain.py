@@ -135,6 +135,26 @@ def _reduced(
     return instead + result.describe(), result
 
 
+def unreduced(
+    option_values: Mapping[str, tuple[Any, Any]],
+    spec: CompareSpec,
+    case: Case,
+    outcome: Outcome,
+    against: str,
+) -> Outcome:
+    """A failing fp16 / bf16 item compared `against` stored outputs (a golden, saved outputs)
+    with --trt-reduce asked: the note that says why it was not reduced, and how to."""
+    asked = resolve("reduce", spec.given.get("reduce"), option_values)
+    if not asked or outcome.kind is not Kind.MISMATCH or case.precision == "fp32":
+        return outcome
+    note = (
+        f"--trt-reduce: not run; this item compares with {against}, and a reduction judges "
+        "each subgraph against the target's own fp32 run: reduce the model from the shell "
+        f"(trtcompare reduce MODEL --precision {case.precision} --runner RUNNER)"
+    )
+    return dataclasses.replace(outcome, note="\n\n".join(t for t in (outcome.note, note) if t))
+
+
 def not_converted(spec: CompareSpec, case: Case) -> str | None:
     """Why the target does not run the marker's ONNX model converted to the case's
     precision (then neither the range scan nor the searches say anything of it)."""

@@ -16,6 +16,7 @@ from ..goldens import GoldenError, GoldenMeta, load_reference
 from ..inputs import val_range_record
 from ..runners import median_ms
 from .expand import Case
+from .explain import unreduced
 from .golden_check import GoldenAccess, check_golden, inputs_problem
 from .layer_runs import golden_layer_plan
 from .layout import counted
@@ -78,13 +79,14 @@ def run_saved(cases: Any, spec: CompareSpec, case: Case, path: Path) -> Outcome:
         if reported_before(result, closest):
             kept, closest = (got, iteration.outputs), result
         results.append(result)
-    return compared(
+    outcome = compared(
         results,
         source="compare_frameworks",
         target=timed(target.describe(), median_ms(target.inference_times[mark:])),
         reference={"runner": f"saved {path.name}"},
         arrays=kept,
     )
+    return unreduced(cases.option_values, spec, case, outcome, f"saved outputs ({path.name})")
 
 
 def run_golden(
@@ -124,6 +126,7 @@ def run_golden(
             cases, spec, target, got, want, tolerance
         ),
     )
+    outcome = unreduced(cases.option_values, spec, case, outcome, "its golden")
     milliseconds = median_ms(target.inference_times[mark:])
     if not outcome.target or milliseconds is None:
         return outcome
