@@ -312,3 +312,22 @@ def test_candidates_that_cannot_run_are_left_out_and_counted(monkeypatch):
         in (result.describe().splitlines()[0])
     )
     assert result.to_json()["unrunnable"] == result.unrunnable
+
+
+def test_draws_and_saved_inputs_from_the_shell(model_file, tmp_path, capsys):
+    """--iterations N judges on N seeded draws (all written); --load-inputs feeds a saved
+    file, here the original model's inputs saved by `trtcompare run --save-inputs`."""
+    out = tmp_path / "reduced.onnx"
+    assert main(["reduce", str(model_file), "--iters", "3", "-o", str(out), "--json"]) == 1
+    capsys.readouterr()
+    assert len(load_reference(tmp_path / "reduced.inputs.safetensors").iterations) == 3
+    saved = tmp_path / "inputs.json"
+    run = ["run", str(model_file), "--onnxref", "--iterations", "2", "--save-inputs", str(saved)]
+    assert main(run) == 0
+    capsys.readouterr()
+    assert main(["reduce", str(model_file), "--load-inputs", str(saved), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["nodes"] == ["plant_sub"]
+    assert main(["reduce", str(model_file), "--load-inputs", str(tmp_path / "no.json")]) == 2
+    assert capsys.readouterr().err == (
+        f"trtcompare: input data '{tmp_path / 'no.json'}' does not exist\n"
+    )

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import runners
+from ..inputs import DEFAULT_SEED
 from .debug_precision import parse_shapes, tolerances
+from .run import at_least
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +29,15 @@ def run(args: argparse.Namespace) -> int:
     tolerance = tolerances(args)
     log = None if args.json else (lambda line: print(line, file=sys.stderr))
     result = reduce_model(
-        args.model, args.precision, args.runner, tolerance, shapes or None, log=log
+        args.model,
+        args.precision,
+        args.runner,
+        tolerance,
+        shapes or None,
+        args.load_inputs,
+        seed=args.seed,
+        iterations=args.iterations,
+        log=log,
     )
     command = result.save(args.output) if args.output and not result.passed else None
     if args.json:
@@ -72,6 +82,22 @@ def add_parser(commands: Any) -> None:
         default=[],
         metavar="NAME:1x3x224x224",
         help="input shapes (NAME:[1,3,224,224] too, as trtcompare run takes them)",
+    )
+    parser.add_argument(
+        "--iterations",
+        "--iters",
+        type=at_least(1),
+        default=1,
+        metavar="N",
+        help="judge every candidate on N seeded synthetic draws (default 1)",
+    )
+    parser.add_argument(
+        "--seed", type=at_least(0), default=DEFAULT_SEED, help="of the first synthetic draw"
+    )
+    parser.add_argument(
+        "--load-inputs",
+        metavar="FILE",
+        help="judge on these feeds instead: Polygraphy --save-inputs JSON, a golden, .npz",
     )
     parser.add_argument(
         "-o",

@@ -98,8 +98,8 @@ def add_parser(commands: Any) -> None:
     _add(run, "--fail-fast", action="store_true", help="stop at the first case that disagrees")
     _add(run, "--input-shapes", nargs="+", metavar="NAME:[D,...]")
     _add(run, "--val-range", nargs="+", metavar="[NAME:][LOW,HIGH]")
-    _add(run, "--seed", type=_at_least(0))
-    _add(run, "--iterations", type=_at_least(1), default=1)
+    _add(run, "--seed", type=at_least(0))
+    _add(run, "--iterations", type=at_least(1), default=1)
     inputs = run.add_mutually_exclusive_group()
     _add(inputs, "--load-inputs", help="Polygraphy --save-inputs JSON to feed")
     _add(
@@ -155,7 +155,7 @@ class _NotOffered(argparse.Action):
         parser.error(f"{option} (polygraphy run) is not offered: {self.why}")
 
 
-def _at_least(minimum: int) -> Any:
+def at_least(minimum: int) -> Any:
     """An argparse type: an int >= `minimum` (argparse names the flag)."""
 
     def parse(text: str) -> int:

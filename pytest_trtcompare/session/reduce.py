@@ -34,9 +34,10 @@ from .. import runners
 from ..engine import ToleranceTable, compare_outputs, split_entry
 from ..errors import TrtCompareError
 from ..goldens import write_golden, write_polygraphy_inputs
-from ..inputs import DEFAULT_SEED, synthetic_feed
+from ..inputs import DEFAULT_SEED
 from ..runners import DEBUG_PRECISION_RUNNER, load_model, with_all_outputs
 from .precision_debug import named_sorted, tolerance_list
+from .runs import make_feeds
 
 Feed = Mapping[str, Any]
 _LOG = logging.getLogger(__name__)
@@ -133,16 +134,18 @@ def reduce_model(
     runner: str = DEBUG_PRECISION_RUNNER,
     tolerance: Any = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
-    inputs: Feed | Sequence[Feed] | None = None,
+    inputs: Any = None,
     *,
     seed: int = DEFAULT_SEED,
+    iterations: int = 1,
     runner_options: Mapping[str, Any] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> ReduceResult:
     """The smallest contiguous subgraph of `model` that fails at `precision` ('fp16' or
     'bf16') on `runner` against the fp32 reference under `tolerance` (as `find_fp32_nodes`
     takes it: one, a list that must all pass, or None for the precision's default), judged
-    on every feed of `inputs` (default: one seeded synthetic feed, `shapes` for dynamic dims).
+    on every feed of `inputs` (a feed, a list of them, or a file as `inputs=` of the marker
+    takes it; default: `iterations` seeded synthetic draws, `shapes` for dynamic dims).
     Unnamed nodes are named `<op_type>_<index>`."""
     if precision not in ("fp16", "bf16"):
         raise TrtCompareError(f"reduce takes precision fp16 or bf16, not {precision!r}")
@@ -152,10 +155,9 @@ def reduce_model(
     tolerances = tolerance_list(tolerance, precision)
     marked, _ = with_all_outputs(proto)
     with runners.create(runner, marked, "fp32", **options) as reference:
-        if inputs is None:
-            feeds = [synthetic_feed(reference.input_specs(), shapes=shapes, seed=seed)]
-        else:
-            feeds = [dict(inputs)] if isinstance(inputs, Mapping) else [dict(f) for f in inputs]
+        feeds = make_feeds(
+            reference, inputs=inputs, seed=seed, shapes=shapes, iterations=iterations
+        )
         values = [{**feed, **reference.infer(feed)} for feed in feeds]
     nodes = list(proto.graph.node)
     model_outputs = frozenset(vi.name for vi in proto.graph.output)
