@@ -51,6 +51,16 @@ def test_heatmap_reduction_of_higher_ranks():
     assert plots.heatmap_view(np.ones(5))[0].shape == (1, 5)
 
 
+@pytest.mark.filterwarnings("error")
+def test_an_all_nan_slice_stays_nan_without_a_warning():
+    """NaN errors (an fp16 overflow's inf - inf) over a whole slice: NaN in the picture, no
+    RuntimeWarning (which -W error would turn into unwritten artifacts)."""
+    errors = np.full((2, 3, 4), np.nan)
+    errors[0, 1, 2] = 5.0
+    image, _, _ = plots.heatmap_view(errors)
+    assert image[1, 2] == 5.0 and np.isnan(image[0, 0])
+
+
 def test_without_matplotlib_arrays_are_saved_and_the_hint_given(tmp_path, monkeypatch):
     monkeypatch.setattr(plots, "available", lambda: False)
     actual, expected = _drifted_block()

@@ -551,3 +551,10 @@ def test_saved_outputs_without_inputs_are_named_by_the_flags(models, capsys):
     ) in out
     code, out, _ = run(capsys, *argv, "--load-outputs", "gone.json")
     assert code == 2 and "InputDataError: --load-outputs gone.json: " in out
+
+
+def test_no_ran_alone_note_when_nothing_ran(tmp_path, capsys):
+    """A missing model is an error (exit 2), with no note of what a run compared."""
+    assert main(["run", str(tmp_path / "nope.onnx"), "--onnxref"]) == 2
+    out = capsys.readouterr().out
+    assert "ran alone" not in out

@@ -497,6 +497,11 @@ def _tolerance_of_another_output(lab: Lab) -> str:
     return printed
 
 
+def _search_mixed(lab: Lab) -> str:
+    lab.cli("debug-precision", "model.onnx", "-o", "mixed.onnx")
+    return lab.cli("reduce", "mixed.onnx")
+
+
 def _check_other_iterations(lab: Lab) -> str:
     """A golden of 2 iterations, checked against outputs of 1."""
     x = np.zeros((2, 4), np.float32)
@@ -610,6 +615,10 @@ REPRODUCTIONS: dict[str, Callable[[Lab], str]] = {
         "check", "outputs.npz", "golden.safetensors"
     ),
     "check: a golden of another number of iterations": _check_other_iterations,
+    "reduce, debug-precision: a mixed-precision model": _search_mixed,
+    "reduce, debug-precision: a runner that converts no ONNX model": lambda lab: lab.cli(
+        "reduce", "model.onnx", "--runner", "torch"
+    ),
 }
 
 
@@ -632,6 +641,8 @@ EXIT_STATUS = {
     "check: a golden path that is no golden": 2,
     "run: a value that is not a number": 2,
     "check: a golden of another number of iterations": 2,
+    "reduce, debug-precision: a mixed-precision model": 2,
+    "reduce, debug-precision: a runner that converts no ONNX model": 2,
 }
 
 

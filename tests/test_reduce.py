@@ -331,3 +331,28 @@ def test_draws_and_saved_inputs_from_the_shell(model_file, tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"trtcompare: input data '{tmp_path / 'no.json'}' does not exist\n"
     )
+
+
+def test_the_shell_refuses_a_mixed_model_a_runner_of_no_converted_onnx_and_a_missing_shape(
+    model_file, tmp_path, capsys
+):
+    mixed = tmp_path / "mixed.onnx"
+    assert main(["debug-precision", str(model_file), "-o", str(mixed), "--json"]) == 0
+    capsys.readouterr()
+    for command in ("reduce", "debug-precision"):
+        assert main([command, str(mixed)]) == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"trtcompare: model {mixed} is a mixed-precision model (fp16, 2 nodes kept in fp32, "
+            "written by debug-precision): reduce and debug-precision take the fp32 model it was "
+            "made from"
+        )
+    assert main(["reduce", str(model_file), "--runner", "torch"]) == 2
+    assert capsys.readouterr().err == (
+        "trtcompare: --runner torch: it does not run an ONNX model converted to fp16, which "
+        "the search varies; take one of onnxrt, onnxref, trt\n"
+    )
+    dynamic = tmp_path / "dynamic.onnx"
+    onnx.save_model(dynamic_model(), str(dynamic))
+    assert main(["reduce", str(dynamic)]) == 2
+    err = capsys.readouterr().err
+    assert "give its shape with --shapes x:[1,64]" in err and "mark.shapes" not in err

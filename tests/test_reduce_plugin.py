@@ -35,7 +35,7 @@ import pytest
 def test_planted():
     pass
 """
-HEAD = "reduce (onnxref fp16): 1 of 15 nodes still fail: plant_sub (Sub) (7 runs)"
+HEAD = "reduce (onnxref fp16): 1 of 15 nodes still fail: plant_sub (Sub) (8 runs)"
 
 
 def _scenario(pytester: pytest.Pytester, extra: str = "") -> None:
@@ -244,5 +244,40 @@ def test_a_golden_item_says_why_it_is_not_reduced(pytester):
     assert (
         "--trt-reduce: not run; this item compares with its golden, and a reduction judges each "
         "subgraph against the target's own fp32 run: reduce the model from the shell "
-        "(trtcompare reduce MODEL --precision fp16 --runner RUNNER)"
+        f"(trtcompare reduce {pytester.path / 'planted.onnx'} --precision fp16 --runner onnxref)"
     ) in " ".join(result.stdout.str().split())
+
+
+def test_an_fp32_item_says_a_reduction_is_of_fp16_or_bf16(pytester):
+    onnx.save(planted(before=4, after=4), str(pytester.path / "planted.onnx"))
+    onnx.save(scaled(), str(pytester.path / "scaled.onnx"))
+    pytester.makepyfile(
+        test_f="import pytest\n\n"
+        "@pytest.mark.compare_frameworks(model='planted.onnx', frameworks=['onnxref', "
+        "'onnxrt'], models={'onnxref': 'scaled.onnx'})\n"
+        "def test_other_model():\n    pass\n"
+    )
+    result = run(pytester, "--trt-reduce")
+    result.assert_outcomes(failed=1)
+    assert (
+        "--trt-reduce: not run; the item runs at fp32, and a reduction converts the model to "
+        "fp16 or bf16"
+    ) in " ".join(result.stdout.str().split())
+
+
+@pytest.mark.parametrize("xdist", XDIST_SLOW)
+def test_an_fp16_overflow_under_w_error_is_a_failure_with_its_report(pytester, xdist):
+    """-W error (CI's setting): onnx.reference's numpy overflow warning is no error of the
+    run; the item fails with its report, the probable cause and the reduced graph."""
+    onnx.save(scaled(), str(pytester.path / "scaled.onnx"))
+    pytester.makepyfile(
+        test_w="import pytest\n\n"
+        "@pytest.mark.compare_frameworks(model='scaled.onnx', frameworks=['onnxref', 'onnxrt'])\n"
+        "def test_scaled():\n    pass\n"
+    )
+    result = run(pytester, "-W", "error", "--trt-precision=fp16", "--trt-reduce", *xdist)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "probable cause: plant_scale (Mul) reaches " in text
+    assert "reduce (onnxref fp16): 1 of 11 nodes still fail: plant_scale (Mul)" in text
+    assert "RuntimeWarning" not in text and "could not be written" not in text

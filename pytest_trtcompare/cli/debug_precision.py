@@ -18,12 +18,14 @@ import onnx
 from .. import runners
 from ..engine import FIELD_NAMES, METRICS, Tolerance
 from ..errors import InputDataError, ToleranceError
+from ..inputs import DEFAULT_SEED
 from ..session.settings import (
     is_metric_spec,
     parse_input_shapes,
     parse_metric,
     parse_tolerance_fields,
 )
+from .run import at_least
 
 
 def parse_shapes(values: list[str]) -> dict[str, tuple[int, ...]]:
@@ -65,27 +67,44 @@ def tolerances(args: argparse.Namespace) -> list[Tolerance]:
     return checks
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..session import precision_debug
-
-    shapes = parse_shapes(args.shapes)
-    tolerance = tolerances(args)
-    log = None if args.json else (lambda line: print(line, file=sys.stderr))
-    started = time.perf_counter()
+def searched(function: Any, args: argparse.Namespace, **keywords: Any) -> Any:
+    """`function` (find_fp32_nodes, reduce_model) called with the flags of
+    `add_search_arguments`; the progress log on stderr unless --json; a dynamic input's
+    missing shape said as --shapes takes it."""
+    runners.check_framework_name(args.runner)
+    if (
+        args.precision
+        not in runners.capabilities(runners.canonical_framework(args.runner)).converted
+    ):
+        converting = runners.runners_that(lambda runner: args.precision in runner.converted)
+        raise InputDataError(
+            f"--runner {args.runner}: it does not run an ONNX model converted to "
+            f"{args.precision}, which the search varies; take one of {', '.join(converting)}"
+        )
     try:
-        result = precision_debug.find_fp32_nodes(
+        return function(
             args.model,
             args.precision,
             args.runner,
-            tolerance,
-            shapes or None,
-            log=log,
-            range_scan=not args.no_range_scan,
+            tolerances(args),
+            parse_shapes(args.shapes) or None,
+            args.load_inputs,
+            seed=args.seed,
+            iterations=args.iterations,
+            log=None if args.json else (lambda line: print(line, file=sys.stderr)),
+            **keywords,
         )
     except InputDataError as exc:
         if exc.shape_needed is None:
             raise
         raise exc.with_shape_flag("--shapes") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..session import precision_debug
+
+    started = time.perf_counter()
+    result = searched(precision_debug.find_fp32_nodes, args, range_scan=not args.no_range_scan)
     seconds = time.perf_counter() - started
     if args.output:
         onnx.save_model(result.model, args.output)
@@ -99,11 +118,9 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "debug-precision",
-        help="find the nodes to keep in fp32 for a fp16/bf16 model to pass; exit 1 if none",
-    )
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model and the flags of both searches (debug-precision, reduce): the precision,
+    the runner, the tolerance, the shapes, and the draws judged."""
     parser.add_argument("model", type=Path, help="the fp32 ONNX model")
     parser.add_argument("--precision", choices=("fp16", "bf16"), default="fp16")
     parser.add_argument(
@@ -130,6 +147,30 @@ def add_parser(commands: Any) -> None:
         metavar="NAME:1x3x224x224",
         help="input shapes (NAME:[1,3,224,224] too, as trtcompare run takes them)",
     )
+    parser.add_argument(
+        "--iterations",
+        "--iters",
+        type=at_least(1),
+        default=1,
+        metavar="N",
+        help="judge every candidate on N seeded synthetic draws (default 1)",
+    )
+    parser.add_argument(
+        "--seed", type=at_least(0), default=DEFAULT_SEED, help="of the first synthetic draw"
+    )
+    parser.add_argument(
+        "--load-inputs",
+        metavar="FILE",
+        help="judge on these feeds instead: Polygraphy --save-inputs JSON, a golden, .npz",
+    )
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "debug-precision",
+        help="find the nodes to keep in fp32 for a fp16/bf16 model to pass; exit 1 if none",
+    )
+    add_search_arguments(parser)
     parser.add_argument("-o", "--output", type=Path, help="write the mixed-precision model here")
     parser.add_argument(
         "--no-range-scan",

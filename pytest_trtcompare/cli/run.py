@@ -386,7 +386,7 @@ def _run(args: argparse.Namespace) -> int:
         print("\naccuracy summary")
         print("\n".join(format_summary(kept, args.verbose, shutil.get_terminal_size().columns)))
     alone = len(spec.frameworks) == 1 and spec.reference_path is None
-    if alone and precisions == ["fp32"] and not args.validate and not args.quiet:
+    if alone and kept and precisions == ["fp32"] and not args.validate and not args.quiet:
         print(
             f"\nnote: {spec.frameworks[0]} ran alone, so its outputs were compared with a second "
             "run of itself; give a second runner, --fp16/--bf16, --load-outputs or --validate"

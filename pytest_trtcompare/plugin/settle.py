@@ -166,7 +166,13 @@ def reduced_files(item: pytest.Item, settings: Settings, reduced: Any) -> str:
     described = {**reduced.to_json(), "files": [str(p) for p in written], "command": command}
     item.user_properties.append((properties.REDUCED_PROPERTY, json.dumps(described)))
     names = ", ".join(path.name for path in written)
-    return f"\n\nreduced graph in {folder}:\n  {names}\nreproduce with:\n  {command}"
+    kept = (
+        ""
+        if settings.artifacts_root is not None
+        else "\n(pytest keeps its last 3 sessions' temporary folders: --trt-artifacts-dir "
+        "DIR keeps these)"
+    )
+    return f"\n\nreduced graph in {folder}:\n  {names}\nreproduce with:\n  {command}{kept}"
 
 
 def mismatch_text(item: pytest.Item, settings: Settings, outcome: Outcome) -> str:

@@ -34,7 +34,7 @@ _LAZY = {
         "onnx_scopes": (
             "Scope module_entries module_exits module_nodes subgraph_scopes node_scopes scope_names"
         ),
-        "precision": "convert_mixed name_unnamed_nodes",
+        "precision": "convert_mixed mixed_precision_of name_unnamed_nodes",
         "onnx_graph": "graph_input_specs with_all_outputs",
         "float16_repair": "topological_sort",
         "onnxrt": "session_options_key",
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         subgraph_scopes,
     )
     from .onnxrt import session_options_key
-    from .precision import convert_mixed, name_unnamed_nodes
+    from .precision import convert_mixed, mixed_precision_of, name_unnamed_nodes
     from .registry import (
         DEBUG_PRECISION_RUNNER,
         DEFAULT_REFERENCE,
@@ -124,6 +124,7 @@ __all__ = [
     "libraries",
     "load_model",
     "median_ms",
+    "mixed_precision_of",
     "module_entries",
     "module_exits",
     "module_nodes",

@@ -48,6 +48,15 @@ MIXED_KEY = "pytest_trtcompare.mixed_precision"
 KEPT_KEY = "pytest_trtcompare.keep_fp32"
 
 
+def mixed_precision_of(proto: onnx.ModelProto) -> tuple[str, int] | None:
+    """(its precision, how many nodes it keeps in fp32) of a model `convert_mixed` wrote;
+    None for any other model."""
+    marked = {p.key: p.value for p in proto.metadata_props}
+    if MIXED_KEY not in marked:
+        return None
+    return marked[MIXED_KEY], len(json.loads(marked.get(KEPT_KEY, "[]")))
+
+
 @dataclass(frozen=True)
 class ConvertedModel:
     proto: onnx.ModelProto

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,11 +53,19 @@ def explained(
     """A failing fp16 / bf16 outcome with its notes: the probable causes (of `scanned`, the
     first failing feed) or, with --trt-debug-precision, the nodes to keep in fp32 (on every
     feed); with --trt-reduce, the reduced graph (on every feed) after them."""
-    if outcome.kind is not Kind.MISMATCH or case.precision == "fp32":
+    if outcome.kind is not Kind.MISMATCH:
         return outcome
-    notes = [_fp32_nodes(asked, spec, case, feeds, scanned)]
+    wanted = resolve("reduce", spec.given.get("reduce"), asked.option_values)
+    if case.precision == "fp32" and not wanted:
+        return outcome
+    notes = [] if case.precision == "fp32" else [_fp32_nodes(asked, spec, case, feeds, scanned)]
     reduced = None
-    if resolve("reduce", spec.given.get("reduce"), asked.option_values):
+    if wanted and case.precision not in runners.LOW_DTYPES:
+        notes.append(
+            f"--trt-reduce: not run; the item runs at {case.precision}, and a reduction "
+            "converts the model to fp16 or bf16"
+        )
+    elif wanted:
         note, reduced = _reduced(asked.tolerance, spec, case, feeds)
         notes.append(note)
     note = "\n\n".join(text for text in notes if text)
@@ -150,9 +159,22 @@ def unreduced(
     note = (
         f"--trt-reduce: not run; this item compares with {against}, and a reduction judges "
         "each subgraph against the target's own fp32 run: reduce the model from the shell "
-        f"(trtcompare reduce MODEL --precision {case.precision} --runner RUNNER)"
+        f"({shell_command(spec, case)})"
     )
     return dataclasses.replace(outcome, note="\n\n".join(t for t in (outcome.note, note) if t))
+
+
+def shell_command(spec: CompareSpec, case: Case) -> str:
+    """`trtcompare reduce MODEL --precision fp16 --runner onnxref --shapes x:1x16`: the
+    item's model (MODEL where it is no file), precision, converting runner and shapes."""
+    model = spec.model_for(case.target)
+    path = str(model) if isinstance(model, (str, os.PathLike)) else "MODEL"
+    runner = case.target if not_converted(spec, case) is None else runners.DEBUG_PRECISION_RUNNER
+    words = ["trtcompare", "reduce", path, "--precision", case.precision, "--runner", runner]
+    if case.shapes:
+        shapes = ",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in case.shapes.items())
+        words += ["--shapes", shapes]
+    return shlex.join(words)
 
 
 def not_converted(spec: CompareSpec, case: Case) -> str | None:

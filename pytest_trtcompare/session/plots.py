@@ -52,7 +52,11 @@ def heatmap_view(abs_error: np.ndarray) -> tuple[np.ndarray, str, str]:
     if abs_error.ndim == 2:
         return abs_error, "axis 0", "axis 1"
     leading = tuple(range(abs_error.ndim - 2))
-    reduced = np.nanmax(abs_error, axis=leading) if abs_error.size else abs_error.sum(axis=leading)
+    # fmax skips NaN as nanmax does, without its warning on an all-NaN slice (left NaN)
+    if abs_error.size:
+        reduced = np.fmax.reduce(abs_error, axis=leading)
+    else:
+        reduced = abs_error.sum(axis=leading)
     label = f"axis {abs_error.ndim - 2}"
     return reduced, f"{label} (max over axes 0..{abs_error.ndim - 3})", f"axis {abs_error.ndim - 1}"
 

@@ -34,16 +34,19 @@ import onnx
 from .. import runners
 from ..engine import Tolerance, compare_outputs
 from ..errors import TrtCompareError
-from ..inputs import DEFAULT_SEED, synthetic_feed
+from ..inputs import DEFAULT_SEED
 from ..runners import (
     DEBUG_PRECISION_RUNNER,
     LoadedModel,
     convert_mixed,
     load_model,
+    mixed_precision_of,
     name_unnamed_nodes,
     topological_sort,
 )
+from .layout import counted
 from .range_scan import RangeScan, first_trial, neighbours, scan_ranges
+from .runs import make_feeds
 
 Feed = Mapping[str, Any]
 _LOG = logging.getLogger(__name__)
@@ -77,18 +80,20 @@ class PrecisionDebugResult:
         return "\n".join([*self.probable_causes, self._search_line()])
 
     def _search_line(self) -> str:
-        where = f"{self.runner} {self.precision}, {self.node_count} candidate nodes"
+        where = f"{self.runner} {self.precision}, {counted(self.node_count, 'candidate node')}"
         if not self.passed:
             return (
                 f"precision debugging ({where}): no set of fp32 nodes passes, not even all "
-                f"of them ({self.runs} runs); the runner or the tolerance is the problem"
+                f"of them ({counted(self.runs, 'run')}); the runner or the tolerance is the problem"
             )
         if not self.keep_fp32:
             return f"precision debugging ({where}): the model passes with no node in fp32"
         names = ", ".join(f"{name} ({self.op_types.get(name, '?')})" for name in self.keep_fp32)
+        count = len(self.keep_fp32)
+        these = "this 1 node" if count == 1 else f"these {count} nodes"
         return (
-            f"precision debugging ({where}): keep these {len(self.keep_fp32)} nodes in fp32: "
-            f"{names} ({self.runs} runs; the mixed model passes)"
+            f"precision debugging ({where}): keep {these} in fp32: {names} "
+            f"({counted(self.runs, 'run')}; the mixed model passes)"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -111,9 +116,10 @@ def find_fp32_nodes(
     runner: str = DEBUG_PRECISION_RUNNER,
     tolerance: Any = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
-    inputs: Feed | Sequence[Feed] | None = None,
+    inputs: Any = None,
     *,
     seed: int = DEFAULT_SEED,
+    iterations: int = 1,
     runner_options: Mapping[str, Any] | None = None,
     log: Callable[[str], None] | None = None,
     range_scan: bool = True,
@@ -122,8 +128,9 @@ def find_fp32_nodes(
     'bf16') on `runner` to pass `tolerance` against the same runner at fp32.
 
     `tolerance`: a Tolerance (or anything `compare_outputs` takes), or a sequence of them that
-    must all pass; default: the precision's built-in tolerance. `inputs`: one feed or a list
-    of feeds (all must pass); default: one seeded synthetic feed, `shapes` for dynamic dims.
+    must all pass; default: the precision's built-in tolerance. `inputs`: one feed, a list of
+    feeds (all must pass) or a file as the marker's `inputs=` takes it; default: `iterations`
+    seeded synthetic draws from `seed`, `shapes` for dynamic dims.
     Unnamed nodes are named `<op_type>_<index>` (the names in the result and the model).
     `range_scan`: start from the nodes the range scan names (`scan_ranges`: one fp32 run per
     SCAN_GROUP tensors; `runs` does not count it); False: the bisection alone.
@@ -136,10 +143,9 @@ def find_fp32_nodes(
     options = dict(runner_options or {})
     tolerances = tolerance_list(tolerance, precision)
     with runners.create(runner, loaded.proto, "fp32", **options) as reference:
-        if inputs is None:
-            feeds = [synthetic_feed(reference.input_specs(), shapes=shapes, seed=seed)]
-        else:
-            feeds = [dict(inputs)] if isinstance(inputs, Mapping) else [dict(f) for f in inputs]
+        feeds = make_feeds(
+            reference, inputs=inputs, seed=seed, shapes=shapes, iterations=iterations
+        )
         expected = [reference.infer(feed) for feed in feeds]
     order, op_types = _candidates(loaded.proto)
     verdicts: dict[frozenset[str], bool] = {}
@@ -253,7 +259,16 @@ def _ordered(keep: frozenset[str], order: list[str]) -> tuple[str, ...]:
 
 
 def named_sorted(loaded: LoadedModel) -> LoadedModel:
-    """The model topologically sorted, every node named (the block list goes by name)."""
+    """The model topologically sorted, every node named (the block list goes by name); a
+    mixed-precision model (one `find_fp32_nodes` wrote) is refused: the searches convert an
+    fp32 model, and its fp32 run is their reference."""
+    mixed = mixed_precision_of(loaded.proto)
+    if mixed is not None:
+        raise TrtCompareError(
+            f"model {loaded.source} is a mixed-precision model ({mixed[0]}, "
+            f"{counted(mixed[1], 'node')} kept in fp32, written by debug-precision): reduce "
+            "and debug-precision take the fp32 model it was made from"
+        )
     proto = onnx.ModelProto()
     proto.CopyFrom(loaded.proto)
     topological_sort(proto.graph)

@@ -189,10 +189,18 @@ def reduce_model(
         return verdicts[(low, high)] is not None
 
     def result(low: int, high: int, passed: bool) -> ReduceResult:
+        nonlocal runs
         sub = extract(proto, low, high, values)
         held = None if sub is None else _held(sub[1], precision, model_inputs)
         assert sub is not None and held is not None  # judged, so it was extracted and fed
         chosen = nodes[low:high]
+        if not passed:  # its figures as `trtcompare run` on it shows them: nothing saturated
+            every = frozenset(name for feed in sub[2] for name in feed)
+            error, count, _ = _judge(
+                sub[0], runner, precision, options, held, sub[2], tolerances, every
+            )
+            runs += count
+            verdicts[(low, high)] = error or verdicts[(low, high)]
         return ReduceResult(
             sub[0] if not passed else proto,
             () if passed else tuple(node.name for node in chosen),
