@@ -1,5 +1,6 @@
 """A chain of benign Add/Mul nodes with a planted fp16-unsafe pair, helpers to run it, and
-`plant_overflow`: a real model with one node planted to pass fp16's 65504."""
+plants in real models: `plant_overflow` (one node's output past fp16's 65504) and
+`plant_scaled_weight` (one node's weight past it)."""
 
 from __future__ import annotations
 
@@ -87,18 +88,49 @@ def constant_model() -> onnx.ModelProto:
 
 
 def plant_overflow(
-    model: onnx.ModelProto, op_type: str, feed: dict[str, np.ndarray]
+    model: onnx.ModelProto, op_type: str, feed: dict[str, np.ndarray], name: str | None = None
 ) -> tuple[onnx.ModelProto, str]:
     """`model` (changed in place, and returned) with the middle node of `op_type` among those
     with a weight of their own planted: its weight times a power of two k that takes its
     output past 65504 (about 4x) on `feed`, and a node `plant_rescale` (Mul by 1/k, exact)
-    after it that gives the rest its fp32 values back. Both must run in fp32 at fp16. Unnamed
-    nodes are named `<op_type>_<index>`; returns the planted node's name."""
+    after it that gives the rest its fp32 values back (a bias is scaled with the weight). Both
+    must run in fp32 at fp16. `name`: the node of that name instead. Unnamed nodes are named
+    `<op_type>_<index>`; returns the planted node's name."""
     import onnxruntime
 
     from pytest_trtcompare.runners.onnx_graph import with_outputs
 
-    weights = {t.name: t for t in model.graph.initializer}
+    node = _plantable(model, op_type, name)
+    original = node.output[0]
+    session = onnxruntime.InferenceSession(with_outputs(model, [original]).SerializeToString())
+    largest = float(np.abs(session.run([original], feed)[0]).max())
+    return _rescaled(model, node, 2.0 ** math.ceil(math.log2(4 * 65504 / largest)))
+
+
+def plant_scaled_weight(
+    model: onnx.ModelProto, op_type: str, name: str | None = None
+) -> tuple[onnx.ModelProto, str]:
+    """`model` (changed in place, and returned) with the middle node of `op_type` among those
+    with a weight of their own planted as `plant_overflow` does, but k taken from the weight:
+    its largest values land 4 to 8x past 65504, so the fp16 conversion clamps every value
+    above an eighth to a quarter of the largest to 65504 (the weight itself is wrong, not only
+    the arithmetic), and `plant_rescale` (Mul by 1/k) after it. At fp32 the model computes
+    what it did (k is a power of two). At fp16 the node's output is wrong even on a runtime
+    that computes float16 nodes in float32 from the float16 weights (onnxruntime's CPU
+    provider, which folds the rescale back in and so never sees `plant_overflow`'s plant);
+    its output passes 65504 as well. `name`: the node of that name instead. Returns the
+    planted node's name."""
+    node = _plantable(model, op_type, name)
+    weight = next(t for t in model.graph.initializer if t.name == node.input[1])
+    largest = float(np.abs(numpy_helper.to_array(weight)).max())
+    return _rescaled(model, node, 2.0 ** math.ceil(math.log2(4 * 65504 / largest)))
+
+
+def _plantable(model: onnx.ModelProto, op_type: str, name: str | None) -> onnx.NodeProto:
+    """The middle node of `op_type` whose second input is a weight read by no other node (nor
+    its bias, if it has one), or the one named `name`; unnamed nodes named `<op_type>_<index>`
+    first."""
+    weights = {t.name for t in model.graph.initializer}
     uses: dict[str, int] = {}
     for index, node in enumerate(model.graph.node):
         node.name = node.name or f"{node.op_type}_{index}"
@@ -110,16 +142,25 @@ def plant_overflow(
         if node.op_type == op_type
         and len(node.input) > 1
         and node.input[1] in weights
-        and uses[node.input[1]] == 1
+        and all(uses[tensor] == 1 for tensor in node.input[1:3] if tensor in weights)
     ]
-    node = chosen[len(chosen) // 2]
+    if name is not None:
+        return next(node for node in chosen if node.name == name)
+    return chosen[len(chosen) // 2]
+
+
+def _rescaled(
+    model: onnx.ModelProto, node: onnx.NodeProto, k: float
+) -> tuple[onnx.ModelProto, str]:
+    """`node`'s weight (and bias: a Conv's or Gemm's third input) times k, and `plant_rescale`
+    (Mul by 1/k) after it under the name of its output."""
+    initializers = {t.name: t for t in model.graph.initializer}
+    for tensor in node.input[1:3]:
+        if tensor in initializers:
+            weight = initializers[tensor]
+            scaled = numpy_helper.to_array(weight) * np.float32(k)
+            weight.CopyFrom(numpy_helper.from_array(scaled, weight.name))
     original = node.output[0]
-    session = onnxruntime.InferenceSession(with_outputs(model, [original]).SerializeToString())
-    largest = float(np.abs(session.run([original], feed)[0]).max())
-    k = 2.0 ** math.ceil(math.log2(4 * 65504 / largest))
-    weight = weights[node.input[1]]
-    scaled = numpy_helper.to_array(weight) * np.float32(k)
-    weight.CopyFrom(numpy_helper.from_array(scaled, weight.name))
     node.output[0] = original + "_planted"
     model.graph.initializer.append(numpy_helper.from_array(np.float32(1 / k), "plant_inv_k"))
     rescale = helper.make_node(

@@ -40,6 +40,11 @@ MORE = ("fasterrcnn", "clip", "whisper", "wrapped_llama")
 #: (QDQ, onnxruntime.quantization) against the float model; a TorchScript `while` exported as
 #: a Loop and a torch.cond exported as an If, whose iteration and branch follow the input.
 MEET = ("mobilenetv3", "mobilenetv3_legacy", "lstm", "gru", "qdq_resnet18", "loop", "cond")
+#: The fourth shelf (issue 48): timm's Swin Transformer (shifted windows: a relative position
+#: bias, a shift mask, window partitions as Reshape / Transpose / Pad), 64x64 images, the
+#: dynamo export with a dynamic batch. A shelf of its own, so that the tests over the others
+#: (every exporter and runner on each) keep their cost; the reduction's measurements use it.
+WINDOWED = ("swin",)
 #: how each of MORE is exported: the exporter users reach for that works on it
 LEGACY = ("fasterrcnn", "clip", "wrapped_llama", "lstm", "loop")
 CLIP_OUTPUTS = (
@@ -70,6 +75,8 @@ def build(name: str) -> Entry:
         return _more(base)
     if base in MEET:
         return _meet(base)
+    if base in WINDOWED:
+        return Entry(_swin(), {"x": (2, 3, 64, 64)}, ("logits",))
     if base in TEXT:
         shapes = {"input_ids": (2, 8), "attention_mask": (2, 8)}
         outputs = ("last_hidden_state", "pooler_output") if base == "bert" else ("logits",)
@@ -124,6 +131,23 @@ def _vision_model(name: str) -> Any:
 
     factory = getattr(torchvision.models, name)
     return factory(num_classes=10).eval()
+
+
+def _swin() -> Any:
+    """timm's Swin-T layout shrunk: 4x4 patches of a 64x64 image, windows of 4x4 (stage 1:
+    16x16 tokens in 16 windows, shifted every second block), two stages of two blocks."""
+    import timm
+
+    return timm.create_model(
+        "swin_tiny_patch4_window7_224",
+        pretrained=False,
+        img_size=64,
+        window_size=4,
+        embed_dim=24,
+        depths=(2, 2),
+        num_heads=(2, 4),
+        num_classes=10,
+    ).eval()
 
 
 def _more(name: str) -> Entry:

@@ -2,7 +2,8 @@
 GPT-2, exported with torch.onnx.export, one Conv / MatMul planted to pass fp16's 65504
 (tests/planted_models.py `plant_overflow`). The scan names that node, and `find_fp32_nodes`
 starting from it keeps the planted pair in fewer runs than the bisection alone
-(docs/BENCHMARKS.md "Range scan": 11 -> 4 and 16 -> 4)."""
+(docs/BENCHMARKS.md "Range scan": 11 -> 4 and 16 -> 4). The reduction (part 1) on those two,
+timm's Swin and torchvision's Faster R-CNN, with a weight or an output planted past 65504."""
 
 from __future__ import annotations
 
@@ -41,18 +42,47 @@ def test_the_planted_overflow_is_named_and_found_in_fewer_runs(zoo, name, op_typ
     assert after.runs == 4 < before.runs
 
 
+#: Faster R-CNN's random-weight backbone brings its values to about 1e-5 by the middle Conv and
+#: 1e-9 by the RPN's objectness: a fault planted there stays under the tolerance (the planted
+#: node and its rescale pass at fp16 on their own), and the model fails at fp16 without it
+#: (the objectness rounds to 0 in fp16: the RPN's TopK picks other anchors), which is what
+#: the reduction finds (docs/BENCHMARKS.md "Reduce").
+NO_PLANT_IN_FASTERRCNN = pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the planted fault is under the tolerance; /rpn/TopK fails without it",
+)
+REDUCED = [
+    pytest.param(name, op_type, kind, marks=marks, id=f"{name}-{kind}")
+    for name, op_type, marks in (
+        ("resnet18", "Conv", ()),
+        ("gpt2", "MatMul", ()),
+        ("swin", "MatMul", ()),
+        ("fasterrcnn", "Conv", (pytest.mark.slow, NO_PLANT_IN_FASTERRCNN)),
+    )
+    for kind in ("weight", "overflow")
+]
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # onnx.reference's fp16 inf
-def test_reduce_finds_the_planted_conv_in_resnet18(zoo):
-    """`reduce_model` on resnet18 with a planted Conv: the reduced graph holds that Conv and
-    at most 5 nodes (docs/BENCHMARKS.md "Reduce")."""
+@pytest.mark.parametrize(("name", "op_type", "kind"), REDUCED)
+def test_reduce_finds_the_planted_node(zoo, name, op_type, kind):
+    """`reduce_model` on a zoo model with one node's weight past fp16's range
+    (`plant_scaled_weight`) or its output past it (`plant_overflow`): the reduced graph holds
+    that node and at most 5 nodes (docs/BENCHMARKS.md "Reduce")."""
     import time
 
     from pytest_trtcompare import runners
     from pytest_trtcompare.session.reduce import reduce_model
 
-    model = onnx.load(str(zoo.onnx("resnet18")))
-    feed = synthetic_feed(graph_input_specs(model), shapes=models.build("resnet18").shapes, seed=0)
-    model, node = plant_overflow(model, "Conv", feed)
+    from ..planted_models import plant_scaled_weight
+
+    model = onnx.load(str(zoo.onnx(name)))
+    feed = synthetic_feed(graph_input_specs(model), shapes=models.build(name).shapes, seed=0)
+    if kind == "weight":
+        model, node = plant_scaled_weight(model, op_type)
+    else:
+        model, node = plant_overflow(model, op_type, feed)
     started = time.perf_counter()
     with runners.create("onnxref", model, "fp32") as reference:
         reference.infer(feed)
@@ -61,8 +91,8 @@ def test_reduce_finds_the_planted_conv_in_resnet18(zoo):
     result = reduce_model(model, "fp16", "onnxref", inputs=feed)
     seconds = time.perf_counter() - started
     print(
-        f"reduce resnet18: {len(result.nodes)} of {result.node_count} nodes {result.nodes}, "
-        f"{result.runs} runs, {seconds:.1f} s = {seconds / one_run:.1f} fp32 runs"
+        f"reduce {name} ({kind}): {len(result.nodes)} of {result.node_count} nodes "
+        f"{result.nodes}, {result.runs} runs, {seconds:.1f} s = {seconds / one_run:.1f} fp32 runs"
     )
     assert not result.passed and node in result.nodes and len(result.nodes) <= 5
     onnx.checker.check_model(result.model, full_check=True)
