@@ -167,9 +167,10 @@ def unreduced(
 def shell_command(spec: CompareSpec, case: Case) -> str:
     """`trtcompare reduce MODEL --precision fp16 --runner onnxref --shapes x:1x16`: the
     item's model (MODEL where it is no file), precision, converting runner and shapes."""
-    model = spec.model_for(case.target)
+    converted = not_converted(spec, case) is None
+    model = spec.model_for(case.target) if converted else spec.model  # a twin's ONNX model
     path = str(model) if isinstance(model, (str, os.PathLike)) else "MODEL"
-    runner = case.target if not_converted(spec, case) is None else runners.DEBUG_PRECISION_RUNNER
+    runner = case.target if converted else runners.DEBUG_PRECISION_RUNNER
     words = ["trtcompare", "reduce", path, "--precision", case.precision, "--runner", runner]
     if case.shapes:
         shapes = ",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in case.shapes.items())
