@@ -7,7 +7,8 @@ Run: python bench/bench_reduce.py [--model swin ...] [--plant weight ...] [--run
 Each model is the zoo's (tests/zoo/models.py: seeded random weights, exported by
 torch.onnx.export as a user would; Faster R-CNN by the legacy exporter, NMS inside If
 subgraphs) with one fault planted in the middle node of an op type among those with a weight
-of their own (tests/planted_models.py; Faster R-CNN's first Conv too): `weight`
+of their own (tests/planted_models.py; Faster R-CNN's first Conv too; DETR's middle MatMul
+and its middle Conv, one at a time): `weight`
 (`plant_scaled_weight`: the weight times a power of two that puts its largest values 4-8x
 past 65504, which the fp16 conversion clamps) or `overflow` (`plant_overflow`: the weight
 times a power of two that takes the node's output about 4x past 65504 on the feed), each
@@ -47,14 +48,18 @@ from pytest_trtcompare.session.reduce import reduce_model
 from tests.planted_models import plant_overflow, plant_scaled_weight
 from tests.zoo.models import build, export
 
-#: model -> the op type planted, and the nodes: None, the middle one with a weight of its own
-PLANTS: dict[str, tuple[str, tuple[str | None, ...]]] = {
-    "resnet18": ("Conv", (None,)),
-    "gpt2": ("MatMul", (None,)),
-    "swin": ("MatMul", (None,)),
+#: model -> the nodes planted: (op type, name); None: the middle one of the op type with a
+#: weight of its own
+PLANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "resnet18": (("Conv", None),),
+    "gpt2": (("MatMul", None),),
+    "swin": (("MatMul", None),),
     # the middle Conv is in a squeeze-excitation block where the random-weight backbone's
     # values are about 1e-5; the first Conv is the one whose output is about 1 (3.6)
-    "fasterrcnn": ("Conv", (None, "/backbone/body/body.0/body.0.0/Conv")),
+    "fasterrcnn": (("Conv", None), ("Conv", "/backbone/body/body.0/body.0.0/Conv")),
+    # the middle MatMul: the decoder's first cross-attention's value projection (of the
+    # encoder's output); the middle Conv: the backbone's stages.2 first Conv (to 64 channels)
+    "detr": (("MatMul", None), ("Conv", None)),
 }
 Plant = Callable[[onnx.ModelProto, str, dict[str, Any], str | None], tuple[onnx.ModelProto, str]]
 KINDS: dict[str, Plant] = {
@@ -84,13 +89,13 @@ def one_test_run(model: onnx.ModelProto, runner: str, feed: dict[str, Any]) -> f
     return statistics.median(times)
 
 
-def measure(name: str, node: str | None, kind: str, runner: str, folder: Path) -> str:
+def measure(name: str, plant: tuple[str, str | None], kind: str, runner: str, folder: Path) -> str:
     path = folder / f"{name}.onnx"
     if not path.exists():
         export(name, folder)
     model = onnx.load(str(path))
     feed = synthetic_feed(graph_input_specs(model), shapes=build(name).shapes, seed=0)
-    model, planted = KINDS[kind](model, PLANTS[name][0], feed, node)
+    model, planted = KINDS[kind](model, plant[0], feed, plant[1])
     one = one_test_run(model, runner, feed)
     CONVERTED.clear()
     started = time.perf_counter()
@@ -126,10 +131,10 @@ def main() -> None:
         folder = args.exports or Path(temporary)
         folder.mkdir(parents=True, exist_ok=True)
         for name in args.model or list(PLANTS):
-            for node in PLANTS[name][1]:
+            for plant in PLANTS[name]:
                 for kind in args.plant or list(KINDS):
                     for runner in args.runner or ["onnxref", "onnxrt"]:
-                        print(measure(name, node, kind, runner, folder), flush=True)
+                        print(measure(name, plant, kind, runner, folder), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,16 @@ eight outputs), Whisper (an encoder-decoder on float features; the legacy export
 export `aten::diff`, so the dynamo one), and LLaMA exported inside a wrapper module that
 returns `.logits`, compared with the LLaMA model itself (the twin is not the exported
 module: matched through the wrapper's prefix).
+
+Two shelves stand apart, kept out of the tests over the others (every exporter and runner on
+each) and used by the reduction's measurements (issue 48, bench/bench_reduce.py): `WINDOWED`,
+timm's Swin Transformer, and `DETECTION`, Hugging Face's DETR (`DetrForObjectDetection`: a
+small ResNet backbone built by transformers, not timm, no pretrained weights; a transformer
+encoder and decoder; outputs `logits`, `pred_boxes` and the decoder's and encoder's last
+hidden states), its weights transformers' own init under the seed. Unlike Faster R-CNN's
+random backbone, whose values fall to 1e-9 so that its export fails at fp16 as it is (the
+RPN's TopK), DETR's export passes at fp16 under the default tolerance, so a fault planted in
+it is the only fp16 failure.
 """
 
 from __future__ import annotations
@@ -45,6 +55,12 @@ MEET = ("mobilenetv3", "mobilenetv3_legacy", "lstm", "gru", "qdq_resnet18", "loo
 #: dynamo export with a dynamic batch. A shelf of its own, so that the tests over the others
 #: (every exporter and runner on each) keep their cost; the reduction's measurements use it.
 WINDOWED = ("swin",)
+#: The fifth shelf (issue 48): Hugging Face's DETR (a ResNet backbone of basic blocks, then a
+#: transformer encoder over its 2x2 feature map and a decoder of 8 object queries), 64x64
+#: images, the dynamo export with a dynamic batch. A detection model whose export passes at
+#: fp16 as it is (Faster R-CNN's does not); a shelf of its own as Swin's is.
+DETECTION = ("detr",)
+DETR_OUTPUTS = ("logits", "pred_boxes", "last_hidden_state", "encoder_last_hidden_state")
 #: how each of MORE is exported: the exporter users reach for that works on it
 LEGACY = ("fasterrcnn", "clip", "wrapped_llama", "lstm", "loop")
 CLIP_OUTPUTS = (
@@ -77,6 +93,8 @@ def build(name: str) -> Entry:
         return _meet(base)
     if base in WINDOWED:
         return Entry(_swin(), {"x": (2, 3, 64, 64)}, ("logits",))
+    if base in DETECTION:
+        return Entry(_detr(), {"pixel_values": (2, 3, 64, 64)}, DETR_OUTPUTS)
     if base in TEXT:
         shapes = {"input_ids": (2, 8), "attention_mask": (2, 8)}
         outputs = ("last_hidden_state", "pooler_output") if base == "bert" else ("logits",)
@@ -148,6 +166,37 @@ def _swin() -> Any:
         num_heads=(2, 4),
         num_classes=10,
     ).eval()
+
+
+def _detr() -> Any:
+    """DETR shrunk: a ResNet of one basic block per stage (16 to 128 channels, stride 32: a 2x2
+    map of a 64x64 image), d_model 32, two encoder and two decoder layers of two heads, 8
+    queries, 3 labels; the weights are transformers' own init (post_init) under the seed."""
+    import transformers as hf
+
+    backbone = hf.ResNetConfig(
+        embedding_size=16,
+        hidden_sizes=[16, 32, 64, 128],
+        depths=[1, 1, 1, 1],
+        layer_type="basic",
+        out_features=["stage4"],
+    )
+    config = hf.DetrConfig(
+        use_timm_backbone=False,
+        backbone_config=backbone,
+        use_pretrained_backbone=False,
+        num_queries=8,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_labels=3,
+        auxiliary_loss=False,
+    )
+    return hf.DetrForObjectDetection(config).eval()
 
 
 def _more(name: str) -> Entry:

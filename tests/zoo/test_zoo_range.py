@@ -3,7 +3,8 @@ GPT-2, exported with torch.onnx.export, one Conv / MatMul planted to pass fp16's
 (tests/planted_models.py `plant_overflow`). The scan names that node, and `find_fp32_nodes`
 starting from it keeps the planted pair in fewer runs than the bisection alone
 (docs/BENCHMARKS.md "Range scan": 11 -> 4 and 16 -> 4). The reduction (part 1) on those two,
-timm's Swin and torchvision's Faster R-CNN, with a weight or an output planted past 65504."""
+timm's Swin, Hugging Face's DETR (a MatMul of its decoder, a Conv of its backbone) and
+torchvision's Faster R-CNN, with a weight or an output planted past 65504."""
 
 from __future__ import annotations
 
@@ -53,11 +54,13 @@ NO_PLANT_IN_FASTERRCNN = pytest.mark.xfail(
     reason="the planted fault is under the tolerance; /rpn/TopK fails without it",
 )
 REDUCED = [
-    pytest.param(name, op_type, kind, marks=marks, id=f"{name}-{kind}")
+    pytest.param(name, op_type, kind, marks=marks, id=f"{name}-{op_type}-{kind}")
     for name, op_type, marks in (
         ("resnet18", "Conv", ()),
         ("gpt2", "MatMul", ()),
         ("swin", "MatMul", ()),
+        ("detr", "MatMul", ()),
+        ("detr", "Conv", ()),
         ("fasterrcnn", "Conv", (pytest.mark.slow, NO_PLANT_IN_FASTERRCNN)),
     )
     for kind in ("weight", "overflow")
@@ -96,3 +99,14 @@ def test_reduce_finds_the_planted_node(zoo, name, op_type, kind):
     )
     assert not result.passed and node in result.nodes and len(result.nodes) <= 5
     onnx.checker.check_model(result.model, full_check=True)
+
+
+def test_detr_passes_at_fp16_as_it_is(zoo):
+    """The fairness of DETR's plants: its export passes at fp16 under the default tolerance
+    without one (Faster R-CNN's does not), so the planted node is the only fp16 failure."""
+    from pytest_trtcompare.session.reduce import reduce_model
+
+    model = onnx.load(str(zoo.onnx("detr")))
+    feed = synthetic_feed(graph_input_specs(model), shapes=models.build("detr").shapes, seed=0)
+    result = reduce_model(model, "fp16", "onnxref", inputs=feed)
+    assert result.passed and result.nodes == () and result.runs == 1
