@@ -58,9 +58,10 @@ REDUCED = [
     for name, op_type, marks in (
         ("resnet18", "Conv", ()),
         ("gpt2", "MatMul", ()),
-        ("swin", "MatMul", ()),
-        ("detr", "MatMul", ()),
-        ("detr", "Conv", ()),
+        # their exports take most of their 5-9 s: run by -m slow (the test command's budget)
+        ("swin", "MatMul", (pytest.mark.slow,)),
+        ("detr", "MatMul", (pytest.mark.slow,)),
+        ("detr", "Conv", (pytest.mark.slow,)),
         ("fasterrcnn", "Conv", (pytest.mark.slow, NO_PLANT_IN_FASTERRCNN)),
     )
     for kind in ("weight", "overflow")
@@ -101,6 +102,7 @@ def test_reduce_finds_the_planted_node(zoo, name, op_type, kind):
     onnx.checker.check_model(result.model, full_check=True)
 
 
+@pytest.mark.slow
 def test_detr_passes_at_fp16_as_it_is(zoo):
     """The fairness of DETR's plants: its export passes at fp16 under the default tolerance
     without one (Faster R-CNN's does not), so the planted node is the only fp16 failure."""
