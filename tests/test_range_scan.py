@@ -52,6 +52,31 @@ def test_an_overflow_past_65504_is_named_with_its_largest_value():
     assert scan_ranges(model, "bf16", [_feed()]).findings == ()  # bf16 reaches 3.4e38
 
 
+def test_a_node_that_moves_an_overflowing_tensor_is_not_named_again():
+    """n0 overflows; a Reshape and a Transpose pass its values on (no cause of their own);
+    n3, a Mul that keeps them past the range, is named (it computes them anew)."""
+    nodes = [
+        helper.make_node("Mul", ["x", "big"], ["t0"], name="n0"),
+        helper.make_node("Reshape", ["t0", "shape"], ["t1"], name="reshape"),
+        helper.make_node("Transpose", ["t1"], ["t2"], name="transpose", perm=[1, 0]),
+        helper.make_node("Mul", ["t2", "two"], ["y"], name="n3"),
+    ]
+    weights = [
+        numpy_helper.from_array(np.float32(2.0e5), "big"),
+        numpy_helper.from_array(np.array([8, 1], np.int64), "shape"),
+        numpy_helper.from_array(np.float32(2.0), "two"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "moved",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        weights,
+    )
+    scan = scan_ranges(make(graph), "fp16", [_feed()])
+    assert [(f.node, f.kind) for f in scan.findings] == [("n0", "overflow"), ("n3", "overflow")]
+
+
 def test_values_below_the_smallest_normal_are_an_underflow():
     model = _chain(("Mul", 1.0e-6), ("Mul", 1.0e6))  # n0: all of it below 6.1e-05
     scan = scan_ranges(model, "fp16", [_feed()])

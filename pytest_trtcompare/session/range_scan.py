@@ -295,6 +295,29 @@ def _read_addition(
     merged.swamped = max(merged.swamped, float(swamped.sum() / live.sum()))
 
 
+#: Ops that move or select values without computing new ones: a range finding in their
+#: output that their input holds already is that input's, not theirs.
+MOVERS = frozenset(
+    {
+        "Reshape",
+        "Transpose",
+        "Split",
+        "Squeeze",
+        "Unsqueeze",
+        "Flatten",
+        "Slice",
+        "Gather",
+        "Concat",
+        "Expand",
+        "Identity",
+        "Tile",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "Pad",
+    }
+)
+
+
 def _findings(
     layers: Sequence[runners.Layer],
     nodes: Mapping[str, onnx.NodeProto],
@@ -310,6 +333,7 @@ def _findings(
     }
     needed = _upstream(cancelling, nodes, producer)
     findings = []
+    kinds: dict[str, str] = {}  # tensor -> the kind found in it
     for layer in layers:
         got = stats.get(layer.tensor)
         if got is None:
@@ -325,6 +349,11 @@ def _findings(
         else:
             continue
         kind, magnitude, share = found
+        kinds[layer.tensor] = kind
+        node = nodes.get(layer.node)
+        moved = node is not None and any(kinds.get(name) == kind for name in node.input)
+        if layer.op in MOVERS and moved:
+            continue  # it passes on a tensor named already: no cause of its own
         findings.append(
             RangeFinding(
                 layer.node,
