@@ -42,8 +42,14 @@ def _feed(width: int = 8) -> dict[str, np.ndarray]:
 def test_an_overflow_past_65504_is_named_with_its_largest_value():
     model = _chain(("Mul", 2.0e5), ("Mul", 1.0e-4))  # n0 reaches up to 2e5, n1 comes back
     scan = scan_ranges(model, "fp16", [_feed()])
-    assert [(f.node, f.kind) for f in scan.findings] == [("n0", "overflow")]
-    finding = scan.findings[0]
+    # its constant 2e5 is past the range too: the conversion clamps it, named first
+    assert [(f.node, f.kind) for f in scan.findings] == [("n0", "weight"), ("n0", "overflow")]
+    assert scan.findings[0].text() == (
+        "probable cause: n0 (Mul) has weight c0 up to 2e+05, past float16's 65504: the "
+        "conversion clamps 100% of it"
+    )
+    assert scan.nodes == ("n0",)
+    finding = scan.findings[1]
     assert finding.op_type == "Mul" and finding.tensor == "t0"
     assert finding.magnitude == pytest.approx(float(_feed()["x"].max()) * 2.0e5, rel=1e-6)
     assert finding.text() == (
@@ -74,13 +80,17 @@ def test_a_node_that_moves_an_overflowing_tensor_is_not_named_again():
         weights,
     )
     scan = scan_ranges(make(graph), "fp16", [_feed()])
-    assert [(f.node, f.kind) for f in scan.findings] == [("n0", "overflow"), ("n3", "overflow")]
+    assert [(f.node, f.kind) for f in scan.findings] == [
+        ("n0", "weight"),
+        ("n0", "overflow"),
+        ("n3", "overflow"),
+    ]
 
 
 def test_values_below_the_smallest_normal_are_an_underflow():
     model = _chain(("Mul", 1.0e-6), ("Mul", 1.0e6))  # n0: all of it below 6.1e-05
-    scan = scan_ranges(model, "fp16", [_feed()])
-    assert [(f.node, f.kind) for f in scan.findings] == [("n0", "underflow")]
+    scan = scan_ranges(model, "fp16", [_feed()])  # n1's constant 1e6 is past the range
+    assert [(f.node, f.kind) for f in scan.findings] == [("n0", "underflow"), ("n1", "weight")]
     finding = scan.findings[0]
     smallest = float(_feed()["x"].min()) * 1e-6
     assert finding.share == 1.0 and finding.smallest == pytest.approx(smallest, rel=1e-6)
@@ -148,11 +158,14 @@ def test_the_search_keeps_an_overflowing_node_and_what_reads_it():
         model, "fp16", tolerance=tolerance, inputs=_feed(), range_scan=False
     )
     assert result.scan is not None
-    assert [f.node for f in result.scan.findings] == ["n11"]
+    assert [(f.node, f.kind) for f in result.scan.findings] == [
+        ("n11", "weight"),  # its constant 3e5, which the conversion clamps
+        ("n11", "overflow"),
+    ]
     assert result.passed and before.passed
     assert result.keep_fp32 == before.keep_fp32 == ("n11", "n12")
     assert (result.runs, before.runs) == (4, 10)
-    assert result.describe().splitlines()[0].startswith("probable cause: n11 (Mul) reaches")
+    assert result.describe().splitlines()[1].startswith("probable cause: n11 (Mul) reaches")
     assert isinstance(result.scan.findings[0], RangeFinding)
 
 

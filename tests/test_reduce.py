@@ -40,12 +40,16 @@ def test_every_feed_is_judged_and_its_inputs_are_the_reference_tensors():
     uniform = np.random.default_rng(1).uniform(0, 1, (1, WIDTH)).astype(np.float32)
     feeds = [{"x": np.full((1, WIDTH), v, np.float32)} for v in (0.0, 2.0)] + [{"x": uniform}]
     assert reduce_model(planted(0, 0), inputs=feeds[:2]).passed
-    result = reduce_model(planted(0, 0), inputs=feeds)
+    logged: list[str] = []
+    result = reduce_model(planted(0, 0), inputs=feeds, log=logged.append)
     assert not result.passed and len(result.inputs) == 3 and len(result.expected) == 3
     fed = result.inputs[2][result.model.graph.input[0].name]
     if result.nodes[0] == "plant_sub":  # fed plant_add's fp32 output
         np.testing.assert_array_equal(fed, uniform + np.float32(3000))
-    assert result.runs >= 3
+    # runs: the candidates the log numbers, the last one the reduced graph's figures
+    assert logged[-1].startswith(f"run {result.runs}: nodes ") and logged[-1].endswith(
+        " again, for its figures"
+    )
 
 
 def test_a_passing_model_has_nothing_to_reduce():
@@ -149,6 +153,7 @@ def test_text_output_names_the_nodes_and_the_command(model_file, tmp_path, capsy
     assert "reduce (onnxref fp16): " in captured.out and " of 19 nodes still fail: " in captured.out
     assert "reproduce with:\n  trtcompare run " in captured.out
     assert "run 1: nodes 0..18 of 19: fail" in captured.err
+    assert " again, for its figures\n" in captured.err
 
 
 def test_a_passing_model_exits_0_and_writes_nothing(model_file, tmp_path, capsys):
@@ -356,3 +361,16 @@ def test_the_shell_refuses_a_mixed_model_a_runner_of_no_converted_onnx_and_a_mis
     assert main(["reduce", str(dynamic)]) == 2
     err = capsys.readouterr().err
     assert "give its shape with --shapes x:[1,64]" in err and "mark.shapes" not in err
+
+
+def test_saved_inputs_leave_no_room_for_draw_flags(model_file, tmp_path, capsys):
+    saved = tmp_path / "inputs.json"
+    assert main(["run", str(model_file), "--onnxref", "--save-inputs", str(saved)]) == 0
+    capsys.readouterr()
+    for command in ("reduce", "debug-precision"):
+        argv = [command, str(model_file), "--load-inputs", str(saved), "--iters", "3"]
+        assert main([*argv, "--seed", "2"]) == 2
+        assert capsys.readouterr().err == (
+            f"trtcompare: --load-inputs {saved} gives the feeds: --iterations / --seed apply "
+            "to synthetic draws only; leave them out\n"
+        )

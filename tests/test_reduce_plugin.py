@@ -35,7 +35,7 @@ import pytest
 def test_planted():
     pass
 """
-HEAD = "reduce (onnxref fp16): 1 of 15 nodes still fail: plant_sub (Sub) (8 runs)"
+HEAD = "reduce (onnxref fp16): 1 of 15 nodes still fail: plant_sub (Sub) (7 runs)"
 
 
 def _scenario(pytester: pytest.Pytester, extra: str = "") -> None:
@@ -281,3 +281,10 @@ def test_an_fp16_overflow_under_w_error_is_a_failure_with_its_report(pytester, x
     assert "probable cause: plant_scale (Mul) reaches " in text
     assert "reduce (onnxref fp16): 1 of 11 nodes still fail: plant_scale (Mul)" in text
     assert "RuntimeWarning" not in text and "could not be written" not in text
+
+
+def test_the_marker_keeps_a_test_out_of_the_flag(pytester):
+    _scenario(pytester, ", reduce=False")
+    result = run(pytester, "--trt-precision=fp16", "--trt-reduce")
+    result.assert_outcomes(failed=1)
+    assert "reduce (" not in result.stdout.str() and "--trt-reduce" not in result.stdout.str()

@@ -81,6 +81,21 @@ def searched(function: Any, args: argparse.Namespace, **keywords: Any) -> Any:
             f"--runner {args.runner}: it does not run an ONNX model converted to "
             f"{args.precision}, which the search varies; take one of {', '.join(converting)}"
         )
+    if args.load_inputs is not None:
+        given = [
+            flag
+            for flag, value, default in (
+                ("--iterations", args.iterations, None),
+                ("--seed", args.seed, None),
+                ("--shapes", args.shapes, []),
+            )
+            if value != default
+        ]
+        if given:
+            raise InputDataError(
+                f"--load-inputs {args.load_inputs} gives the feeds: {' / '.join(given)} "
+                "apply to synthetic draws only; leave them out"
+            )
     try:
         return function(
             args.model,
@@ -89,8 +104,8 @@ def searched(function: Any, args: argparse.Namespace, **keywords: Any) -> Any:
             tolerances(args),
             parse_shapes(args.shapes) or None,
             args.load_inputs,
-            seed=args.seed,
-            iterations=args.iterations,
+            seed=DEFAULT_SEED if args.seed is None else args.seed,
+            iterations=args.iterations or 1,
             log=None if args.json else (lambda line: print(line, file=sys.stderr)),
             **keywords,
         )
@@ -151,12 +166,11 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--iterations",
         "--iters",
         type=at_least(1),
-        default=1,
         metavar="N",
         help="judge every candidate on N seeded synthetic draws (default 1)",
     )
     parser.add_argument(
-        "--seed", type=at_least(0), default=DEFAULT_SEED, help="of the first synthetic draw"
+        "--seed", type=at_least(0), help=f"of the first synthetic draw (default {DEFAULT_SEED})"
     )
     parser.add_argument(
         "--load-inputs",

@@ -85,7 +85,9 @@ def _severity(out: OutputComparison) -> tuple[bool, float]:
 
 
 def _times(margin: float) -> str:
-    """'2.68x'; a margin just above 1 never prints as 1."""
+    """'2.68x'; a margin just above 1 never prints as 1; an infinite one 'inf times'."""
+    if math.isinf(margin):
+        return "inf times"
     text = num(margin, 3)
     if math.isfinite(margin) and margin > 1 and float(text) <= 1:
         text = ">1"

@@ -76,8 +76,10 @@ class PrecisionDebugResult:
 
     def describe(self) -> str:
         """The probable causes, then 'precision debugging (...): keep these 2 nodes in fp32:
-        add (Add), sub (Sub) (13 runs; the mixed model passes)'."""
-        return "\n".join([*self.probable_causes, self._search_line()])
+        add (Add), sub (Sub) (13 runs; the mixed model passes)'; a model that passes as it is
+        has no probable cause to show."""
+        causes = self.probable_causes if self.keep_fp32 or not self.passed else ()
+        return "\n".join([*causes, self._search_line()])
 
     def _search_line(self) -> str:
         where = f"{self.runner} {self.precision}, {counted(self.node_count, 'candidate node')}"

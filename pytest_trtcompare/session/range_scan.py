@@ -80,7 +80,7 @@ class RangeFinding:
     node: str
     op_type: str
     tensor: str
-    kind: str  # "overflow", "underflow", "cancellation", "swamping"
+    kind: str  # "overflow", "underflow", "cancellation", "swamping", "weight"
     magnitude: float  # the largest |x| of the tensor (of the operands, for an addition)
     share: float = 1.0  # the share of elements concerned (overflow: of elements past range)
     precision: str = "fp16"
@@ -90,9 +90,14 @@ class RangeFinding:
         """'probable cause: MatMul_1 (MatMul) reaches 1.3e+05, past float16's 65504'."""
         limits = LIMITS[self.precision]
         where = f"probable cause: {self.node} ({self.op_type})"
+        past = f"{limits.dtype}'s {limits.largest:.6g}"
         if self.kind == "overflow":
-            past = f"{limits.dtype}'s {limits.largest:.6g}"
             return f"{where} reaches {self.magnitude:.3g}, past {past}"
+        if self.kind == "weight":
+            return (
+                f"{where} has weight {self.tensor} up to {self.magnitude:.3g}, past {past}: "
+                f"the conversion clamps {self.share:.0%} of it"
+            )
         if self.kind == "underflow":
             return (
                 f"{where} stays below {self.magnitude:.3g} (smallest nonzero "
@@ -219,7 +224,8 @@ def scan_ranges(
                         if all(op is not None for op in operands):
                             _read_addition(operands, data, out, limits, merged)
                 del values
-    findings = _findings(layers, nodes, stats, limits, precision)
+    weights = _weights(model, constants, limits, precision)
+    findings = _findings(layers, nodes, stats, limits, precision, weights)
     return RangeScan(
         findings=tuple(findings),
         precision=precision,
@@ -324,7 +330,10 @@ def _findings(
     stats: Mapping[str, _Stats],
     limits: Limits,
     precision: str,
+    weights: Mapping[str, RangeFinding] | None = None,
 ) -> list[RangeFinding]:
+    """In graph order: each node's weight past the range (`weights`), then what its output
+    holds."""
     producer = {layer.tensor: layer for layer in layers}
     cancelling = {
         layer.node
@@ -334,7 +343,10 @@ def _findings(
     needed = _upstream(cancelling, nodes, producer)
     findings = []
     kinds: dict[str, str] = {}  # tensor -> the kind found in it
+    weights = dict(weights or {})
     for layer in layers:
+        if layer.node in weights:
+            findings.append(weights.pop(layer.node))
         got = stats.get(layer.tensor)
         if got is None:
             continue
@@ -366,7 +378,33 @@ def _findings(
                 got.smallest if kind == "underflow" else 0.0,
             )
         )
-    return findings
+    return findings + list(weights.values())  # nodes with no float output scanned
+
+
+def _weights(
+    model: onnx.ModelProto,
+    constants: Mapping[str, onnx.TensorProto],
+    limits: Limits,
+    precision: str,
+) -> dict[str, RangeFinding]:
+    """Node -> its first float32 initializer with values past the precision's range (not a
+    mask's sentinel): the conversion clamps them before any runtime computes."""
+    found: dict[str, RangeFinding] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            tensor = constants.get(name)
+            if tensor is None or tensor.data_type != onnx.TensorProto.FLOAT:
+                continue
+            size = np.abs(numpy_helper.to_array(tensor))
+            past = (size > limits.largest) & (size < SENTINEL)
+            if past.any():
+                magnitude = float(size[past].max())
+                share = float(past.mean())
+                found[node.name] = RangeFinding(
+                    node.name, node.op_type, name, "weight", magnitude, share, precision
+                )
+                break
+    return found
 
 
 def _upstream(

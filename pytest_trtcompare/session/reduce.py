@@ -52,7 +52,9 @@ class ReduceResult:
     nodes: tuple[str, ...]  # in topological order
     op_types: tuple[str, ...]
     passed: bool  # True: the whole model passes, nothing to reduce
-    runs: int  # candidate runs (one per feed each), the reference run not counted
+    #: candidate models judged (each on every feed until one fails), and one more run of the
+    #: reduced graph for its figures; the fp32 reference run not counted
+    runs: int
     inputs: tuple[dict[str, np.ndarray], ...] = field(default=(), repr=False)
     expected: tuple[dict[str, np.ndarray], ...] = field(default=(), repr=False)
     error: str = ""  # the reduced graph's comparison on its first failing feed
@@ -162,23 +164,20 @@ def reduce_model(
     nodes = list(proto.graph.node)
     model_outputs = frozenset(vi.name for vi in proto.graph.output)
     model_inputs = frozenset(vi.name for vi in proto.graph.input)
-    runs = 0
     unrunnable: list[str] = []  # why each candidate that could not run did not
     verdicts: dict[tuple[int, int], str | None] = {}
 
     def fails(low: int, high: int) -> bool:
         """Whether nodes[low:high] fails; its first failing comparison kept."""
-        nonlocal runs
         if (low, high) not in verdicts:
             sub = extract(proto, low, high, values)
             verdicts[(low, high)] = None
             refused = None
             held = None if sub is None else _held(sub[1], precision, model_inputs)
             if sub is not None and held is not None:
-                found, count, refused = _judge(
+                found, refused = _judge(
                     sub[0], runner, precision, options, held, sub[2], tolerances, model_outputs
                 )
-                runs += count
                 verdicts[(low, high)] = found
                 if refused is not None:
                     unrunnable.append(refused)
@@ -189,18 +188,18 @@ def reduce_model(
         return verdicts[(low, high)] is not None
 
     def result(low: int, high: int, passed: bool) -> ReduceResult:
-        nonlocal runs
+        runs = len(verdicts)
         sub = extract(proto, low, high, values)
         held = None if sub is None else _held(sub[1], precision, model_inputs)
         assert sub is not None and held is not None  # judged, so it was extracted and fed
         chosen = nodes[low:high]
         if not passed:  # its figures as `trtcompare run` on it shows them: nothing saturated
             every = frozenset(name for feed in sub[2] for name in feed)
-            error, count, _ = _judge(
-                sub[0], runner, precision, options, held, sub[2], tolerances, every
-            )
-            runs += count
+            error, _ = _judge(sub[0], runner, precision, options, held, sub[2], tolerances, every)
+            runs += 1
             verdicts[(low, high)] = error or verdicts[(low, high)]
+            if log is not None:
+                log(f"run {runs}: nodes {low}..{high - 1} of {len(nodes)} again, for its figures")
         return ReduceResult(
             sub[0] if not passed else proto,
             () if passed else tuple(node.name for node in chosen),
@@ -250,25 +249,23 @@ def _judge(
     expected: Sequence[Mapping[str, np.ndarray]],
     tolerances: list[Any],
     model_outputs: frozenset[str] = frozenset(),
-) -> tuple[str | None, int, str | None]:
-    """The first failing comparison's text (None: every feed passes), the runs made, and why
-    the runner could not convert or run the candidate (None: it ran). A candidate that cannot
-    run does not reproduce the accuracy failure; an intermediate output past the precision's
-    range is judged by `_saturated`."""
-    runs = 0
+) -> tuple[str | None, str | None]:
+    """The first failing comparison's text (None: every feed passes) and why the runner could
+    not convert or run the candidate (None: it ran). A candidate that cannot run does not
+    reproduce the accuracy failure; an intermediate output past the precision's range is
+    judged by `_saturated`."""
     try:
         with runners.create(runner, candidate, precision, **options) as target:
             for feed, want in zip(feeds, expected, strict=True):
-                runs += 1
                 actual = _saturated(target.infer(feed), want, precision, model_outputs)
                 for tol in tolerances:
                     result = compare_outputs(actual, want, tol)
                     if not result.passed:
-                        return _figures(result), runs, None
+                        return _figures(result), None
     except Exception as exc:  # the runner refuses this candidate: not the failure sought
         _LOG.debug("candidate could not run: %s", exc)
-        return None, runs, str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-    return None, runs, None
+        return None, str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+    return None, None
 
 
 def _figures(result: Any) -> str:
