@@ -275,7 +275,10 @@ def test_an_fp16_overflow_under_w_error_is_a_failure_with_its_report(pytester, x
         "@pytest.mark.compare_frameworks(model='scaled.onnx', frameworks=['onnxref', 'onnxrt'])\n"
         "def test_scaled():\n    pass\n"
     )
-    result = run(pytester, "-W", "error", "--trt-precision=fp16", "--trt-reduce", *xdist)
+    # a subprocess: in-process, -W error would also raise pytest's warning that the plugin,
+    # imported already by this session, cannot be assertion-rewritten
+    args = ("-W", "error", "--trt-precision=fp16", "--trt-reduce", *xdist)
+    result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(failed=1)
     text = result.stdout.str()
     assert "probable cause: plant_scale (Mul) reaches " in text
