@@ -57,6 +57,7 @@ def twin(name: str) -> str:
     return f'{{"torch": build("{name.removesuffix("_legacy")}").module}}'
 
 
+@pytest.mark.slow  # 20 s and more of a core: run by -m slow (the test command's budget)
 @pytest.mark.parametrize("xdist", XDIST)
 def test_every_architecture_as_a_twin_of_its_export_at_every_precision(zoo, zoo_pytester, xdist):
     """torch (fp32, fp16, bf16: real low-precision kernels) against onnxrt fp32, each model at
@@ -169,6 +170,7 @@ def test_both_exporters_give_the_same_modules_their_tensors(zoo):
     assert {"layer1.0.bn1", "layer1.0.relu", "layer1.0.relu#2", "fc"} <= matched["resnet18"]
 
 
+@pytest.mark.slow  # 20 s and more of a core: run by -m slow (the test command's budget)
 @pytest.mark.parametrize("xdist", XDIST)
 def test_per_layer_torch_against_onnx_names_the_module_that_diverges(zoo, zoo_pytester, xdist):
     """outputs="all" with a torch twin: modules matched to export tensors, compared layer by

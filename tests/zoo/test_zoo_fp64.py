@@ -85,6 +85,7 @@ def test_{name}_{target}_{precision}_{variant}(comparison):
     return text
 
 
+@pytest.mark.slow  # a minute and more of a core: run by -m slow (the test command's budget)
 @pytest.mark.parametrize("xdist", XDIST)
 def test_fp64_check_passes_the_export_and_fails_one_perturbed_layer(zoo, zoo_pytester, xdist):
     for name in {name for name, _, _ in CASES}:

@@ -77,8 +77,15 @@ LAYERS = {
 }
 
 
+#: Faster R-CNN's run takes 1.5 minutes of a core: run by -m slow (the test command's budget)
+EVERY_FEATURE = [
+    pytest.param(name, marks=(pytest.mark.slow,) if name == "fasterrcnn" else ())
+    for name in models.MORE
+]
+
+
 @pytest.mark.parametrize("xdist", XDIST)
-@pytest.mark.parametrize("name", models.MORE)
+@pytest.mark.parametrize("name", EVERY_FEATURE)
 def test_architectures_users_bring_through_every_feature(zoo, zoo_pytester, name, xdist):
     entry = ENTRIES[name]
     source = SOURCE.format(

@@ -27,7 +27,11 @@ from . import models  # noqa: E402
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # onnx.reference's fp16 inf
-@pytest.mark.parametrize(("name", "op_type"), [("resnet18", "Conv"), ("gpt2", "MatMul")])
+@pytest.mark.parametrize(
+    ("name", "op_type"),
+    # resnet18's bisection alone takes 15 s of a core: run by -m slow (the command's budget)
+    [pytest.param("resnet18", "Conv", marks=pytest.mark.slow), ("gpt2", "MatMul")],
+)
 def test_the_planted_overflow_is_named_and_found_in_fewer_runs(zoo, name, op_type):
     model = onnx.load(str(zoo.onnx(name)))
     feed = synthetic_feed(graph_input_specs(model), shapes=models.build(name).shapes, seed=0)
