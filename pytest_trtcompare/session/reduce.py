@@ -36,7 +36,9 @@ from ..errors import TrtCompareError
 from ..goldens import write_golden, write_polygraphy_inputs
 from ..inputs import DEFAULT_SEED
 from ..runners import DEBUG_PRECISION_RUNNER, load_model, with_all_outputs
+from .layout import counted
 from .precision_debug import named_sorted, tolerance_list
+from .range_scan import LIMITS, SENTINEL
 from .runs import make_feeds
 
 Feed = Mapping[str, Any]
@@ -70,9 +72,9 @@ class ReduceResult:
         """'reduce (onnxref fp16): 2 of 63 nodes still fail: plant_add (Add), plant_sub
         (Sub) (9 runs)' and the comparison's figures, or that the model passes."""
         where = f"{self.runner} {self.precision}"
-        cost = _counted(self.runs, "run")
+        cost = counted(self.runs, "run")
         if self.unrunnable:
-            cost += f"; {_counted(self.unrunnable, 'candidate')} could not run and were left out"
+            cost += f"; {counted(self.unrunnable, 'candidate')} could not run and were left out"
         if self.passed:
             return f"reduce ({where}): the model passes, nothing to reduce ({cost})"
         names = ", ".join(f"{n} ({t})" for n, t in zip(self.nodes, self.op_types, strict=True))
@@ -105,10 +107,6 @@ class ReduceResult:
         )
         write_polygraphy_inputs(_beside(output, ".inputs.json"), self.inputs)
         return reproduce_command(output, self.runner, self.precision, self.tolerances)
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _beside(output: Path, suffix: str) -> Path:
@@ -288,15 +286,6 @@ def _figures(result: Any) -> str:
     return "\n".join(lines)
 
 
-#: The largest finite value of each target precision.
-_LARGEST = {"fp16": float(np.finfo(np.float16).max), "bf16": 3.3895313892515355e38}
-
-
-#: A fed value at least this large stands for infinity (a mask's float32 min): it is fed as
-#: the precision's largest value, as the conversion clamps such a constant.
-_SENTINEL = 1e38
-
-
 def _held(
     feeds: Sequence[Mapping[str, np.ndarray]], precision: str, model_inputs: frozenset[str]
 ) -> list[dict[str, np.ndarray]] | None:
@@ -306,7 +295,7 @@ def _held(
     at that precision), so it is no reproduction of its own. A sentinel (|value| >= 1e38, a
     mask's float32 min) is fed as the precision's largest value of its sign; the model's own
     inputs are fed as given."""
-    largest = _LARGEST[precision]
+    largest = LIMITS[precision].largest
     held = []
     for feed in feeds:
         fed = dict(feed)
@@ -316,9 +305,9 @@ def _held(
             size = np.abs(np.where(np.isfinite(value), value, 0))
             if not (size > largest).any():
                 continue
-            if ((size > largest) & (size < _SENTINEL)).any():
+            if ((size > largest) & (size < SENTINEL)).any():
                 return None
-            fed[name] = np.where(size >= _SENTINEL, np.sign(value) * largest, value).astype(
+            fed[name] = np.where(size >= SENTINEL, np.sign(value) * largest, value).astype(
                 value.dtype
             )
         held.append(fed)
@@ -337,7 +326,7 @@ def _saturated(
     mask's -3.4e38 is -65504 or -inf at fp16), and an
     error it causes shows where a finite value after it goes wrong, which a larger candidate
     holds. Without this, the first half of a model with such a mask would always "fail"."""
-    largest = _LARGEST[precision]
+    largest = LIMITS[precision].largest
     fixed = dict(actual)
     for name, got in actual.items():
         want = expected.get(name)
