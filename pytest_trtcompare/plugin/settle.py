@@ -154,6 +154,7 @@ def reduced_files(item: pytest.Item, settings: Settings, reduced: Any) -> str:
     --trt-artifacts says: they are what the option was asked for); the text naming them and
     the command that reproduces the failure."""
     from ..session import artifacts
+    from ..session.reduce import saved_files
 
     folder = artifacts.folder_for(artifacts_root(item, settings), item.nodeid)
     output = folder / "reduced.onnx"
@@ -161,7 +162,7 @@ def reduced_files(item: pytest.Item, settings: Settings, reduced: Any) -> str:
         command = reduced.save(output)
     except OSError as exc:
         return f"\n\n(the reduced model could not be written to {folder}: {exc})"
-    written = [output, *(folder / f"reduced.inputs.{ext}" for ext in ("safetensors", "json"))]
+    written = list(saved_files(output))
     item.stash.setdefault(ARTIFACT_FILES, []).extend(written)
     described = {**reduced.to_json(), "files": [str(p) for p in written], "command": command}
     item.user_properties.append((properties.REDUCED_PROPERTY, json.dumps(described)))

@@ -101,12 +101,17 @@ class ReduceResult:
         the failure."""
         output.parent.mkdir(parents=True, exist_ok=True)
         onnx.save_model(self.model, output)
+        _, golden, inputs = saved_files(output)
         later = list(zip(self.expected[1:], self.inputs[1:], strict=True))
-        write_golden(
-            _beside(output, ".inputs.safetensors"), self.expected[0], self.inputs[0], later=later
-        )
-        write_polygraphy_inputs(_beside(output, ".inputs.json"), self.inputs)
+        write_golden(golden, self.expected[0], self.inputs[0], later=later)
+        write_polygraphy_inputs(inputs, self.inputs)
         return reproduce_command(output, self.runner, self.precision, self.tolerances)
+
+
+def saved_files(output: Path) -> tuple[Path, Path, Path]:
+    """What `ReduceResult.save(output)` writes: the model, OUT.inputs.safetensors and
+    OUT.inputs.json."""
+    return output, _beside(output, ".inputs.safetensors"), _beside(output, ".inputs.json")
 
 
 def _beside(output: Path, suffix: str) -> Path:
@@ -120,7 +125,7 @@ def reproduce_command(
     --rtol R`: the reduced model at `precision` against itself at fp32 on its saved inputs,
     under the elementwise tolerance of the default entry of the first of `tolerances`."""
     words = ["trtcompare", "run", str(output), f"--{runner}", f"--{precision}"]
-    words += ["--load-inputs", str(_beside(output, ".inputs.json"))]
+    words += ["--load-inputs", str(saved_files(output)[2])]
     if tolerances:
         elementwise, _ = split_entry(ToleranceTable(tolerances[0]).default)
         if elementwise is not None:
